@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Builds the lab's binaries from Go modules, or finds them already built in the cache.
+#
+#   lab/build.sh COMPONENT...     prints "COMPONENT=<dir>" for each, the folder holding its binaries
+#
+# Components: etcd, kubernetes (kube-apiserver + kube-controller-manager), argocd-v3.6.1, argocd-v2.14.11.
+#
+# The cache lives outside the work tree (UNPRUNE_LAB_CACHE, default ~/.cache/unprune/lab) so a fresh
+# clone, a later session or CI reuses it. Each entry is keyed by the component's go.mod, go.sum, the
+# build flags and the Go toolchain: change any of them and the binary is rebuilt, never reused stale.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+cache=${UNPRUNE_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/unprune/lab}
+kube_version=v1.35.4
+
+log() { printf 'lab/build: %s\n' "$*" >&2; }
+
+# toolchain prints the GOTOOLCHAIN a module needs: its go.mod may ask for a newer Go than the machine's.
+toolchain() {
+	case $1 in
+	argocd-v3.*) echo go1.27.3 ;;
+	*) echo "${GOTOOLCHAIN:-local}" ;;
+	esac
+}
+
+ldflags() {
+	case $1 in
+	kubernetes)
+		local major=${kube_version#v}; major=${major%%.*}
+		local minor=${kube_version#v*.}; minor=${minor%%.*}
+		local f=""
+		for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+			f+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+			f+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+		done
+		echo "$f"
+		;;
+	argocd-v*)
+		local v=${1#argocd-v}
+		echo "-X github.com/argoproj/argo-cd/v${v%%.*}/common.version=$v"
+		;;
+	esac
+}
+
+key() {
+	local comp=$1 mod=$here/modules/$1
+	{
+		cat "$mod/go.mod" "$mod/go.sum"
+		ldflags "$comp"
+		GOTOOLCHAIN=$(toolchain "$comp") go env GOVERSION
+		# The recipe below is part of the product: a change to it must not reuse an old binary.
+		sed -n '/^build_one()/,/^}/p' "$0"
+	} | sha256sum | cut -c1-16
+}
+
+build_one() {
+	local comp=$1 mod=$here/modules/$1
+	local out=$cache/$comp-$(key "$comp")
+	if [ -f "$out/.complete" ]; then
+		echo "$comp=$out"
+		return
+	fi
+	local tmp=$out.tmp.$$
+	rm -rf "$tmp" && mkdir -p "$tmp"
+	log "building $comp into $out (first time only; see lab/README.md for times)"
+	local start=$SECONDS
+	export GOTOOLCHAIN
+	GOTOOLCHAIN=$(toolchain "$comp")
+	local flags=(-trimpath -ldflags "$(ldflags "$comp")")
+	(
+		cd "$mod"
+		go mod download
+		case $comp in
+		etcd)
+			go build "${flags[@]}" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
+			;;
+		kubernetes)
+			go build "${flags[@]}" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+			go build "${flags[@]}" -o "$tmp/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
+			;;
+		argocd-v*)
+			local major=${comp#argocd-v}; major=${major%%.*}
+			local pkg=github.com/argoproj/argo-cd/v$major
+			go build "${flags[@]}" -o "$tmp/argocd" "$pkg/cmd"
+			# The CRDs and the repo-server's git wrapper ship in the module, not in the binary.
+			local src
+			src=$(go list -m -f '{{.Dir}}' "$pkg")
+			mkdir -p "$tmp/crds"
+			cp "$src"/manifests/crds/*-crd.yaml "$tmp/crds/"
+			for f in git-verify-wrapper.sh git-ask-pass.sh; do
+				[ -f "$src/hack/$f" ] && install -m 0755 "$src/hack/$f" "$tmp/$f"
+			done
+			chmod -R u+w "$tmp"
+			;;
+		*)
+			echo "lab/build: unknown component $comp" >&2
+			exit 2
+			;;
+		esac
+	)
+	touch "$tmp/.complete"
+	rm -rf "$out" && mv "$tmp" "$out"
+	log "built $comp in $((SECONDS - start))s"
+	echo "$comp=$out"
+}
+
+[ $# -gt 0 ] || set -- etcd kubernetes argocd-v3.6.1 argocd-v2.14.11
+mkdir -p "$cache"
+for c in "$@"; do
+	build_one "$c"
+done

@@ -1,0 +1,126 @@
+// Command lab starts, stops and reports the local control plane (see package lab).
+//
+//	lab up       start (or find running) the lab; the last stdout line is KUBECONFIG=<path>
+//	lab down     stop exactly the processes lab up started, by PID
+//	lab status   list the lab's processes and whether each is alive
+//
+// Configuration comes from the environment, as `make lab-up VAR=…` passes it: ARGOCD_VERSION
+// (v3.6.1, v2.14.11 or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES, KCM, LAB_DIR.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/unprune/unprune/lab"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "lab:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: lab up|down|status")
+	}
+	root, err := lab.RepoRoot()
+	if err != nil {
+		return err
+	}
+	dir := getenv("LAB_DIR")
+	if dir == "" {
+		dir = filepath.Join(root, ".lab")
+	}
+	switch args[0] {
+	case "up":
+		cfg, err := configFromEnv(dir, getenv)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		st, err := lab.Up(ctx, root, cfg)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "lab: up in %.1fs; API server %s; state in %s\n", time.Since(start).Seconds(), st.Server, st.Dir)
+		fmt.Fprintf(stderr, "lab: kubeconfig of a user with no RBAC rights: %s\n", st.NoAccessKubeconfig)
+		fmt.Fprintf(stdout, "KUBECONFIG=%s\n", st.Kubeconfig)
+		return nil
+	case "down":
+		if err := lab.Down(dir); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "lab: stopped (state kept in %s)\n", dir)
+		return nil
+	case "status":
+		st, err := lab.Load(dir)
+		if err != nil {
+			fmt.Fprintf(stdout, "no lab in %s\n", dir)
+			return nil
+		}
+		running := st.Running()
+		names := make([]string, 0, len(running))
+		for n := range running {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(stdout, "lab in %s, API server %s\n", st.Dir, st.Server)
+		for _, n := range names {
+			state := "stopped"
+			if running[n] {
+				state = "running"
+			}
+			fmt.Fprintf(stdout, "  %-40s %s\n", n, state)
+		}
+		fmt.Fprintf(stdout, "KUBECONFIG=%s\n", st.Kubeconfig)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q; use up, down or status", args[0])
+}
+
+func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
+	cfg := lab.Config{Dir: dir, KCM: true}
+	switch strings.ToLower(getenv("KCM")) {
+	case "", "1", "true", "on", "yes":
+	case "0", "false", "off", "no":
+		cfg.KCM = false
+	default:
+		return cfg, fmt.Errorf("KCM=%q: use on or off", getenv("KCM"))
+	}
+	version := getenv("ARGOCD_VERSION")
+	if version == "" {
+		version = "v3.6.1"
+	}
+	if version == "none" {
+		return cfg, nil
+	}
+	if !strings.HasPrefix(version, "v") {
+		version = "v" + version
+	}
+	var appNamespaces []string
+	for _, ns := range strings.FieldsFunc(getenv("APP_NAMESPACES"), func(r rune) bool { return r == ',' || r == ' ' }) {
+		appNamespaces = append(appNamespaces, ns)
+	}
+	cfg.ArgoCD = &lab.ArgoCDConfig{
+		Namespace:        "argocd",
+		Version:          version,
+		Tracking:         getenv("TRACKING"),
+		InstanceLabelKey: getenv("INSTANCE_LABEL_KEY"),
+		InstallationID:   getenv("INSTALLATION_ID"),
+		AppNamespaces:    appNamespaces,
+	}
+	return cfg, cfg.ArgoCD.Validate()
+}

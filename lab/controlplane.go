@@ -1,0 +1,275 @@
+package lab
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Users of the lab's API server. Admin is in system:masters; NoAccess has no RBAC bindings at all,
+// so every request it makes beyond discovery is Forbidden.
+const (
+	AdminUser    = "lab-admin"
+	NoAccessUser = "lab-noaccess"
+)
+
+// freePort asks the kernel for a free loopback port. The port is released before the component binds
+// it; the window is small and a collision shows up as a start failure with the component's log.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	seen := map[int]bool{}
+	for len(ports) < n {
+		p, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		if !seen[p] {
+			seen[p] = true
+			ports = append(ports, p)
+		}
+	}
+	return ports, nil
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// writeServiceAccountKey creates the RSA key the API server signs service-account tokens with and the
+// controller manager uses for its token controller.
+func writeServiceAccountKey(path string) error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	block := &pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}
+	return os.WriteFile(path, pem.EncodeToMemory(block), 0o600)
+}
+
+// startControlPlane starts etcd, kube-apiserver and (optionally) kube-controller-manager and writes
+// the two kubeconfigs. It fills the control-plane fields of st.
+func startControlPlane(ctx context.Context, st *State, bins binaries, kcm bool) error {
+	dir := st.Dir
+	ports, err := freePorts(4)
+	if err != nil {
+		return err
+	}
+	st.EtcdPort, st.APIServerPort = ports[0], ports[1]
+	peerPort, kcmPort := ports[2], ports[3]
+
+	etcd := process{
+		Name: "etcd",
+		Path: filepath.Join(bins.Etcd, "etcd"),
+		Args: []string{
+			"--name=lab",
+			"--data-dir=" + filepath.Join(dir, "etcd"),
+			"--listen-client-urls=" + fmt.Sprintf("http://127.0.0.1:%d", st.EtcdPort),
+			"--advertise-client-urls=" + fmt.Sprintf("http://127.0.0.1:%d", st.EtcdPort),
+			"--listen-peer-urls=" + fmt.Sprintf("http://127.0.0.1:%d", peerPort),
+			"--initial-advertise-peer-urls=" + fmt.Sprintf("http://127.0.0.1:%d", peerPort),
+			"--initial-cluster=" + fmt.Sprintf("lab=http://127.0.0.1:%d", peerPort),
+			"--listen-metrics-urls=",
+			// The lab's data is disposable: skipping fsync makes etcd fast on shared CI disks.
+			"--unsafe-no-fsync",
+			"--log-level=warn",
+		},
+	}
+	if _, err := etcd.start(dir); err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, st, "etcd", fmt.Sprintf("http://127.0.0.1:%d/health", st.EtcdPort), nil, "", 30*time.Second); err != nil {
+		return err
+	}
+
+	certDir := filepath.Join(dir, "certs")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return err
+	}
+	saKey := filepath.Join(dir, "service-account.key")
+	if err := writeServiceAccountKey(saKey); err != nil {
+		return err
+	}
+	adminToken, err := randomToken()
+	if err != nil {
+		return err
+	}
+	noAccessToken, err := randomToken()
+	if err != nil {
+		return err
+	}
+	tokens := fmt.Sprintf("%s,%s,%s,\"system:masters\"\n%s,%s,%s\n",
+		adminToken, AdminUser, AdminUser, noAccessToken, NoAccessUser, NoAccessUser)
+	tokenFile := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
+		return err
+	}
+
+	apiserver := process{
+		Name: "kube-apiserver",
+		Path: filepath.Join(bins.Kubernetes, "kube-apiserver"),
+		Args: []string{
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			"--secure-port=" + strconv.Itoa(st.APIServerPort),
+			"--cert-dir=" + certDir,
+			"--etcd-servers=" + fmt.Sprintf("http://127.0.0.1:%d", st.EtcdPort),
+			"--service-cluster-ip-range=10.0.0.0/24",
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file=" + saKey,
+			"--service-account-signing-key-file=" + saKey,
+			"--token-auth-file=" + tokenFile,
+			"--authorization-mode=RBAC",
+			// No kubelets or Endpoints exist here: do not reconcile the kubernetes Service endpoints.
+			"--endpoint-reconciler-type=none",
+			"--v=1",
+		},
+	}
+	if _, err := apiserver.start(dir); err != nil {
+		return err
+	}
+	st.Server = fmt.Sprintf("https://127.0.0.1:%d", st.APIServerPort)
+	caFile := filepath.Join(certDir, "apiserver.crt")
+	if err := waitFile(ctx, st, "kube-apiserver", caFile, 60*time.Second); err != nil {
+		return err
+	}
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, st, "kube-apiserver", st.Server+"/readyz", ca, adminToken, 90*time.Second); err != nil {
+		return err
+	}
+
+	st.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	st.NoAccessKubeconfig = filepath.Join(dir, "kubeconfig-noaccess")
+	if err := writeKubeconfig(st.Kubeconfig, st.Server, ca, AdminUser, adminToken); err != nil {
+		return err
+	}
+	if err := writeKubeconfig(st.NoAccessKubeconfig, st.Server, ca, NoAccessUser, noAccessToken); err != nil {
+		return err
+	}
+
+	if kcm {
+		controllerManager := process{
+			Name: "kube-controller-manager",
+			Path: filepath.Join(bins.Kubernetes, "kube-controller-manager"),
+			Args: []string{
+				"--kubeconfig=" + st.Kubeconfig,
+				"--authentication-kubeconfig=" + st.Kubeconfig,
+				"--authorization-kubeconfig=" + st.Kubeconfig,
+				"--bind-address=127.0.0.1",
+				"--secure-port=" + strconv.Itoa(kcmPort),
+				"--leader-elect=false",
+				"--service-account-private-key-file=" + saKey,
+				"--root-ca-file=" + caFile,
+				"--use-service-account-credentials=false",
+				"--v=1",
+			},
+		}
+		if _, err := controllerManager.start(dir); err != nil {
+			return err
+		}
+		st.KCMPort = kcmPort
+		if err := waitHTTP(ctx, st, "kube-controller-manager", fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), nil, "", 60*time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeKubeconfig(path, server string, ca []byte, user, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["lab"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["lab"] = &clientcmdapi.Context{Cluster: "lab", AuthInfo: user, Namespace: "default"}
+	cfg.CurrentContext = "lab"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o600)
+}
+
+// waitHTTP polls url until it answers 200, failing early with the component's log when it died.
+// ca nil means the endpoint's own self-signed certificate is accepted (only for components whose
+// health endpoint serves a throwaway certificate, never for the API server).
+func waitHTTP(ctx context.Context, st *State, name, url string, ca []byte, token string, timeout time.Duration) error {
+	tlsCfg := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // health probe of a lab-local component
+	if ca != nil {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(ca)
+		tlsCfg = &tls.Config{RootCAs: pool}
+	}
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
+	return poll(ctx, st, name, timeout, func() (bool, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+}
+
+func waitFile(ctx context.Context, st *State, name, path string, timeout time.Duration) error {
+	return poll(ctx, st, name, timeout, func() (bool, string) {
+		_, err := os.Stat(path)
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// poll checks cond until it holds, the deadline passes, or the component named name has exited.
+func poll(ctx context.Context, st *State, name string, timeout time.Duration, cond func() (bool, string)) error {
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, why := cond()
+		if ok {
+			return nil
+		}
+		last = why
+		if runningPID(st.Dir, name) == 0 {
+			return fmt.Errorf("%s exited during start-up; last lines of %s:\n%s",
+				name, logFile(st.Dir, name), logTail(st.Dir, name, 20))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %s (%s); log: %s", name, timeout, strings.TrimSpace(last), logFile(st.Dir, name))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,305 @@
+package labtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// AppOptions describe a test Application.
+type AppOptions struct {
+	// Name defaults to a unique name.
+	Name string
+	// Namespace is where the Application object lives; empty means the installation's namespace.
+	// Another namespace must be one of the installation's AppNamespaces ("apps in any namespace").
+	Namespace string
+	Repo      *Repo
+	// Path in the repository; defaults to "manifests".
+	Path string
+	// DestNamespace is spec.destination.namespace (default: a unique name); it is created for the test.
+	DestNamespace string
+	// Automated turns on automated sync with the given prune setting.
+	Automated bool
+	AutoPrune bool
+}
+
+// App is an Application under test.
+type App struct {
+	Install   *Install
+	Name      string
+	Namespace string
+	Repo      *Repo
+	Path      string
+	// DestNamespace is the app's destination namespace, which holds its first ConfigMap.
+	DestNamespace string
+}
+
+// CreateApp creates an Application that syncs opts.Path of opts.Repo to the lab's own cluster.
+func (i *Install) CreateApp(t testing.TB, opts AppOptions) *App {
+	t.Helper()
+	if opts.Name == "" {
+		opts.Name = UniqueName("app")
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = i.Namespace()
+	}
+	if opts.Path == "" {
+		opts.Path = "manifests"
+	}
+	if opts.DestNamespace == "" {
+		opts.DestNamespace = UniqueName("dest")
+	}
+	i.Env.CreateNamespace(t, opts.DestNamespace)
+	// Every app starts with one ordinary resource so that its path exists and it has something to sync.
+	opts.Repo.Write(t, opts.Path+"/"+opts.Name+"-config.yaml", fmt.Sprintf(
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-config\n  namespace: %s\ndata:\n  owner: %s\n",
+		opts.Name, opts.DestNamespace, opts.Name))
+	opts.Repo.Commit(t, "add "+opts.Name)
+	spec := map[string]any{
+		"project": "default",
+		"source":  map[string]any{"repoURL": opts.Repo.URL, "path": opts.Path, "targetRevision": "main"},
+		"destination": map[string]any{
+			"server":    "https://kubernetes.default.svc",
+			"namespace": opts.DestNamespace,
+		},
+	}
+	if opts.Automated {
+		spec["syncPolicy"] = map[string]any{"automated": map[string]any{"prune": opts.AutoPrune, "selfHeal": false}}
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": opts.Name, "namespace": opts.Namespace},
+		"spec":     spec,
+	}}
+	if _, err := i.Env.Dynamic.Resource(GVRApplication).Namespace(opts.Namespace).Create(Context(t), obj, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create Application %s/%s: %v", opts.Namespace, opts.Name, err)
+	}
+	a := &App{Install: i, Name: opts.Name, Namespace: opts.Namespace, Repo: opts.Repo, Path: opts.Path, DestNamespace: opts.DestNamespace}
+	t.Cleanup(func() {
+		// No finalizer is set, so deleting the Application never cascades to its resources.
+		_ = i.Env.Dynamic.Resource(GVRApplication).Namespace(a.Namespace).Delete(context.Background(), a.Name, metav1.DeleteOptions{})
+	})
+	return a
+}
+
+// Instance is the name Argo CD tracks this app's resources by: the app name in Argo CD's own
+// namespace, <namespace>_<name> elsewhere.
+func (a *App) Instance() string {
+	if a.Namespace == a.Install.Namespace() {
+		return a.Name
+	}
+	return a.Namespace + "_" + a.Name
+}
+
+// Get reads the Application.
+func (a *App) Get(t testing.TB) *unstructured.Unstructured {
+	t.Helper()
+	u, err := a.Install.Env.Dynamic.Resource(GVRApplication).Namespace(a.Namespace).Get(Context(t), a.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get Application %s/%s: %v", a.Namespace, a.Name, err)
+	}
+	return u
+}
+
+func (a *App) patch(t testing.TB, body any) {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Install.Env.Dynamic.Resource(GVRApplication).Namespace(a.Namespace).
+		Patch(Context(t), a.Name, types.MergePatchType, b, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patch Application %s/%s: %v", a.Namespace, a.Name, err)
+	}
+}
+
+// Refresh asks the controller to compare the app with git again (it re-resolves the revision).
+func (a *App) Refresh(t testing.TB) {
+	t.Helper()
+	a.patch(t, map[string]any{"metadata": map[string]any{"annotations": map[string]any{"argocd.argoproj.io/refresh": "normal"}}})
+}
+
+// Sync starts a sync operation the way argocd-server would, through .operation, and waits until the
+// operation has finished. It returns the final operation state.
+func (a *App) Sync(t testing.TB, prune bool) Operation {
+	t.Helper()
+	before := a.Status(t).Operation.StartedAt
+	a.patch(t, map[string]any{"operation": map[string]any{
+		"initiatedBy": map[string]any{"username": "labtest"},
+		"sync":        map[string]any{"revision": "main", "prune": prune},
+	}})
+	var op Operation
+	Eventually(t, 2*time.Minute, "sync of "+a.Name+" to finish", func() (bool, string) {
+		s := a.Status(t)
+		op = s.Operation
+		done := op.StartedAt != before && op.Phase != "" && op.Phase != "Running" && op.Phase != "Terminating"
+		return done, fmt.Sprintf("phase %q message %q", op.Phase, op.Message)
+	})
+	return op
+}
+
+// Resource is one row of the Application's .status.resources.
+type Resource struct {
+	Group           string `json:"group"`
+	Version         string `json:"version"`
+	Kind            string `json:"kind"`
+	Namespace       string `json:"namespace"`
+	Name            string `json:"name"`
+	Status          string `json:"status"`
+	RequiresPruning bool   `json:"requiresPruning"`
+}
+
+func (r Resource) String() string {
+	return fmt.Sprintf("%s/%s %s/%s status=%s requiresPruning=%t", r.Group, r.Kind, r.Namespace, r.Name, r.Status, r.RequiresPruning)
+}
+
+// Operation is the Application's .status.operationState.
+type Operation struct {
+	Phase     string            `json:"phase"`
+	Message   string            `json:"message"`
+	StartedAt string            `json:"startedAt"`
+	Results   []OperationResult `json:"-"`
+}
+
+// OperationResult is one resource of the last sync's result.
+type OperationResult struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Status    string `json:"status"`
+	Message   string `json:"message"`
+	SyncPhase string `json:"syncPhase"`
+}
+
+// Status is the part of .status the tests look at.
+type Status struct {
+	Sync      string
+	Revision  string
+	Health    string
+	Resources []Resource
+	Operation Operation
+}
+
+// Status reads the Application's status.
+func (a *App) Status(t testing.TB) Status {
+	t.Helper()
+	return ParseStatus(t, a.Get(t))
+}
+
+// ParseStatus extracts Status from an Application object.
+func ParseStatus(t testing.TB, u *unstructured.Unstructured) Status {
+	t.Helper()
+	var raw struct {
+		Status struct {
+			Sync struct {
+				Status   string `json:"status"`
+				Revision string `json:"revision"`
+			} `json:"sync"`
+			Health struct {
+				Status string `json:"status"`
+			} `json:"health"`
+			Resources      []Resource `json:"resources"`
+			OperationState struct {
+				Phase      string `json:"phase"`
+				Message    string `json:"message"`
+				StartedAt  string `json:"startedAt"`
+				SyncResult struct {
+					Resources []OperationResult `json:"resources"`
+				} `json:"syncResult"`
+			} `json:"operationState"`
+		} `json:"status"`
+	}
+	b, err := json.Marshal(u.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	s := raw.Status
+	return Status{
+		Sync: s.Sync.Status, Revision: s.Sync.Revision, Health: s.Health.Status, Resources: s.Resources,
+		Operation: Operation{Phase: s.OperationState.Phase, Message: s.OperationState.Message,
+			StartedAt: s.OperationState.StartedAt, Results: s.OperationState.SyncResult.Resources},
+	}
+}
+
+// Find returns the status row for kind/name, if any.
+func (s Status) Find(kind, name string) (Resource, bool) {
+	for _, r := range s.Resources {
+		if r.Kind == kind && r.Name == name {
+			return r, true
+		}
+	}
+	return Resource{}, false
+}
+
+func (s Status) String() string {
+	rows := make([]string, 0, len(s.Resources))
+	for _, r := range s.Resources {
+		rows = append(rows, r.String())
+	}
+	return fmt.Sprintf("sync=%s revision=%.8s operation=%s %q resources=[%s]",
+		s.Sync, s.Revision, s.Operation.Phase, s.Operation.Message, strings.Join(rows, "; "))
+}
+
+// WaitStatus polls the Application until cond holds for its status.
+func (a *App) WaitStatus(t testing.TB, timeout time.Duration, what string, cond func(Status) bool) Status {
+	t.Helper()
+	var s Status
+	Eventually(t, timeout, a.Name+" "+what, func() (bool, string) {
+		s = a.Status(t)
+		return cond(s), s.String()
+	})
+	return s
+}
+
+// WaitSynced waits until the app is Synced at revision (any revision when empty).
+func (a *App) WaitSynced(t testing.TB, revision string) Status {
+	t.Helper()
+	return a.WaitStatus(t, 90*time.Second, "to be Synced at "+revision, func(s Status) bool {
+		return s.Sync == "Synced" && (revision == "" || s.Revision == revision)
+	})
+}
+
+// WaitRequiresPruning waits until the app is OutOfSync at revision with kind/name requiring pruning.
+func (a *App) WaitRequiresPruning(t testing.TB, revision, kind, name string) Status {
+	t.Helper()
+	return a.WaitStatus(t, 90*time.Second, fmt.Sprintf("to be OutOfSync with %s %s requiring pruning", kind, name), func(s Status) bool {
+		r, ok := s.Find(kind, name)
+		return s.Sync == "OutOfSync" && s.Revision == revision && ok && r.RequiresPruning
+	})
+}
+
+// Incident reproduces the incident for a Namespace: commit its manifest, sync, revert, refresh. It
+// returns the revert's SHA. The app must not prune automatically.
+func (a *App) Incident(t testing.TB, namespace string, extraLabels map[string]string) string {
+	t.Helper()
+	labels := ""
+	for _, k := range SortedKeys(extraLabels) {
+		labels += fmt.Sprintf("    %s: %q\n", k, extraLabels[k])
+	}
+	if labels != "" {
+		labels = "  labels:\n" + labels
+	}
+	a.Repo.Write(t, a.Path+"/namespace-"+namespace+".yaml",
+		fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n%s", namespace, labels))
+	added := a.Repo.Commit(t, "add namespace "+namespace)
+	a.Refresh(t)
+	a.WaitStatus(t, 90*time.Second, "to see commit "+added, func(s Status) bool { return s.Revision == added })
+	if op := a.Sync(t, false); op.Phase != "Succeeded" {
+		t.Fatalf("sync of %s: %s %s", added, op.Phase, op.Message)
+	}
+	a.WaitSynced(t, added)
+	reverted := a.Repo.Revert(t)
+	a.Refresh(t)
+	a.WaitRequiresPruning(t, reverted, "Namespace", namespace)
+	return reverted
+}

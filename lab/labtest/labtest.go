@@ -1,0 +1,264 @@
+// Package labtest gives end-to-end tests a real lab: one control plane per test binary (started from
+// TestMain), Argo CD installations started on first use, a git repository per test, Applications,
+// syncs through the Application's .operation, and waits with deadlines.
+package labtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/unprune/unprune/lab"
+)
+
+// Env is the lab shared by all tests of one test binary.
+type Env struct {
+	Root       string
+	State      *lab.State
+	REST       *rest.Config
+	Kube       kubernetes.Interface
+	Dynamic    dynamic.Interface
+	mu         sync.Mutex
+	installs   map[string]*installSlot
+	keepOnExit bool
+}
+
+type installSlot struct {
+	once    sync.Once
+	install *Install
+	err     error
+}
+
+var shared *Env
+
+// Main starts the control plane (with kube-controller-manager), runs the tests and stops every process
+// it started. Its state directory is removed when all tests pass and kept (with logs) otherwise.
+func Main(m *testing.M) int {
+	ctx := context.Background()
+	root, err := lab.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "labtest:", err)
+		return 2
+	}
+	dir, err := os.MkdirTemp("", "unprune-lab-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "labtest:", err)
+		return 2
+	}
+	start := time.Now()
+	st, err := lab.Up(ctx, root, lab.Config{Dir: dir, KCM: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "labtest: lab up:", err)
+		return 2
+	}
+	fmt.Fprintf(os.Stderr, "labtest: control plane up in %.1fs (%s)\n", time.Since(start).Seconds(), dir)
+	env, err := newEnv(root, st)
+	if err != nil {
+		_ = lab.Down(dir)
+		fmt.Fprintln(os.Stderr, "labtest:", err)
+		return 2
+	}
+	shared = env
+	code := m.Run()
+	if err := lab.Down(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "labtest: lab down:", err)
+	}
+	if code == 0 && os.Getenv("LAB_KEEP") == "" {
+		_ = os.RemoveAll(dir)
+	} else {
+		fmt.Fprintf(os.Stderr, "labtest: lab state and logs kept in %s\n", dir)
+	}
+	return code
+}
+
+func newEnv(root string, st *lab.State) (*Env, error) {
+	cfg, err := st.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Env{Root: root, State: st, REST: cfg, Kube: kube, Dynamic: dyn, installs: map[string]*installSlot{}}, nil
+}
+
+// Get returns the test binary's lab; TestMain must have called Main.
+func Get(t testing.TB) *Env {
+	t.Helper()
+	if shared == nil {
+		t.Fatal("labtest: the lab is not running; call labtest.Main from TestMain")
+	}
+	return shared
+}
+
+// Context is a context bounded by the test's deadline.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// UniqueName returns prefix plus a random suffix: a leftover object that still carries tracking
+// for an app name is adopted at once by a new app of that name, so names are never reused.
+func UniqueName(prefix string) string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return prefix + "-" + hex.EncodeToString(b)
+}
+
+// Install is one running Argo CD installation.
+type Install struct {
+	Env    *Env
+	Config lab.ArgoCDConfig
+}
+
+// Namespace is where the installation keeps its config and its own Applications.
+func (i *Install) Namespace() string { return i.Config.Namespace }
+
+// ArgoCD returns the installation for cfg, starting it the first time it is asked for. Tests that
+// ask for the same configuration share it; cfg.Namespace may be left empty to derive one.
+func (e *Env) ArgoCD(t testing.TB, cfg lab.ArgoCDConfig) *Install {
+	t.Helper()
+	if cfg.Namespace == "" {
+		cfg.Namespace = InstallNamespace(cfg)
+	}
+	key := fmt.Sprintf("%+v", cfg)
+	e.mu.Lock()
+	slot, ok := e.installs[key]
+	if !ok {
+		slot = &installSlot{}
+		e.installs[key] = slot
+	}
+	e.mu.Unlock()
+	slot.once.Do(func() {
+		start := time.Now()
+		e.mu.Lock() // lab.State is not safe for concurrent AddArgoCD
+		defer e.mu.Unlock()
+		if _, err := e.State.AddArgoCD(context.Background(), e.Root, cfg); err != nil {
+			slot.err = err
+			return
+		}
+		t.Logf("labtest: Argo CD %s in %s up in %.1fs", cfg.Version, cfg.Namespace, time.Since(start).Seconds())
+		slot.install = &Install{Env: e, Config: cfg}
+	})
+	if slot.err != nil {
+		t.Fatalf("start Argo CD %+v: %v", cfg, slot.err)
+	}
+	return slot.install
+}
+
+// InstallNamespace derives a readable namespace from a configuration, e.g. argocd-v361-annotation-label.
+func InstallNamespace(cfg lab.ArgoCDConfig) string {
+	parts := []string{"argocd", strings.ReplaceAll(cfg.Version, ".", "")}
+	tracking := cfg.Tracking
+	if tracking == "" {
+		tracking = "default"
+	}
+	parts = append(parts, strings.ReplaceAll(tracking, "+", "-"))
+	if cfg.InstanceLabelKey != "" {
+		parts = append(parts, "key")
+	}
+	if cfg.InstallationID != "" {
+		parts = append(parts, "id")
+	}
+	if len(cfg.AppNamespaces) > 0 {
+		parts = append(parts, "any")
+	}
+	return strings.Join(parts, "-")
+}
+
+var (
+	GVRApplication = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
+	GVRNamespace   = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+)
+
+// CreateNamespace creates a namespace and deletes it (without waiting) when the test ends.
+func (e *Env) CreateNamespace(t testing.TB, name string) {
+	t.Helper()
+	ns := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
+	}}
+	if _, err := e.Dynamic.Resource(GVRNamespace).Create(Context(t), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = e.Dynamic.Resource(GVRNamespace).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+}
+
+// Eventually polls cond until it returns true or the timeout passes, then fails with the last
+// explanation cond gave.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		last = why
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// SortedKeys is a small helper for stable failure messages.
+func SortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// TempDir is t.TempDir under a short path: git and the repo-server put these paths in URLs and logs.
+func TempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "unprune-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return filepath.Clean(dir)
+}
+
+// DeleteNamespace deletes a namespace a test made, without waiting; a namespace already gone is fine.
+func (e *Env) DeleteNamespace(name string) {
+	_ = e.Dynamic.Resource(GVRNamespace).Delete(context.Background(), name, metav1.DeleteOptions{})
+}
+
+// Untrack removes Argo CD's default tracking metadata from a namespace that outlives the test (kube-system),
+// so that no later Application can adopt it.
+func (e *Env) Untrack(t testing.TB, name string) {
+	t.Helper()
+	patch := []byte(`{"metadata":{"labels":{"app.kubernetes.io/instance":null},"annotations":{"argocd.argoproj.io/tracking-id":null,"argocd.argoproj.io/installation-id":null}}}`)
+	if _, err := e.Kube.CoreV1().Namespaces().Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Errorf("untrack namespace %s: %v", name, err)
+	}
+}
