@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,7 +20,6 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 )
 
 // ArgoCDConfig is one Argo CD installation: a namespace holding its config, plus an application
@@ -85,7 +83,15 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 	if err != nil {
 		return nil, err
 	}
-	if err := installArgoCDObjects(ctx, dyn, dir, cfg); err != nil {
+	// Installations of several versions share one cluster and so one set of CRDs: keep the newest,
+	// whose schema is a superset, so that a newer controller's status fields are not pruned.
+	if newerVersion(cfg.Version, st.CRDVersion) {
+		if err := applyCRDs(ctx, dyn, dir); err != nil {
+			return nil, err
+		}
+		st.CRDVersion = cfg.Version
+	}
+	if err := installArgoCDObjects(ctx, dyn, cfg); err != nil {
 		return nil, fmt.Errorf("install Argo CD %s objects in %s: %w", cfg.Version, cfg.Namespace, err)
 	}
 
@@ -201,9 +207,28 @@ func stopArgoCD(st *State, a ArgoCD) error {
 	return nil
 }
 
-func major(version string) int {
-	n, _ := strconv.Atoi(strings.SplitN(strings.TrimPrefix(version, "v"), ".", 2)[0])
-	return n
+func major(version string) int { return versionParts(version)[0] }
+
+func versionParts(version string) [3]int {
+	var p [3]int
+	for i, f := range strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3) {
+		p[i], _ = strconv.Atoi(f)
+	}
+	return p
+}
+
+// newerVersion reports whether a is a later release than b ("" is older than anything).
+func newerVersion(a, b string) bool {
+	if b == "" {
+		return true
+	}
+	pa, pb := versionParts(a), versionParts(b)
+	for i := range pa {
+		if pa[i] != pb[i] {
+			return pa[i] > pb[i]
+		}
+	}
+	return false
 }
 
 var (
@@ -297,7 +322,7 @@ func partOfArgoCD(name string) map[string]any {
 	return map[string]any{"app.kubernetes.io/part-of": "argocd", "app.kubernetes.io/name": name}
 }
 
-func installArgoCDObjects(ctx context.Context, dyn dynamic.Interface, dir string, cfg ArgoCDConfig) error {
+func installArgoCDObjects(ctx context.Context, dyn dynamic.Interface, cfg ArgoCDConfig) error {
 	for _, ns := range append([]string{cfg.Namespace}, cfg.AppNamespaces...) {
 		if err := apply(ctx, dyn, gvrNamespace, map[string]any{
 			"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns},
@@ -357,9 +382,6 @@ func installArgoCDObjects(ctx context.Context, dyn dynamic.Interface, dir string
 			},
 		}},
 	}
-	if err := applyCRDs(ctx, dyn, dir); err != nil {
-		return err
-	}
 	for _, o := range objects {
 		if err := apply(ctx, dyn, o.gvr, o.obj); err != nil {
 			return err
@@ -394,14 +416,27 @@ func configMap(ns, name string, data map[string]string) map[string]any {
 	}
 }
 
-// isNotFound is shared by callers that tolerate objects already gone.
-func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
-
-// toYAML renders an object for error messages and debugging output.
-func toYAML(v any) string {
-	b, err := yaml.Marshal(v)
+// InstallCRDs installs the Argo CD CRDs of version without running Argo CD, for tests that seed
+// Applications (with their status) themselves.
+func (s *State) InstallCRDs(ctx context.Context, root, version string) error {
+	bins, err := Build(ctx, root, "argocd-"+version)
 	if err != nil {
-		return fmt.Sprint(v)
+		return err
 	}
-	return string(b)
+	restCfg, err := s.RESTConfig()
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	if !newerVersion(version, s.CRDVersion) {
+		return nil
+	}
+	if err := applyCRDs(ctx, dyn, bins.ArgoCD[version]); err != nil {
+		return err
+	}
+	s.CRDVersion = version
+	return s.save()
 }

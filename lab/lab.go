@@ -44,6 +44,7 @@ type State struct {
 	APIServerPort      int       `json:"apiServerPort"`
 	KCMPort            int       `json:"kcmPort,omitempty"`
 	ArgoCD             []ArgoCD  `json:"argocd,omitempty"`
+	CRDVersion         string    `json:"crdVersion,omitempty"` // Argo CD release whose CRDs are installed
 	StartedAt          time.Time `json:"startedAt"`
 }
 

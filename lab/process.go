@@ -38,7 +38,14 @@ func (p process) start(state string) (int, error) {
 		return 0, err
 	}
 	defer logf.Close()
-	cmd := exec.Command(p.Path, p.Args...)
+	// Record the binary as the kernel will report it (/proc/PID/exe), symlinks resolved: Debian's
+	// redis-server, for one, is a link to redis-check-rdb.
+	path, err := filepath.EvalSymlinks(p.Path)
+	if err != nil {
+		return 0, fmt.Errorf("start %s: %w", p.Name, err)
+	}
+	cmd := exec.Command(path, p.Args...)
+	cmd.Args[0] = p.Path
 	cmd.Env = append(os.Environ(), p.Env...)
 	cmd.Dir = p.Dir
 	cmd.Stdout = logf
@@ -51,7 +58,7 @@ func (p process) start(state string) (int, error) {
 	// Reap the child when it exits so that a crashed component does not linger as a zombie while
 	// the process that started it (a test binary) is still running.
 	go func() { _ = cmd.Wait() }()
-	content := fmt.Sprintf("%d\n%s\n", pid, p.Path)
+	content := fmt.Sprintf("%d\n%s\n", pid, path)
 	if err := os.WriteFile(pidFile(state, p.Name), []byte(content), 0o644); err != nil {
 		return pid, err
 	}

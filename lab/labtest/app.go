@@ -126,21 +126,38 @@ func (a *App) Refresh(t testing.TB) {
 	a.patch(t, map[string]any{"metadata": map[string]any{"annotations": map[string]any{"argocd.argoproj.io/refresh": "normal"}}})
 }
 
-// Sync starts a sync operation the way argocd-server would, through .operation, and waits until the
-// operation has finished. It returns the final operation state.
+// Sync starts a sync operation the way argocd-server would, through .operation, and waits until
+// that operation has finished. It returns the final operation state.
+//
+// The controller clears .operation when it finishes an operation, so a request written while an
+// (automated) operation runs can be wiped: Sync waits for the app to be idle first and asks again if
+// its request vanished without running.
 func (a *App) Sync(t testing.TB, prune bool) Operation {
 	t.Helper()
-	before := a.Status(t).Operation.StartedAt
-	a.patch(t, map[string]any{"operation": map[string]any{
-		"initiatedBy": map[string]any{"username": "labtest"},
-		"sync":        map[string]any{"revision": "main", "prune": prune},
-	}})
+	// Auto-sync runs operations too, within the same second: a unique initiator tells ours apart.
+	initiator := UniqueName("labtest")
+	request := func() {
+		a.WaitStatus(t, 2*time.Minute, "to have no operation running", func(s Status) bool { return s.Idle() })
+		a.patch(t, map[string]any{"operation": map[string]any{
+			"initiatedBy": map[string]any{"username": initiator},
+			"sync":        map[string]any{"revision": "main", "prune": prune},
+		}})
+	}
+	request()
 	var op Operation
+	asked := time.Now()
 	Eventually(t, 2*time.Minute, "sync of "+a.Name+" to finish", func() (bool, string) {
 		s := a.Status(t)
 		op = s.Operation
-		done := op.StartedAt != before && op.Phase != "" && op.Phase != "Running" && op.Phase != "Terminating"
-		return done, fmt.Sprintf("phase %q message %q", op.Phase, op.Message)
+		if op.Initiator == initiator {
+			done := op.Phase != "" && op.Phase != "Running" && op.Phase != "Terminating"
+			return done, fmt.Sprintf("phase %q message %q", op.Phase, op.Message)
+		}
+		if s.Idle() && time.Since(asked) > 3*time.Second {
+			request()
+			asked = time.Now()
+		}
+		return false, fmt.Sprintf("last operation by %q, not ours", op.Initiator)
 	})
 	return op
 }
@@ -165,6 +182,7 @@ type Operation struct {
 	Phase     string            `json:"phase"`
 	Message   string            `json:"message"`
 	StartedAt string            `json:"startedAt"`
+	Initiator string            `json:"-"`
 	Results   []OperationResult `json:"-"`
 }
 
@@ -180,6 +198,8 @@ type OperationResult struct {
 
 // Status is the part of .status the tests look at.
 type Status struct {
+	// Requested is true while .operation holds a request the controller has not finished.
+	Requested bool
 	Sync      string
 	Revision  string
 	Health    string
@@ -197,7 +217,8 @@ func (a *App) Status(t testing.TB) Status {
 func ParseStatus(t testing.TB, u *unstructured.Unstructured) Status {
 	t.Helper()
 	var raw struct {
-		Status struct {
+		Operation map[string]any `json:"operation"`
+		Status    struct {
 			Sync struct {
 				Status   string `json:"status"`
 				Revision string `json:"revision"`
@@ -207,9 +228,14 @@ func ParseStatus(t testing.TB, u *unstructured.Unstructured) Status {
 			} `json:"health"`
 			Resources      []Resource `json:"resources"`
 			OperationState struct {
-				Phase      string `json:"phase"`
-				Message    string `json:"message"`
-				StartedAt  string `json:"startedAt"`
+				Phase     string `json:"phase"`
+				Message   string `json:"message"`
+				StartedAt string `json:"startedAt"`
+				Operation struct {
+					InitiatedBy struct {
+						Username string `json:"username"`
+					} `json:"initiatedBy"`
+				} `json:"operation"`
 				SyncResult struct {
 					Resources []OperationResult `json:"resources"`
 				} `json:"syncResult"`
@@ -225,10 +251,17 @@ func ParseStatus(t testing.TB, u *unstructured.Unstructured) Status {
 	}
 	s := raw.Status
 	return Status{
-		Sync: s.Sync.Status, Revision: s.Sync.Revision, Health: s.Health.Status, Resources: s.Resources,
+		Requested: raw.Operation != nil,
+		Sync:      s.Sync.Status, Revision: s.Sync.Revision, Health: s.Health.Status, Resources: s.Resources,
 		Operation: Operation{Phase: s.OperationState.Phase, Message: s.OperationState.Message,
-			StartedAt: s.OperationState.StartedAt, Results: s.OperationState.SyncResult.Resources},
+			StartedAt: s.OperationState.StartedAt, Initiator: s.OperationState.Operation.InitiatedBy.Username,
+			Results: s.OperationState.SyncResult.Resources},
 	}
+}
+
+// Idle reports that no operation is requested or running.
+func (s Status) Idle() bool {
+	return !s.Requested && s.Operation.Phase != "Running" && s.Operation.Phase != "Terminating"
 }
 
 // Find returns the status row for kind/name, if any.

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the operating-system packages the lab and the tests need, when they are missing:
+# redis-server (Argo CD's cache) and git (Argo CD's repo-server reads file:// repositories).
+# Go comes with the machine; everything else is built from Go modules by lab/build.sh.
+set -euo pipefail
+
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v git >/dev/null 2>&1 || missing+=(git)
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "hack/deps.sh: please install: ${missing[*]}" >&2
+	exit 1
+fi
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "hack/deps.sh: installing ${missing[*]}" >&2
+$sudo apt-get update -qq >&2
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+# The lab starts its own redis on a free loopback port; the distribution's service is not needed.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet redis-server 2>/dev/null; then
+	$sudo systemctl stop redis-server >/dev/null 2>&1 || true
+fi

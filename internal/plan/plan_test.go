@@ -1,0 +1,694 @@
+package plan
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/journal"
+)
+
+const (
+	keyInstance    = argocd.DefaultInstanceLabelKey
+	keyPartOf      = "app.kubernetes.io/part-of"
+	keyCustom      = "argocd.argoproj.io/instance"
+	keyTracking    = argocd.AnnotationTrackingID
+	keyInstallID   = argocd.AnnotationInstallationID
+	keySync        = argocd.AnnotationSyncOptions
+	keyCompare     = argocd.AnnotationCompareOptions
+	keyLastApplied = argocd.AnnotationLastAppliedConfiguration
+)
+
+func version(major, minor, patch int) *argocd.Version {
+	return &argocd.Version{Major: major, Minor: minor, Patch: patch}
+}
+
+func settings(method string, extra ...string) argocd.Settings {
+	data := map[string]string{}
+	if method != "" {
+		data[argocd.SettingTrackingMethod] = method
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		data[extra[i]] = extra[i+1]
+	}
+	return argocd.NewSettings(data, version(3, 6, 1))
+}
+
+var (
+	labelMode          = settings("label")
+	annotationMode     = settings("annotation")
+	annotationAndLabel = settings("annotation+label")
+	ambiguousMode      = argocd.NewSettings(nil, nil)
+	customKeyLabelMode = settings("label", argocd.SettingInstanceLabelKey, keyCustom)
+
+	ui         = argocd.ObjectRef{Group: "apps", Kind: "Deployment", Namespace: "guestbook", Name: "ui"}
+	uiID       = "guestbook:apps/Deployment:guestbook/ui"
+	teamA      = argocd.ObjectRef{Kind: "Namespace", Name: "team-a", ClusterScoped: true}
+	cmSettings = argocd.ObjectRef{Kind: "ConfigMap", Namespace: "guestbook", Name: "settings"}
+)
+
+// removed renders a removal the way journal.Change.String does.
+func removed(field journal.Field, key, before string) string {
+	return journal.Removal(field, key, before).String()
+}
+
+func changeStrings(cs []journal.Change) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.String())
+	}
+	return out
+}
+
+func TestParseStrategy(t *testing.T) {
+	for _, s := range []string{"untrack", "keep"} {
+		got, err := ParseStrategy(s)
+		if err != nil || string(got) != s {
+			t.Errorf("ParseStrategy(%q) = %q, %v; want %q, nil", s, got, err, s)
+		}
+	}
+	for _, s := range []string{"", "Keep", "delete", "untrack "} {
+		if got, err := ParseStrategy(s); err == nil {
+			t.Errorf("ParseStrategy(%q) = %q, nil; want an error", s, got)
+		}
+	}
+}
+
+func TestBuildUntrack(t *testing.T) {
+	tests := []struct {
+		name        string
+		settings    argocd.Settings
+		instance    string // default "guestbook"
+		ref         argocd.ObjectRef
+		labels      map[string]string
+		annotations map[string]string
+
+		want      []string // exact changes, in order
+		wantNotes []string // substrings, one per note, in order
+	}{
+		{
+			name:     "label mode removes the instance label only",
+			settings: labelMode,
+			ref:      ui,
+			labels:   map[string]string{keyInstance: "guestbook", keyPartOf: "guestbook", "app": "ui"},
+			want:     []string{removed(journal.FieldLabel, keyInstance, "guestbook")},
+		},
+		{
+			name:        "label mode also removes a tracking-id naming this app and object, with its installation-id",
+			settings:    labelMode,
+			ref:         ui,
+			labels:      map[string]string{keyInstance: "guestbook"},
+			annotations: map[string]string{keyTracking: uiID, keyInstallID: "prod", "other": "x"},
+			want: []string{
+				removed(journal.FieldLabel, keyInstance, "guestbook"),
+				removed(journal.FieldAnnotation, keyInstallID, "prod"),
+				removed(journal.FieldAnnotation, keyTracking, uiID),
+			},
+		},
+		{
+			name:        "label mode leaves a tracking-id naming another app",
+			settings:    labelMode,
+			ref:         ui,
+			labels:      map[string]string{keyInstance: "guestbook"},
+			annotations: map[string]string{keyTracking: "other:apps/Deployment:guestbook/ui", keyInstallID: "prod"},
+			want:        []string{removed(journal.FieldLabel, keyInstance, "guestbook")},
+		},
+		{
+			name:        "label mode leaves a tracking-id naming another object",
+			settings:    labelMode,
+			ref:         ui,
+			labels:      map[string]string{keyInstance: "guestbook"},
+			annotations: map[string]string{keyTracking: "guestbook:apps/Deployment:guestbook/original"},
+			want:        []string{removed(journal.FieldLabel, keyInstance, "guestbook")},
+		},
+		{
+			name:        "annotation mode removes the tracking-id and leaves Helm's instance label with a note",
+			settings:    annotationMode,
+			ref:         ui,
+			labels:      map[string]string{keyInstance: "guestbook", keyPartOf: "guestbook"},
+			annotations: map[string]string{keyTracking: uiID},
+			want:        []string{removed(journal.FieldAnnotation, keyTracking, uiID)},
+			wantNotes: []string{
+				"label app.kubernetes.io/instance=guestbook left alone: annotation tracking does not use it, and other tools (Helm) set it for their own purposes",
+			},
+		},
+		{
+			name:        "annotation mode removes the installation-id with the tracking-id",
+			settings:    settings("annotation", argocd.SettingInstallationID, "prod"),
+			ref:         ui,
+			annotations: map[string]string{keyTracking: uiID, keyInstallID: "prod"},
+			want: []string{
+				removed(journal.FieldAnnotation, keyInstallID, "prod"),
+				removed(journal.FieldAnnotation, keyTracking, uiID),
+			},
+		},
+		{
+			name:        "annotation+label removes the label Argo CD wrote along with the tracking-id",
+			settings:    annotationAndLabel,
+			ref:         ui,
+			labels:      map[string]string{keyInstance: "guestbook", keyPartOf: "guestbook"},
+			annotations: map[string]string{keyTracking: uiID},
+			want: []string{
+				removed(journal.FieldLabel, keyInstance, "guestbook"),
+				removed(journal.FieldAnnotation, keyTracking, uiID),
+			},
+		},
+		{
+			name:        "annotation+label leaves an instance label with another value",
+			settings:    annotationAndLabel,
+			ref:         ui,
+			labels:      map[string]string{keyInstance: "my-release"},
+			annotations: map[string]string{keyTracking: uiID},
+			want:        []string{removed(journal.FieldAnnotation, keyTracking, uiID)},
+			wantNotes:   []string{"label app.kubernetes.io/instance=my-release left alone: annotation+label tracking does not use it"},
+		},
+		{
+			name:        "ambiguous settings remove both candidates when they agree",
+			settings:    ambiguousMode,
+			ref:         ui,
+			labels:      map[string]string{keyInstance: "guestbook", keyPartOf: "guestbook"},
+			annotations: map[string]string{keyTracking: uiID},
+			want: []string{
+				removed(journal.FieldLabel, keyInstance, "guestbook"),
+				removed(journal.FieldAnnotation, keyTracking, uiID),
+			},
+		},
+		{
+			name:      "ambiguous settings with the label only: removed, with an uncertainty note",
+			settings:  ambiguousMode,
+			ref:       ui,
+			labels:    map[string]string{keyInstance: "guestbook"},
+			want:      []string{removed(journal.FieldLabel, keyInstance, "guestbook")},
+			wantNotes: []string{"ownership is uncertain ("},
+		},
+		{
+			name:        "ambiguous settings with the annotation only: removed, with an uncertainty note",
+			settings:    ambiguousMode,
+			ref:         ui,
+			annotations: map[string]string{keyTracking: uiID},
+			want:        []string{removed(journal.FieldAnnotation, keyTracking, uiID)},
+			wantNotes:   []string{"ownership is uncertain ("},
+		},
+		{
+			name:        "ambiguous settings keep a label naming another instance",
+			settings:    ambiguousMode,
+			ref:         ui,
+			labels:      map[string]string{keyInstance: "my-release"},
+			annotations: map[string]string{keyTracking: uiID},
+			want:        []string{removed(journal.FieldAnnotation, keyTracking, uiID)},
+			wantNotes:   []string{"ownership is uncertain ("},
+		},
+		{
+			name:     "custom instanceLabelKey: only that key is removed",
+			settings: customKeyLabelMode,
+			ref:      ui,
+			labels:   map[string]string{keyCustom: "guestbook", keyInstance: "guestbook"},
+			want:     []string{removed(journal.FieldLabel, keyCustom, "guestbook")},
+		},
+		{
+			name:     "apps in any namespace: label with the <namespace>_<app> instance",
+			settings: labelMode,
+			instance: "team-a_guestbook",
+			ref:      ui,
+			labels:   map[string]string{keyInstance: "team-a_guestbook"},
+			want:     []string{removed(journal.FieldLabel, keyInstance, "team-a_guestbook")},
+		},
+		{
+			name:        "apps in any namespace: tracking-id with the <namespace>_<app> instance",
+			settings:    annotationMode,
+			instance:    "team-a_guestbook",
+			ref:         ui,
+			annotations: map[string]string{keyTracking: "team-a_guestbook:apps/Deployment:guestbook/ui"},
+			want:        []string{removed(journal.FieldAnnotation, keyTracking, "team-a_guestbook:apps/Deployment:guestbook/ui")},
+		},
+		{
+			name:        "cluster-scoped object with the destination namespace in the id",
+			settings:    annotationMode,
+			ref:         teamA,
+			annotations: map[string]string{keyTracking: "guestbook:/Namespace:guestbook/team-a"},
+			want:        []string{removed(journal.FieldAnnotation, keyTracking, "guestbook:/Namespace:guestbook/team-a")},
+		},
+		{
+			name:     "cluster-scoped object whose name has colons",
+			settings: annotationMode,
+			ref:      argocd.ObjectRef{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:aggregate-to-admin", ClusterScoped: true},
+			annotations: map[string]string{
+				keyTracking: "guestbook:rbac.authorization.k8s.io/ClusterRole:/system:aggregate-to-admin",
+			},
+			want: []string{removed(journal.FieldAnnotation, keyTracking, "guestbook:rbac.authorization.k8s.io/ClusterRole:/system:aggregate-to-admin")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			instance := tt.instance
+			if instance == "" {
+				instance = "guestbook"
+			}
+			target := Target{Instance: instance, Ref: tt.ref, Labels: tt.labels, Annotations: tt.annotations, RequiresPruning: true}
+			p := Build(tt.settings, target, Options{Strategy: StrategyUntrack})
+			if p.Refusal != nil {
+				t.Fatalf("refused: %s: %s", p.Refusal.Code, p.Refusal.Message)
+			}
+			if got := changeStrings(p.Changes); !slices.Equal(got, tt.want) {
+				t.Errorf("changes:\n got %q\nwant %q", got, tt.want)
+			}
+			if len(p.Notes) != len(tt.wantNotes) {
+				t.Fatalf("notes = %q, want %d notes like %q", p.Notes, len(tt.wantNotes), tt.wantNotes)
+			}
+			for i, want := range tt.wantNotes {
+				if !strings.Contains(p.Notes[i], want) {
+					t.Errorf("note %d = %q, want it to contain %q", i, p.Notes[i], want)
+				}
+			}
+			if p.Done() {
+				t.Error("Done() = true for a plan with changes")
+			}
+			for _, c := range p.Changes {
+				if !c.IsRemoval() {
+					t.Errorf("untrack change %s is not a removal", c)
+				}
+				if c.Key == keyPartOf {
+					t.Errorf("untrack removes %s", keyPartOf)
+				}
+			}
+		})
+	}
+}
+
+// The plan must never mutate the maps it was given: they are the live object's metadata.
+func TestBuildDoesNotMutateTarget(t *testing.T) {
+	labels := map[string]string{keyInstance: "guestbook"}
+	annotations := map[string]string{keyTracking: uiID, keySync: "ServerSideApply=true"}
+	for _, strategy := range []Strategy{StrategyUntrack, StrategyKeep} {
+		Build(ambiguousMode, Target{Instance: "guestbook", Ref: ui, Labels: labels, Annotations: annotations, RequiresPruning: true},
+			Options{Strategy: strategy, ScrubLastApplied: true})
+	}
+	if len(labels) != 1 || labels[keyInstance] != "guestbook" {
+		t.Errorf("labels changed: %v", labels)
+	}
+	if len(annotations) != 2 || annotations[keyTracking] != uiID || annotations[keySync] != "ServerSideApply=true" {
+		t.Errorf("annotations changed: %v", annotations)
+	}
+}
+
+func TestBuildRefusals(t *testing.T) {
+	tracked := map[string]string{keyInstance: "guestbook"}
+	tests := []struct {
+		name     string
+		settings argocd.Settings
+		target   Target
+		opts     Options
+
+		wantCode    RefusalCode
+		wantMessage []string // substrings
+	}{
+		{
+			name:        "being deleted",
+			settings:    labelMode,
+			target:      Target{Ref: ui, Labels: tracked, Deleting: true, RequiresPruning: true},
+			wantCode:    RefuseDeleting,
+			wantMessage: []string{"Deployment.apps/ui in namespace guestbook is being deleted already"},
+		},
+		{
+			name:        "being deleted wins over owner references",
+			settings:    labelMode,
+			target:      Target{Ref: ui, Labels: tracked, Deleting: true, OwnerReferences: []string{"Foo/bar"}, RequiresPruning: true},
+			wantCode:    RefuseDeleting,
+			wantMessage: []string{"being deleted"},
+		},
+		{
+			name:     "owner references",
+			settings: labelMode,
+			target: Target{Ref: ui, Labels: tracked, RequiresPruning: true,
+				OwnerReferences: []string{"ReplicaSet/ui-abc", "Foo/bar"}},
+			wantCode:    RefuseHasOwner,
+			wantMessage: []string{"is owned by ReplicaSet/ui-abc, Foo/bar", "detach its owner instead"},
+		},
+		{
+			name:        "owner references refused even with --force",
+			settings:    labelMode,
+			target:      Target{Ref: ui, Labels: tracked, OwnerReferences: []string{"ReplicaSet/ui-abc"}},
+			opts:        Options{Force: true},
+			wantCode:    RefuseHasOwner,
+			wantMessage: []string{"ReplicaSet/ui-abc"},
+		},
+		{
+			name:        "label names another app",
+			settings:    labelMode,
+			target:      Target{Ref: ui, Labels: map[string]string{keyInstance: "other"}, RequiresPruning: true},
+			wantCode:    RefuseOtherOwner,
+			wantMessage: []string{`tracked by app instance "other"`, `not by "guestbook"`},
+		},
+		{
+			name:        "tracking-id names another app",
+			settings:    annotationMode,
+			target:      Target{Ref: ui, Annotations: map[string]string{keyTracking: "other:apps/Deployment:guestbook/ui"}, RequiresPruning: true},
+			wantCode:    RefuseOtherOwner,
+			wantMessage: []string{`app instance "other"`},
+		},
+		{
+			name:        "tracked by another app, even with --force and keep",
+			settings:    labelMode,
+			target:      Target{Ref: ui, Labels: map[string]string{keyInstance: "other"}},
+			opts:        Options{Force: true, Strategy: StrategyKeep},
+			wantCode:    RefuseOtherOwner,
+			wantMessage: []string{`app instance "other"`},
+		},
+		{
+			name:     "copied object whose tracking-id names another object",
+			settings: annotationMode,
+			target: Target{Ref: ui, RequiresPruning: true,
+				Annotations: map[string]string{keyTracking: "guestbook:apps/Deployment:guestbook/original"}},
+			wantCode:    RefuseOtherOwner,
+			wantMessage: []string{"not tracked by Argo CD", "not this object"},
+		},
+		{
+			name:     "installation-id of another installation",
+			settings: settings("annotation", argocd.SettingInstallationID, "prod"),
+			target: Target{Ref: ui, RequiresPruning: true,
+				Annotations: map[string]string{keyTracking: uiID, keyInstallID: "staging"}},
+			wantCode:    RefuseOtherOwner,
+			wantMessage: []string{"not tracked by Argo CD", `"staging"`},
+		},
+		{
+			name:        "not requiring pruning without --force",
+			settings:    labelMode,
+			target:      Target{Ref: ui, Labels: tracked},
+			wantCode:    RefuseNotRequiresPruning,
+			wantMessage: []string{"does not require pruning", "--force"},
+		},
+		{
+			name:        "not requiring pruning without --force, keep strategy",
+			settings:    annotationMode,
+			target:      Target{Ref: ui, Annotations: map[string]string{keyTracking: uiID}},
+			opts:        Options{Strategy: StrategyKeep},
+			wantCode:    RefuseNotRequiresPruning,
+			wantMessage: []string{"does not require pruning"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.target.Instance = "guestbook"
+			p := Build(tt.settings, tt.target, tt.opts)
+			if p.Refusal == nil {
+				t.Fatalf("not refused; changes %q, notes %q", changeStrings(p.Changes), p.Notes)
+			}
+			if p.Refusal.Code != tt.wantCode {
+				t.Errorf("code = %s, want %s (%s)", p.Refusal.Code, tt.wantCode, p.Refusal.Message)
+			}
+			for _, want := range tt.wantMessage {
+				if !strings.Contains(p.Refusal.Message, want) {
+					t.Errorf("message %q lacks %q", p.Refusal.Message, want)
+				}
+			}
+			if p.Refusal.Error() != p.Refusal.Message {
+				t.Errorf("Error() = %q, want the message", p.Refusal.Error())
+			}
+			if len(p.Changes) != 0 {
+				t.Errorf("refused plan has changes %q", changeStrings(p.Changes))
+			}
+			if p.Done() {
+				t.Error("Done() = true for a refused plan")
+			}
+		})
+	}
+}
+
+func TestBuildForce(t *testing.T) {
+	target := Target{Instance: "guestbook", Ref: ui, Labels: map[string]string{keyInstance: "guestbook"}}
+	p := Build(labelMode, target, Options{Force: true})
+	if p.Refusal != nil {
+		t.Fatalf("refused with --force: %s", p.Refusal.Message)
+	}
+	want := []string{removed(journal.FieldLabel, keyInstance, "guestbook")}
+	if got := changeStrings(p.Changes); !slices.Equal(got, want) {
+		t.Errorf("changes = %q, want %q", got, want)
+	}
+}
+
+func TestBuildAlreadyReleased(t *testing.T) {
+	tests := []struct {
+		name     string
+		settings argocd.Settings
+		target   Target
+		opts     Options
+	}{
+		{name: "no metadata at all", settings: labelMode, target: Target{Ref: ui}},
+		{name: "no metadata, --force", settings: labelMode, target: Target{Ref: ui}, opts: Options{Force: true}},
+		{name: "no metadata, keep", settings: annotationMode, target: Target{Ref: ui}, opts: Options{Strategy: StrategyKeep}},
+		{name: "ambiguous, no metadata", settings: ambiguousMode, target: Target{Ref: ui, Labels: map[string]string{keyPartOf: "guestbook"}}},
+		{
+			name:     "annotation mode, only Helm's label left",
+			settings: annotationMode,
+			target:   Target{Ref: ui, Labels: map[string]string{keyInstance: "guestbook"}},
+		},
+		{
+			name:     "copied object no longer requiring pruning",
+			settings: annotationMode,
+			target:   Target{Ref: ui, Annotations: map[string]string{keyTracking: "guestbook:apps/Deployment:guestbook/original"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.target.Instance = "guestbook"
+			p := Build(tt.settings, tt.target, tt.opts)
+			if !p.Done() {
+				t.Fatalf("Done() = false; refusal %+v, changes %q", p.Refusal, changeStrings(p.Changes))
+			}
+			if len(p.Notes) != 1 || !strings.HasPrefix(p.Notes[0], "not tracked by Argo CD any more: ") {
+				t.Errorf("notes = %q, want one 'not tracked by Argo CD any more' note", p.Notes)
+			}
+		})
+	}
+}
+
+func TestBuildKeep(t *testing.T) {
+	trackedAnnotations := func(extra ...string) map[string]string {
+		m := map[string]string{keyTracking: uiID}
+		for i := 0; i+1 < len(extra); i += 2 {
+			m[extra[i]] = extra[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		want        []journal.Change
+	}{
+		{
+			name:        "adds both annotations",
+			annotations: trackedAnnotations(),
+			want: []journal.Change{
+				journal.Addition(journal.FieldAnnotation, keyCompare, "IgnoreExtraneous"),
+				journal.Addition(journal.FieldAnnotation, keySync, "Prune=false"),
+			},
+		},
+		{
+			name:        "merges into an existing sync-options list",
+			annotations: trackedAnnotations(keySync, "ServerSideApply=true"),
+			want: []journal.Change{
+				journal.Addition(journal.FieldAnnotation, keyCompare, "IgnoreExtraneous"),
+				journal.Rewrite(journal.FieldAnnotation, keySync, "ServerSideApply=true", "ServerSideApply=true,Prune=false"),
+			},
+		},
+		{
+			name:        "replaces Prune=confirm",
+			annotations: trackedAnnotations(keySync, "Prune=confirm", keyCompare, "IgnoreExtraneous"),
+			want: []journal.Change{
+				journal.Rewrite(journal.FieldAnnotation, keySync, "Prune=confirm", "Prune=false"),
+			},
+		},
+		{
+			name:        "replaces Prune=confirm inside a list, in place",
+			annotations: trackedAnnotations(keySync, "ServerSideApply=true, Prune=confirm,Validate=false"),
+			want: []journal.Change{
+				journal.Addition(journal.FieldAnnotation, keyCompare, "IgnoreExtraneous"),
+				journal.Rewrite(journal.FieldAnnotation, keySync, "ServerSideApply=true, Prune=confirm,Validate=false", "ServerSideApply=true,Prune=false,Validate=false"),
+			},
+		},
+		{
+			name:        "merges into an existing compare-options list",
+			annotations: trackedAnnotations(keyCompare, "ServerSideDiff=true", keySync, "Prune=false"),
+			want: []journal.Change{
+				journal.Rewrite(journal.FieldAnnotation, keyCompare, "ServerSideDiff=true", "ServerSideDiff=true,IgnoreExtraneous"),
+			},
+		},
+		{
+			name:        "already present: no change",
+			annotations: trackedAnnotations(keyCompare, "IgnoreExtraneous", keySync, "ServerSideApply=true, Prune=false"),
+		},
+		{
+			name:        "empty values are rewritten, not added",
+			annotations: trackedAnnotations(keyCompare, "", keySync, ""),
+			want: []journal.Change{
+				journal.Rewrite(journal.FieldAnnotation, keyCompare, "", "IgnoreExtraneous"),
+				journal.Rewrite(journal.FieldAnnotation, keySync, "", "Prune=false"),
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			target := Target{Instance: "guestbook", Ref: ui, Annotations: tt.annotations,
+				Labels: map[string]string{keyInstance: "guestbook"}, RequiresPruning: true}
+			p := Build(annotationMode, target, Options{Strategy: StrategyKeep, ScrubLastApplied: true})
+			if p.Refusal != nil {
+				t.Fatalf("refused: %s", p.Refusal.Message)
+			}
+			if got, want := changeStrings(p.Changes), changeStrings(tt.want); !slices.Equal(got, want) {
+				t.Errorf("changes:\n got %q\nwant %q", got, want)
+			}
+			if p.Done() != (len(tt.want) == 0) {
+				t.Errorf("Done() = %v with %d changes", p.Done(), len(tt.want))
+			}
+			if len(p.Notes) != 0 {
+				t.Errorf("notes = %q, want none", p.Notes)
+			}
+		})
+	}
+}
+
+func TestBuildScrubLastApplied(t *testing.T) {
+	lastApplied := `{"apiVersion":"v1","data":{"k":"v"},"kind":"ConfigMap","metadata":{"annotations":{"argocd.argoproj.io/tracking-id":"guestbook:/ConfigMap:guestbook/settings","note":"x"},"labels":{"app.kubernetes.io/instance":"guestbook","app.kubernetes.io/part-of":"guestbook"},"name":"settings","namespace":"guestbook"}}` + "\n"
+	settingsID := "guestbook:/ConfigMap:guestbook/settings"
+
+	tests := []struct {
+		name        string
+		settings    argocd.Settings
+		labels      map[string]string
+		annotations map[string]string
+		scrub       bool
+
+		wantRemovals []string
+		wantAfter    string // the rewritten last-applied-configuration; empty: no rewrite
+		wantNote     string // substring of the only note; empty: no note
+	}{
+		{
+			name:         "label mode: the label goes from the copy too",
+			settings:     labelMode,
+			labels:       map[string]string{keyInstance: "guestbook", keyPartOf: "guestbook"},
+			annotations:  map[string]string{keyLastApplied: lastApplied},
+			scrub:        true,
+			wantRemovals: []string{removed(journal.FieldLabel, keyInstance, "guestbook")},
+			wantAfter:    `{"apiVersion":"v1","data":{"k":"v"},"kind":"ConfigMap","metadata":{"annotations":{"argocd.argoproj.io/tracking-id":"guestbook:/ConfigMap:guestbook/settings","note":"x"},"labels":{"app.kubernetes.io/part-of":"guestbook"},"name":"settings","namespace":"guestbook"}}` + "\n",
+		},
+		{
+			name:         "annotation+label: label and tracking-id go, part-of and other annotations stay",
+			settings:     annotationAndLabel,
+			labels:       map[string]string{keyInstance: "guestbook", keyPartOf: "guestbook"},
+			annotations:  map[string]string{keyTracking: settingsID, keyLastApplied: lastApplied},
+			scrub:        true,
+			wantRemovals: []string{removed(journal.FieldLabel, keyInstance, "guestbook"), removed(journal.FieldAnnotation, keyTracking, settingsID)},
+			wantAfter:    `{"apiVersion":"v1","data":{"k":"v"},"kind":"ConfigMap","metadata":{"annotations":{"note":"x"},"labels":{"app.kubernetes.io/part-of":"guestbook"},"name":"settings","namespace":"guestbook"}}` + "\n",
+		},
+		{
+			name:         "annotation mode: Helm's label stays in the copy",
+			settings:     annotationMode,
+			labels:       map[string]string{keyInstance: "guestbook"},
+			annotations:  map[string]string{keyTracking: settingsID, keyLastApplied: lastApplied},
+			scrub:        true,
+			wantRemovals: []string{removed(journal.FieldAnnotation, keyTracking, settingsID)},
+			wantAfter:    `{"apiVersion":"v1","data":{"k":"v"},"kind":"ConfigMap","metadata":{"annotations":{"note":"x"},"labels":{"app.kubernetes.io/instance":"guestbook","app.kubernetes.io/part-of":"guestbook"},"name":"settings","namespace":"guestbook"}}` + "\n",
+			wantNote:     "label app.kubernetes.io/instance=guestbook left alone",
+		},
+		{
+			name:     "emptied sections are dropped and no trailing newline is added",
+			settings: annotationMode,
+			annotations: map[string]string{keyTracking: settingsID,
+				keyLastApplied: `{"kind":"ConfigMap","metadata":{"annotations":{"argocd.argoproj.io/tracking-id":"x"},"name":"settings"}}`},
+			scrub:        true,
+			wantRemovals: []string{removed(journal.FieldAnnotation, keyTracking, settingsID)},
+			wantAfter:    `{"kind":"ConfigMap","metadata":{"name":"settings"}}`,
+		},
+		{
+			name:         "not JSON: left alone with a note",
+			settings:     labelMode,
+			labels:       map[string]string{keyInstance: "guestbook"},
+			annotations:  map[string]string{keyLastApplied: "apiVersion: v1\nkind: ConfigMap\n"},
+			scrub:        true,
+			wantRemovals: []string{removed(journal.FieldLabel, keyInstance, "guestbook")},
+			wantNote:     "kubectl.kubernetes.io/last-applied-configuration left as is: it is not JSON",
+		},
+		{
+			name:         "copy without the keys: nothing to rewrite",
+			settings:     labelMode,
+			labels:       map[string]string{keyInstance: "guestbook"},
+			annotations:  map[string]string{keyLastApplied: `{"metadata":{"labels":{"app":"x"}}}`},
+			scrub:        true,
+			wantRemovals: []string{removed(journal.FieldLabel, keyInstance, "guestbook")},
+		},
+		{
+			name:         "copy without metadata: nothing to rewrite",
+			settings:     labelMode,
+			labels:       map[string]string{keyInstance: "guestbook"},
+			annotations:  map[string]string{keyLastApplied: `{"kind":"ConfigMap"}`},
+			scrub:        true,
+			wantRemovals: []string{removed(journal.FieldLabel, keyInstance, "guestbook")},
+		},
+		{
+			name:         "no copy: nothing to rewrite",
+			settings:     labelMode,
+			labels:       map[string]string{keyInstance: "guestbook"},
+			scrub:        true,
+			wantRemovals: []string{removed(journal.FieldLabel, keyInstance, "guestbook")},
+		},
+		{
+			name:         "scrubbing off: the copy is untouched",
+			settings:     labelMode,
+			labels:       map[string]string{keyInstance: "guestbook"},
+			annotations:  map[string]string{keyLastApplied: lastApplied},
+			wantRemovals: []string{removed(journal.FieldLabel, keyInstance, "guestbook")},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			target := Target{Instance: "guestbook", Ref: cmSettings, Labels: tt.labels, Annotations: tt.annotations, RequiresPruning: true}
+			p := Build(tt.settings, target, Options{Strategy: StrategyUntrack, ScrubLastApplied: tt.scrub})
+			if p.Refusal != nil {
+				t.Fatalf("refused: %s", p.Refusal.Message)
+			}
+			var removals []journal.Change
+			var rewrites []journal.Change
+			for _, c := range p.Changes {
+				if c.Key == keyLastApplied {
+					rewrites = append(rewrites, c)
+				} else {
+					removals = append(removals, c)
+				}
+			}
+			if got := changeStrings(removals); !slices.Equal(got, tt.wantRemovals) {
+				t.Errorf("removals:\n got %q\nwant %q", got, tt.wantRemovals)
+			}
+			if tt.wantAfter == "" {
+				if len(rewrites) != 0 {
+					t.Errorf("unexpected rewrite %s", rewrites[0])
+				}
+			} else {
+				if len(rewrites) != 1 {
+					t.Fatalf("rewrites = %q, want one", changeStrings(rewrites))
+				}
+				c := rewrites[0]
+				if p.Changes[len(p.Changes)-1].Key != keyLastApplied {
+					t.Errorf("the rewrite is not the last change: %q", changeStrings(p.Changes))
+				}
+				if !c.IsRewrite() || c.Field != journal.FieldAnnotation || *c.Before != tt.annotations[keyLastApplied] {
+					t.Errorf("rewrite %s does not start from the live value", c)
+				}
+				if *c.After != tt.wantAfter {
+					t.Errorf("last-applied after:\n got %s\nwant %s", *c.After, tt.wantAfter)
+				}
+				if !json.Valid([]byte(*c.After)) {
+					t.Errorf("last-applied after is not JSON: %s", *c.After)
+				}
+			}
+			if tt.wantNote == "" {
+				if len(p.Notes) != 0 {
+					t.Errorf("notes = %q, want none", p.Notes)
+				}
+			} else if len(p.Notes) != 1 || !strings.Contains(p.Notes[0], tt.wantNote) {
+				t.Errorf("notes = %q, want one containing %q", p.Notes, tt.wantNote)
+			}
+		})
+	}
+}
