@@ -13,6 +13,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${UNPRUNE_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/unprune/lab}
 kube_version=v1.35.4
+# The machine's own toolchain choice, before any component overrides it for its build.
+base_toolchain=${GOTOOLCHAIN:-local}
 
 log() { printf 'lab/build: %s\n' "$*" >&2; }
 
@@ -20,7 +22,7 @@ log() { printf 'lab/build: %s\n' "$*" >&2; }
 toolchain() {
 	case $1 in
 	argocd-v3.*) echo go1.27.3 ;;
-	*) echo "${GOTOOLCHAIN:-local}" ;;
+	*) echo "$base_toolchain" ;;
 	esac
 }
 
@@ -49,13 +51,50 @@ key() {
 		cat "$mod/go.mod" "$mod/go.sum"
 		ldflags "$comp"
 		GOTOOLCHAIN=$(toolchain "$comp") go env GOVERSION
-		# The recipe below is part of the product: a change to it must not reuse an old binary.
-		sed -n '/^build_one()/,/^}/p' "$0"
+		# The component's recipe is part of the key: a change to it must not reuse an old binary.
+		sed -n "/^recipe_${comp//[-.]/_}()/,/^}/p" "$0"
+		case $comp in argocd-*) sed -n '/^recipe_argocd()/,/^}/p' "$0" ;; esac
 	} | sha256sum | cut -c1-16
 }
 
+# One recipe per component: build into $1 with the go build flags that follow.
+recipe_etcd() {
+	local out=$1; shift
+	go build "$@" -o "$out/etcd" go.etcd.io/etcd/server/v3
+}
+
+recipe_kubernetes() {
+	local out=$1; shift
+	# kubectl of the same release: tests and the demo use it, free of version-skew warnings.
+	for c in kube-apiserver kube-controller-manager kubectl; do
+		go build "$@" -o "$out/$c" "k8s.io/kubernetes/cmd/$c"
+	done
+}
+
+recipe_argocd() {
+	local out=$1 major=$2; shift 2
+	local pkg=github.com/argoproj/argo-cd/v$major
+	go build "$@" -o "$out/argocd" "$pkg/cmd"
+	# The CRDs and the repo-server's git wrapper ship in the module, not in the binary.
+	local src
+	src=$(go list -m -f '{{.Dir}}' "$pkg")
+	mkdir -p "$out/crds"
+	cp "$src"/manifests/crds/*-crd.yaml "$out/crds/"
+	for f in git-verify-wrapper.sh git-ask-pass.sh; do
+		if [ -f "$src/hack/$f" ]; then install -m 0755 "$src/hack/$f" "$out/$f"; fi
+	done
+	chmod -R u+w "$out"
+}
+
+recipe_argocd_v3_6_1() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
+recipe_argocd_v2_14_11() { local out=$1; shift; recipe_argocd "$out" 2 "$@"; }
+
 build_one() {
 	local comp=$1 mod=$here/modules/$1
+	if [ ! -f "$mod/go.mod" ] || ! declare -F "recipe_${comp//[-.]/_}" >/dev/null; then
+		echo "lab/build: unknown component $comp (known: etcd kubernetes argocd-v3.6.1 argocd-v2.14.11)" >&2
+		exit 2
+	fi
 	local out=$cache/$comp-$(key "$comp")
 	if [ -f "$out/.complete" ]; then
 		echo "$comp=$out"
@@ -65,39 +104,13 @@ build_one() {
 	rm -rf "$tmp" && mkdir -p "$tmp"
 	log "building $comp into $out (first time only; see lab/README.md for times)"
 	local start=$SECONDS
-	export GOTOOLCHAIN
-	GOTOOLCHAIN=$(toolchain "$comp")
 	local flags=(-trimpath -ldflags "$(ldflags "$comp")")
 	(
+		export GOTOOLCHAIN
+		GOTOOLCHAIN=$(toolchain "$comp")
 		cd "$mod"
 		go mod download
-		case $comp in
-		etcd)
-			go build "${flags[@]}" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
-			;;
-		kubernetes)
-			go build "${flags[@]}" -o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-			go build "${flags[@]}" -o "$tmp/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
-			;;
-		argocd-v*)
-			local major=${comp#argocd-v}; major=${major%%.*}
-			local pkg=github.com/argoproj/argo-cd/v$major
-			go build "${flags[@]}" -o "$tmp/argocd" "$pkg/cmd"
-			# The CRDs and the repo-server's git wrapper ship in the module, not in the binary.
-			local src
-			src=$(go list -m -f '{{.Dir}}' "$pkg")
-			mkdir -p "$tmp/crds"
-			cp "$src"/manifests/crds/*-crd.yaml "$tmp/crds/"
-			for f in git-verify-wrapper.sh git-ask-pass.sh; do
-				[ -f "$src/hack/$f" ] && install -m 0755 "$src/hack/$f" "$tmp/$f"
-			done
-			chmod -R u+w "$tmp"
-			;;
-		*)
-			echo "lab/build: unknown component $comp" >&2
-			exit 2
-			;;
-		esac
+		"recipe_${comp//[-.]/_}" "$tmp" "${flags[@]}"
 	)
 	touch "$tmp/.complete"
 	rm -rf "$out" && mv "$tmp" "$out"

@@ -98,10 +98,9 @@ func Diff(header string, changes []journal.Change) string {
 // quoteValue keeps a diff line on one line and readable: long JSON (last-applied-configuration)
 // is shortened, anything with special characters is quoted.
 func quoteValue(v string) string {
-	const max = 160
-	q := fmt.Sprintf("%q", v)
-	if len(q) > max {
-		q = q[:max-5] + `…" (` + fmt.Sprint(len(v)) + " bytes)"
+	const max = 150
+	if r := []rune(v); len(r) > max {
+		return fmt.Sprintf("%q… (%d bytes)", string(r[:max]), len(v))
 	}
-	return q
+	return fmt.Sprintf("%q", v)
 }

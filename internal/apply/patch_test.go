@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -274,7 +275,7 @@ func TestDiffQuotesAndShortensValues(t *testing.T) {
 		"+++ x (after)",
 		"  metadata.annotations:",
 		`-   k: "line1\nline2"`,
-		`+   k: "` + strings.Repeat("a", 154) + `…" (300 bytes)`,
+		`+   k: "` + strings.Repeat("a", 150) + `"… (300 bytes)`,
 		"",
 	}
 	if lines := strings.Split(got, "\n"); !slices.Equal(lines, wantLines) {
@@ -400,5 +401,16 @@ func TestObjectRef(t *testing.T) {
 		Namespace: "guestbook", Name: "ui", UID: "uid-1", ResourceVersion: "100"}
 	if got != want {
 		t.Errorf("ObjectRef = %+v, want %+v", got, want)
+	}
+}
+
+func TestDiffShortensLongValuesOnRuneBoundaries(t *testing.T) {
+	long := "a" + strings.Repeat("é", 200)
+	got := Diff("x", []journal.Change{journal.Removal(journal.FieldAnnotation, "k", long)})
+	if !utf8.ValidString(got) {
+		t.Fatalf("diff is not valid UTF-8: %q", got)
+	}
+	if !strings.Contains(got, `… (401 bytes)`) {
+		t.Fatalf("diff does not say how long the value was: %q", got)
 	}
 }

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -133,6 +134,9 @@ func patchOne(ctx context.Context, dyn dynamic.Interface, i int, it Item, rec *j
 	if opts.DryRun {
 		po.DryRun = []string{metav1.DryRunAll}
 	}
+	// rejected stays true while every patch sent was refused by the API server (a status error):
+	// then nothing of ours reached the object, whatever the journal entry planned.
+	rejected := true
 	for attempt := 1; ; attempt++ {
 		res.Attempts = attempt
 		res.Changes = current.Changes
@@ -142,6 +146,10 @@ func patchOne(ctx context.Context, dyn dynamic.Interface, i int, it Item, rec *j
 			break
 		}
 		out, err := ri.Patch(ctx, live.GetName(), types.MergePatchType, body, po)
+		var status apierrors.APIStatus
+		if err == nil || !errors.As(err, &status) {
+			rejected = false
+		}
 		if err == nil {
 			if bad := Mismatches(out, current.Changes); len(bad) > 0 {
 				res.Err = fmt.Errorf("the API server accepted the patch but the result differs (an admission webhook may have changed it): %v", bad)
@@ -190,13 +198,24 @@ func patchOne(ctx context.Context, dyn dynamic.Interface, i int, it Item, rec *j
 	}
 	if rec != nil {
 		var jerr error
+		if !res.Applied && rejected {
+			// Record that nothing changed, so that undo never "restores" keys unprune did not
+			// remove (someone else may have removed them in between).
+			jerr = rec.Update(func(j *journal.Journal) error {
+				j.Entries[i].Changes = []journal.Change{}
+				return nil
+			})
+		}
 		switch {
 		case res.Applied:
 			jerr = rec.MarkApplied(i, res.ResourceVersion)
 		case res.Err != nil:
-			jerr = rec.MarkFailed(i, res.Err)
+			jerr = errors.Join(jerr, rec.MarkFailed(i, res.Err))
 		case res.Refusal != nil:
-			jerr = rec.MarkFailed(i, res.Refusal)
+			jerr = errors.Join(jerr, rec.MarkFailed(i, res.Refusal))
+		default:
+			// A re-plan found nothing left to do: someone else released the object meanwhile.
+			jerr = errors.Join(jerr, rec.MarkFailed(i, errors.New("nothing left to change after a conflict: released by someone else")))
 		}
 		if jerr != nil && res.Err == nil {
 			res.Err = fmt.Errorf("patched, but the journal could not record it: %w", jerr)

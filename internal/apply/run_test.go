@@ -611,3 +611,41 @@ func TestUndo(t *testing.T) {
 		t.Errorf("patched %+v, want only ui", s.calls)
 	}
 }
+
+// A patch the API server refused never changed the object: the journal must not claim it did, or
+// undo would "restore" keys that someone else removed in the meantime.
+func TestRunJournalRecordsNothingForRejectedPatches(t *testing.T) {
+	live := tracked("ui")
+	s := newFakeServer(live)
+	s.beforePatch = func(call int, stored *unstructured.Unstructured) (bool, error) {
+		if call == 0 {
+			// Someone else released the object and gave it to another app before unprune's patch.
+			stored.SetLabels(map[string]string{keyInstance: "other"})
+			return true, nil
+		}
+		return false, nil
+	}
+	it := item(live, plan.Options{})
+	j := journal.New("detach", "untrack")
+	j.Entries = append(j.Entries, journal.NewEntry(ObjectRef(deployments, live), it.Plan.Changes...))
+	rec, err := journal.NewStore(t.TempDir(), nil).Begin(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Run(context.Background(), s.client(), []Item{it}, rec, Options{})[0]
+	if r.Applied || r.Refusal == nil {
+		t.Fatalf("result = %+v, want a refusal after the conflict", r)
+	}
+	got := rec.Snapshot().Entries[0]
+	if got.State != journal.StateFailed || len(got.Changes) != 0 {
+		t.Fatalf("journal entry = state %s, changes %v; want failed with no changes", got.State, got.Changes)
+	}
+	for _, u := range Undo(context.Background(), s.client(), rec, false) {
+		if len(u.Restored) != 0 {
+			t.Fatalf("undo restored %v on an object unprune never changed", u.Restored)
+		}
+	}
+	if l := s.get("ui").GetLabels()[keyInstance]; l != "other" {
+		t.Fatalf("label = %q after undo, want the other app's %q", l, "other")
+	}
+}

@@ -104,7 +104,8 @@ type applicationDoc struct {
 		} `json:"destination"`
 		SyncPolicy *struct {
 			Automated *struct {
-				Prune bool `json:"prune"`
+				Enabled *bool `json:"enabled"`
+				Prune   bool  `json:"prune"`
 			} `json:"automated"`
 			SyncOptions []string `json:"syncOptions"`
 		} `json:"syncPolicy"`
@@ -148,7 +149,8 @@ func ParseApplication(u *unstructured.Unstructured) (Application, error) {
 	}
 	if p := d.Spec.SyncPolicy; p != nil {
 		a.SyncOptions = p.SyncOptions
-		if p.Automated != nil {
+		// Argo CD v3.3+ can switch automation off while keeping its settings (enabled: false).
+		if p.Automated != nil && (p.Automated.Enabled == nil || *p.Automated.Enabled) {
 			a.Automated = true
 			a.AutoPrune = p.Automated.Prune
 		}

@@ -62,6 +62,16 @@ func TestParseApplication(t *testing.T) {
 		want Application
 	}{
 		{
+			name: "automation switched off keeps its settings but does not prune",
+			u: app(baseSpec(map[string]any{
+				"automated": map[string]any{"enabled": false, "prune": true},
+			}), map[string]any{"sync": map[string]any{"status": "Synced"}}, nil),
+			want: Application{
+				Namespace: "argocd", Name: "guestbook", UID: "uid-1", ResourceVersion: "123", Project: "default",
+				DestServer: InClusterServer, DestNamespace: "guestbook", SyncStatus: "Synced",
+			},
+		},
+		{
 			name: "automated with prune",
 			u: app(baseSpec(map[string]any{
 				"automated":   map[string]any{"prune": true, "selfHeal": true},

@@ -212,7 +212,9 @@ func scrubLastApplied(t Target, removals []journal.Change) (journal.Change, stri
 		return journal.Change{}, "", false
 	}
 	var doc map[string]any
-	if err := json.Unmarshal([]byte(raw), &doc); err != nil {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber() // keep numbers exactly as written, however large
+	if err := dec.Decode(&doc); err != nil {
 		return journal.Change{}, fmt.Sprintf("%s left as is: it is not JSON (%v)", key, err), false
 	}
 	meta, _ := doc["metadata"].(map[string]any)

@@ -593,6 +593,15 @@ func TestBuildScrubLastApplied(t *testing.T) {
 			wantNote:     "label app.kubernetes.io/instance=guestbook left alone",
 		},
 		{
+			name:     "numbers keep every digit",
+			settings: annotationMode,
+			annotations: map[string]string{keyTracking: settingsID,
+				keyLastApplied: `{"data":{"n":9007199254740993},"metadata":{"annotations":{"argocd.argoproj.io/tracking-id":"x"}}}`},
+			scrub:        true,
+			wantRemovals: []string{removed(journal.FieldAnnotation, keyTracking, settingsID)},
+			wantAfter:    `{"data":{"n":9007199254740993},"metadata":{}}`,
+		},
+		{
 			name:     "emptied sections are dropped and no trailing newline is added",
 			settings: annotationMode,
 			annotations: map[string]string{keyTracking: settingsID,

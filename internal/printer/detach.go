@@ -123,8 +123,8 @@ func DetachPlanTable(w io.Writer, doc DetachReport) error {
 }
 
 func shorten(s string) string {
-	if len(s) > 60 {
-		return s[:57] + "..."
+	if r := []rune(s); len(r) > 60 {
+		return string(r[:57]) + "..."
 	}
 	return s
 }
