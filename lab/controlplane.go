@@ -168,6 +168,14 @@ func startControlPlane(ctx context.Context, st *State, bins binaries, kcm bool) 
 		return err
 	}
 
+	// kubectl of the same release, linked into the state so that `.lab/bin` can go on PATH.
+	st.Kubectl = filepath.Join(dir, "bin", "kubectl")
+	if err := os.MkdirAll(filepath.Dir(st.Kubectl), 0o755); err != nil {
+		return err
+	}
+	if err := os.Symlink(filepath.Join(bins.Kubernetes, "kubectl"), st.Kubectl); err != nil {
+		return err
+	}
 	st.Kubeconfig = filepath.Join(dir, "kubeconfig")
 	st.NoAccessKubeconfig = filepath.Join(dir, "kubeconfig-noaccess")
 	if err := writeKubeconfig(st.Kubeconfig, st.Server, ca, AdminUser, adminToken); err != nil {

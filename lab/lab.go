@@ -40,6 +40,7 @@ type State struct {
 	Server             string    `json:"server"`
 	Kubeconfig         string    `json:"kubeconfig"`
 	NoAccessKubeconfig string    `json:"noAccessKubeconfig"`
+	Kubectl            string    `json:"kubectl"` // kubectl built with the API server
 	EtcdPort           int       `json:"etcdPort"`
 	APIServerPort      int       `json:"apiServerPort"`
 	KCMPort            int       `json:"kcmPort,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/unprune/unprune/internal/apply"
@@ -391,13 +392,15 @@ func (o *DetachOptions) selectResources(app cluster.Application) ([]cluster.Reso
 	var out []cluster.Resource
 	for _, raw := range o.Resources {
 		arg, _ := parseResourceArg(raw)
-		found := false
-		for _, r := range app.Resources {
-			if arg.matches(r) {
-				out = append(out, r)
-				found = true
-				break
+		r, found := findResource(app, arg)
+		if !found && o.Force {
+			// --force may name an object the app does not list (a copy, another app's object):
+			// read it, and let the planner say whether it may be touched.
+			var err error
+			if r, err = o.resolve(arg); err != nil {
+				return nil, usageError("%s: %v", raw, err)
 			}
+			found = true
 		}
 		if !found {
 			var names []string
@@ -408,10 +411,46 @@ func (o *DetachOptions) selectResources(app cluster.Application) ([]cluster.Reso
 			if len(names) > 0 {
 				hint = "its resources requiring pruning are: " + strings.Join(names, ", ")
 			}
-			return nil, usageError("Application %s lists no resource %s; %s", app.Ref(), raw, hint)
+			return nil, usageError("Application %s lists no resource %s; %s (--force reads an unlisted object anyway)", app.Ref(), raw, hint)
 		}
+		out = append(out, r)
 	}
 	return out, nil
+}
+
+func findResource(app cluster.Application, arg resourceArg) (cluster.Resource, bool) {
+	for _, r := range app.Resources {
+		if arg.matches(r) {
+			return r, true
+		}
+	}
+	return cluster.Resource{}, false
+}
+
+// resolve turns KIND[.GROUP] into the served kind and version, as kubectl does.
+func (o *DetachOptions) resolve(arg resourceArg) (cluster.Resource, error) {
+	mapper := o.session.Client.Mapper
+	gk := schema.GroupKind{Group: arg.Group, Kind: arg.Kind}
+	if _, err := mapper.RESTMapping(gk); err != nil {
+		// Accept what kubectl accepts too: ns, namespaces, crd …
+		gvk, kerr := mapper.KindFor(schema.GroupVersionResource{Group: arg.Group, Resource: strings.ToLower(arg.Kind)})
+		if kerr != nil {
+			return cluster.Resource{}, fmt.Errorf("the API server serves no kind %s: %w", arg.Kind, err)
+		}
+		gk = gvk.GroupKind()
+	}
+	m, err := mapper.RESTMapping(gk)
+	if err != nil {
+		return cluster.Resource{}, err
+	}
+	r := cluster.Resource{Group: m.GroupVersionKind.Group, Version: m.GroupVersionKind.Version, Kind: m.GroupVersionKind.Kind, Name: arg.Name}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		r.Namespace = arg.Namespace
+		if r.Namespace == "" {
+			return r, fmt.Errorf("%s is namespaced: use %s/NAMESPACE/%s", r.Kind, arg.Kind, arg.Name)
+		}
+	}
+	return r, nil
 }
 
 func planTarget(instance string, r cluster.Resource, m *meta.RESTMapping, live *unstructured.Unstructured) plan.Target {

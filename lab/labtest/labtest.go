@@ -16,13 +16,16 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 
 	"github.com/unprune/unprune/lab"
 )
@@ -49,7 +52,9 @@ var shared *Env
 
 // Main starts the control plane (with kube-controller-manager), runs the tests and stops every process
 // it started. Its state directory is removed when all tests pass and kept (with logs) otherwise.
-func Main(m *testing.M) int {
+//
+// setup, if given, runs once the control plane is up and before any test.
+func Main(m *testing.M, setup ...func(*Env) error) int {
 	ctx := context.Background()
 	root, err := lab.RepoRoot()
 	if err != nil {
@@ -73,6 +78,13 @@ func Main(m *testing.M) int {
 		_ = lab.Down(dir)
 		fmt.Fprintln(os.Stderr, "labtest:", err)
 		return 2
+	}
+	for _, f := range setup {
+		if err := f(env); err != nil {
+			_ = lab.Down(dir)
+			fmt.Fprintln(os.Stderr, "labtest: setup:", err)
+			return 2
+		}
 	}
 	shared = env
 	code := m.Run()
@@ -261,4 +273,28 @@ func (e *Env) Untrack(t testing.TB, name string) {
 	if _, err := e.Kube.CoreV1().Namespaces().Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Errorf("untrack namespace %s: %v", name, err)
 	}
+}
+
+// Create creates an object given as a map, resolving its resource through discovery.
+func (e *Env) Create(ctx context.Context, obj map[string]any) error {
+	u := &unstructured.Unstructured{Object: obj}
+	gvk := u.GroupVersionKind()
+	m, err := e.mapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return fmt.Errorf("create %s %s: %w", gvk.Kind, u.GetName(), err)
+	}
+	var ri dynamic.ResourceInterface = e.Dynamic.Resource(m.Resource)
+	if u.GetNamespace() != "" {
+		ri = e.Dynamic.Resource(m.Resource).Namespace(u.GetNamespace())
+	}
+	if _, err := ri.Create(ctx, u, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create %s %s: %w", gvk.Kind, u.GetName(), err)
+	}
+	return nil
+}
+
+// mapper is a fresh discovery-backed mapper: CRDs installed since the last call are seen.
+func (e *Env) mapper() meta.RESTMapper {
+	dc := memory.NewMemCacheClient(e.Kube.Discovery())
+	return restmapper.NewDeferredDiscoveryRESTMapper(dc)
 }

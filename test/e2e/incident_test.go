@@ -73,10 +73,10 @@ func TestIncidentAndManualFix(t *testing.T) {
 			// The manual fix, exactly as an operator types it.
 			args := []string{"--kubeconfig", env.State.Kubeconfig}
 			if hasLabel {
-				kubectl(t, append(args, "label", "namespace", ns, instanceLabel+"-")...)
+				kubectl(t, env, append(args, "label", "namespace", ns, instanceLabel+"-")...)
 			}
 			if hasAnnotation {
-				kubectl(t, append(args, "annotate", "namespace", ns, trackingID+"-")...)
+				kubectl(t, env, append(args, "annotate", "namespace", ns, trackingID+"-")...)
 			}
 			start := time.Now()
 			s := app.WaitSynced(t, reverted)
@@ -130,9 +130,9 @@ func TestPruneSyncDeletesTrackedNamespace(t *testing.T) {
 }
 
 // TestPruneSyncOfKubeSystemIsForbidden: kube-system survives the same trap only because the API server
-// refuses to delete it, and Argo CD reports that refusal in the operation state.
+// refuses to delete it, and Argo CD reports that refusal in the operation state. Not parallel:
+// kube-system is shared by the whole lab.
 func TestPruneSyncOfKubeSystemIsForbidden(t *testing.T) {
-	t.Parallel()
 	env := labtest.Get(t)
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation+label"})
 	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, AutoPrune: false})
@@ -185,9 +185,10 @@ func TestNoAccessUserIsForbidden(t *testing.T) {
 	}
 }
 
-func kubectl(t *testing.T, args ...string) string {
+// kubectl runs the lab's own kubectl, built with the API server.
+func kubectl(t *testing.T, env *labtest.Env, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("kubectl", args...).CombinedOutput()
+	out, err := exec.Command(env.State.Kubectl, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}

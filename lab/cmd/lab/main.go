@@ -57,6 +57,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		fmt.Fprintf(stderr, "lab: up in %.1fs; API server %s; state in %s\n", time.Since(start).Seconds(), st.Server, st.Dir)
 		fmt.Fprintf(stderr, "lab: kubeconfig of a user with no RBAC rights: %s\n", st.NoAccessKubeconfig)
+		fmt.Fprintf(stderr, "lab: kubectl of the same release: %s\n", st.Kubectl)
 		fmt.Fprintf(stdout, "KUBECONFIG=%s\n", st.Kubeconfig)
 		return nil
 	case "down":

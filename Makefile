@@ -1,0 +1,63 @@
+# unprune — see README.md. Every target installs or builds what it needs; the lab's binaries are
+# cached outside the work tree (UNPRUNE_LAB_CACHE, default ~/.cache/unprune/lab).
+
+SHELL := /bin/bash
+GO ?= go
+
+# Lab configuration, passed to `lab up` through the environment.
+ARGOCD_VERSION ?= v3.6.1
+TRACKING ?=
+INSTANCE_LABEL_KEY ?=
+INSTALLATION_ID ?=
+APP_NAMESPACES ?=
+KCM ?= on
+LAB_DIR ?= $(CURDIR)/.lab
+export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES KCM LAB_DIR
+
+# Components `make test` needs: the control plane and both Argo CD versions.
+LAB_COMPONENTS := etcd kubernetes argocd-v3.6.1 argocd-v2.14.11
+
+.PHONY: help deps build lab-build lab-up lab-down lab-status test test-unit test-lab demo bench fuzz vet
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+deps: ## install the OS packages the lab needs (redis-server, git)
+	@bash hack/deps.sh
+
+build: ## build bin/unprune and bin/kubectl-unprune
+	$(GO) build -o bin/unprune ./cmd/unprune
+	$(GO) build -o bin/kubectl-unprune ./cmd/kubectl-unprune
+
+lab-build: deps ## build the lab's binaries (or find them in the cache)
+	@bash lab/build.sh $(LAB_COMPONENTS) >/dev/null
+
+lab-up: deps ## start the lab (ARGOCD_VERSION, TRACKING, …); last line: KUBECONFIG=<path>
+	@$(GO) run ./lab/cmd/lab up
+
+lab-down: ## stop exactly what lab-up started
+	@$(GO) run ./lab/cmd/lab down
+
+lab-status: ## show the lab's processes
+	@$(GO) run ./lab/cmd/lab status
+
+vet: ## go vet, with and without the lab build tag
+	$(GO) vet ./...
+	$(GO) vet -tags lab ./...
+
+test-unit: ## pure and command tests (no lab)
+	$(GO) test -count=1 ./...
+
+test-lab: lab-build ## tests against the real API server and real Argo CD
+	$(GO) test -count=1 -tags lab -timeout 45m ./test/...
+
+test: vet test-unit test-lab ## the whole suite, as CI runs it
+
+demo: lab-build build ## reproduce the incident in the lab and resolve it with unprune
+	@bash hack/demo.sh
+
+bench: lab-build ## benchmarks against the lab (ratios against a baseline in the same run)
+	$(GO) test -tags lab -run '^$$' -bench . -benchtime 5x -count 3 ./test/bench/
+
+fuzz: ## fuzz the tracking-id parser for a while
+	$(GO) test -run '^$$' -fuzz FuzzParseTrackingID -fuzztime 60s ./internal/argocd/

@@ -1,0 +1,277 @@
+//go:build lab
+
+package apiserver
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/unprune/unprune/internal/apply"
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cli"
+	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/plan"
+	"github.com/unprune/unprune/lab/labtest"
+)
+
+// TestServerDryRunChangesNothing: --dry-run=server sends real patches with dryRun=All; the API server
+// accepts them, and the object's resourceVersion proves nothing was persisted. No journal is written.
+func TestServerDryRunChangesNothing(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	s := seed(t, env, "dryrun", "dryrun-a", "dryrun-b")
+	before := map[string]string{}
+	for _, ns := range s.Namespaces {
+		before[ns] = namespace(t, env, ns).GetResourceVersion()
+	}
+	journals := labtest.TempDir(t)
+	r := unprune(t, env.State.Kubeconfig, journals, "detach", s.App, "--all", "--dry-run=server")
+	if r.Code != cli.ExitFindings {
+		t.Fatalf("exit %d, want %d", r.Code, cli.ExitFindings)
+	}
+	if strings.Count(r.Stdout, "ACCEPTED-BY-DRY-RUN") != 2 {
+		t.Errorf("want both patches accepted by the dry run:\n%s", r.Stdout)
+	}
+	for _, ns := range s.Namespaces {
+		u := namespace(t, env, ns)
+		if u.GetResourceVersion() != before[ns] {
+			t.Errorf("%s: resourceVersion %s → %s: the dry run persisted a change", ns, before[ns], u.GetResourceVersion())
+		}
+		if u.GetLabels()["app.kubernetes.io/instance"] != s.App {
+			t.Errorf("%s: tracking label gone after a dry run", ns)
+		}
+	}
+	if entries, _ := os.ReadDir(journals); len(entries) != 0 {
+		t.Errorf("a dry run wrote journals: %v", entries)
+	}
+}
+
+// TestConcurrentWriteIsNotClobbered: a write between plan and patch makes the API server refuse the
+// stale patch (409); unprune re-reads, re-plans and patches again, keeping the other writer's change.
+// When the other writer hands the object to another app, the re-plan refuses and nothing of theirs
+// is touched.
+func TestConcurrentWriteIsNotClobbered(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	s := seed(t, env, "racer", "race-keep", "race-moved")
+	settings := argocd.NewSettings(map[string]string{"application.resourceTrackingMethod": "annotation+label"}, nil)
+	nsMapping := &meta.RESTMapping{Resource: labtest.GVRNamespace, GroupVersionKind: labtest.GVRNamespace.GroupVersion().WithKind("Namespace"), Scope: meta.RESTScopeRoot}
+	target := func(u *unstructured.Unstructured) plan.Target {
+		return plan.Target{Instance: s.App, Ref: argocd.ObjectRef{Kind: "Namespace", Name: u.GetName(), ClusterScoped: true},
+			Labels: u.GetLabels(), Annotations: u.GetAnnotations(), RequiresPruning: true}
+	}
+	var items []apply.Item
+	for _, ns := range s.Namespaces {
+		live := namespace(t, env, ns) // what unprune read and planned from
+		items = append(items, apply.Item{Mapping: nsMapping, Object: live, Plan: plan.Build(settings, target(live), plan.Options{}),
+			Replan: func(fresh *unstructured.Unstructured) plan.Plan {
+				return plan.Build(settings, target(fresh), plan.Options{})
+			}})
+	}
+	// The other writer strikes after the plans were made.
+	other := map[string]string{
+		"race-keep":  `{"metadata":{"labels":{"someone":"else"}}}`,
+		"race-moved": `{"metadata":{"labels":{"app.kubernetes.io/instance":"thief"},"annotations":{"argocd.argoproj.io/tracking-id":"thief:/Namespace:default/race-moved"}}}`,
+	}
+	for ns, p := range other {
+		if _, err := env.Dynamic.Resource(labtest.GVRNamespace).Patch(labtest.Context(t), ns, types.MergePatchType, []byte(p), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := journal.New("detach", "untrack")
+	for _, it := range items {
+		j.Entries = append(j.Entries, journal.NewEntry(apply.ObjectRef(nsMapping, it.Object), it.Plan.Changes...))
+	}
+	rec, err := journal.NewStore(labtest.TempDir(t), nil).Begin(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := apply.Run(labtest.Context(t), env.Dynamic, items, rec, apply.Options{})
+
+	keep := results[0]
+	if !keep.Applied || keep.Attempts != 2 {
+		t.Errorf("race-keep: applied %t after %d attempts (%v); want applied after a conflict and a retry", keep.Applied, keep.Attempts, keep.Err)
+	}
+	u := namespace(t, env, "race-keep")
+	if u.GetLabels()["someone"] != "else" {
+		t.Errorf("race-keep: the other writer's label was clobbered: %v", u.GetLabels())
+	}
+	if _, tracked := u.GetLabels()["app.kubernetes.io/instance"]; tracked {
+		t.Errorf("race-keep: still tracked: %v", u.GetLabels())
+	}
+
+	moved := results[1]
+	if moved.Applied || moved.Refusal == nil || moved.Refusal.Code != plan.RefuseOtherOwner {
+		t.Errorf("race-moved: %+v; want a refusal because another app owns it now", moved)
+	}
+	u = namespace(t, env, "race-moved")
+	if u.GetLabels()["app.kubernetes.io/instance"] != "thief" || u.GetAnnotations()["argocd.argoproj.io/tracking-id"] != "thief:/Namespace:default/race-moved" {
+		t.Errorf("race-moved: the other app's tracking was touched: %v %v", u.GetLabels(), u.GetAnnotations())
+	}
+	got := rec.Snapshot()
+	if got.Entries[0].State != journal.StateApplied || got.Entries[1].State != journal.StateFailed || len(got.Entries[1].Changes) != 0 {
+		t.Errorf("journal: %s %v / %s %v; want applied, then failed with no changes",
+			got.Entries[0].State, got.Entries[0].Changes, got.Entries[1].State, got.Entries[1].Changes)
+	}
+}
+
+// TestUserWithoutPatchRights: a user who may read but not patch gets a clear error, nothing changes,
+// and the journal shows nothing was applied.
+func TestUserWithoutPatchRights(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	s := seed(t, env, "readonly", "readonly-a")
+	ctx := labtest.Context(t)
+	for _, obj := range []map[string]any{
+		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": "unprune-test-reader"},
+			"rules": []any{map[string]any{"apiGroups": []any{"*"}, "resources": []any{"*"}, "verbs": []any{"get", "list", "watch"}}}},
+		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": "unprune-test-reader"},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "unprune-test-reader"},
+			"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "reader"}}},
+	} {
+		if err := env.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	before := namespace(t, env, "readonly-a").GetResourceVersion()
+	journals := labtest.TempDir(t)
+	// The RBAC binding takes effect through the authorizer's cache: poll until reads work.
+	labtest.Eventually(t, 30*time.Second, "the reader binding to take effect", func() (bool, string) {
+		r := unprune(t, env.State.Kubeconfig, journals, "--as=reader", "scan")
+		return r.Code == cli.ExitFindings, r.Stderr
+	})
+	r := unprune(t, env.State.Kubeconfig, journals, "--as=reader", "detach", s.App, "--all", "--yes", "--wait=false")
+	if r.Code != cli.ExitFailure {
+		t.Fatalf("exit %d, want %d", r.Code, cli.ExitFailure)
+	}
+	if !strings.Contains(r.Stdout+r.Stderr, "forbidden: your user may not patch") {
+		t.Errorf("the error does not say the user may not patch:\n%s%s", r.Stdout, r.Stderr)
+	}
+	if after := namespace(t, env, "readonly-a").GetResourceVersion(); after != before {
+		t.Errorf("the namespace changed: resourceVersion %s → %s", before, after)
+	}
+	paths, _ := filepath.Glob(filepath.Join(journals, "*.yaml"))
+	if len(paths) != 1 {
+		t.Fatalf("want one journal, got %v", paths)
+	}
+	j, err := journal.Load(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range j.Entries {
+		if e.State != journal.StateFailed || len(e.Changes) != 0 || !strings.Contains(e.Error, "forbidden") {
+			t.Errorf("journal entry %s: state %s, changes %v, error %q; want failed, nothing changed, forbidden", e.Object, e.State, e.Changes, e.Error)
+		}
+	}
+}
+
+// TestUndoRestoresByteForByte: detach (with --scrub-last-applied, the most invasive option) and undo
+// leave every label and annotation exactly as it was.
+func TestUndoRestoresByteForByte(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	s := seed(t, env, "roundtrip", "roundtrip-a", "roundtrip-b")
+	type meta struct{ labels, annotations map[string]string }
+	before := map[string]meta{}
+	for _, ns := range s.Namespaces {
+		u := namespace(t, env, ns)
+		before[ns] = meta{u.GetLabels(), u.GetAnnotations()}
+	}
+	journals := labtest.TempDir(t)
+	r := unprune(t, env.State.Kubeconfig, journals, "detach", s.App, "--all", "--yes", "--wait=false", "--scrub-last-applied")
+	if r.Code != cli.ExitOK {
+		t.Fatalf("detach exit %d", r.Code)
+	}
+	for _, ns := range s.Namespaces {
+		u := namespace(t, env, ns)
+		if _, ok := u.GetAnnotations()["argocd.argoproj.io/tracking-id"]; ok {
+			t.Fatalf("%s still tracked after detach", ns)
+		}
+		if strings.Contains(u.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"], "tracking-id") {
+			t.Fatalf("%s: last-applied-configuration not scrubbed", ns)
+		}
+	}
+	// Preview first: nothing changes.
+	if r = unprune(t, env.State.Kubeconfig, journals, "undo", "--latest"); r.Code != cli.ExitFindings {
+		t.Fatalf("undo preview exit %d", r.Code)
+	}
+	if r = unprune(t, env.State.Kubeconfig, journals, "undo", "--latest", "--yes"); r.Code != cli.ExitOK {
+		t.Fatalf("undo exit %d", r.Code)
+	}
+	for _, ns := range s.Namespaces {
+		u := namespace(t, env, ns)
+		if !reflect.DeepEqual(u.GetLabels(), before[ns].labels) {
+			t.Errorf("%s labels: %s, want %s", ns, mustJSON(t, u.GetLabels()), mustJSON(t, before[ns].labels))
+		}
+		if !reflect.DeepEqual(u.GetAnnotations(), before[ns].annotations) {
+			t.Errorf("%s annotations: %s, want %s", ns, mustJSON(t, u.GetAnnotations()), mustJSON(t, before[ns].annotations))
+		}
+	}
+	// A second undo has nothing left to do.
+	if r = unprune(t, env.State.Kubeconfig, journals, "undo", "--latest", "--yes"); r.Code != cli.ExitOK || !strings.Contains(r.Stdout, "ALREADY-UNDONE") {
+		t.Errorf("second undo: exit %d\n%s", r.Code, r.Stdout)
+	}
+}
+
+// TestUndoGuards: undo refuses a key someone changed since, and an object recreated under the same name.
+func TestUndoGuards(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	s := seed(t, env, "guarded", "guarded-changed", "guarded-recreated")
+	journals := labtest.TempDir(t)
+	if r := unprune(t, env.State.Kubeconfig, journals, "detach", s.App, "--all", "--yes", "--wait=false"); r.Code != cli.ExitOK {
+		t.Fatalf("detach exit %d", r.Code)
+	}
+	// Someone re-labels one namespace for another app; the other is deleted and recreated.
+	if _, err := env.Dynamic.Resource(labtest.GVRNamespace).Patch(labtest.Context(t), "guarded-changed", types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"app.kubernetes.io/instance":"newowner"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	recreate(t, env, "guarded-recreated")
+
+	r := unprune(t, env.State.Kubeconfig, journals, "undo", "--latest", "--yes")
+	if r.Code != cli.ExitRefused {
+		t.Fatalf("undo exit %d, want %d (refused)", r.Code, cli.ExitRefused)
+	}
+	if !strings.Contains(r.Stdout, "was recreated") || !strings.Contains(r.Stdout, `is now "newowner"`) {
+		t.Errorf("undo does not explain both refusals:\n%s", r.Stdout)
+	}
+	if got := namespace(t, env, "guarded-changed").GetLabels()["app.kubernetes.io/instance"]; got != "newowner" {
+		t.Errorf("undo overwrote a label set since: %q", got)
+	}
+	// The annotation of guarded-changed still held what unprune wrote (absent): it was restored.
+	if got := namespace(t, env, "guarded-changed").GetAnnotations()["argocd.argoproj.io/tracking-id"]; got != "guarded:/Namespace:default/guarded-changed" {
+		t.Errorf("the unchanged key was not restored: tracking-id %q", got)
+	}
+	if _, ok := namespace(t, env, "guarded-recreated").GetAnnotations()["argocd.argoproj.io/tracking-id"]; ok {
+		t.Errorf("undo wrote tracking onto a recreated object")
+	}
+}
+
+// recreate deletes a namespace, waits until it is gone (kube-controller-manager finalizes it) and
+// creates it again: same name, new UID.
+func recreate(t *testing.T, env *labtest.Env, name string) {
+	t.Helper()
+	ctx := labtest.Context(t)
+	if err := env.Dynamic.Resource(labtest.GVRNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labtest.Eventually(t, 60*time.Second, name+" to be deleted", func() (bool, string) {
+		_, err := env.Dynamic.Resource(labtest.GVRNamespace).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), "still there"
+	})
+	if err := env.Create(context.Background(), map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}); err != nil {
+		t.Fatal(err)
+	}
+}
