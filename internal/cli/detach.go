@@ -221,6 +221,10 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 		Application: printer.AppRef{Namespace: app.Namespace, Name: app.Name}, Instance: instance,
 		Strategy: string(o.strategy), Mode: printer.ModePreview, Items: []printer.DetachItem{},
 	}
+	if !o.format.Machine() {
+		fmt.Fprintf(o.ErrOut, "Application %s (instance %q), strategy %s; Argo CD in %s: %s\n",
+			app.Ref(), instance, o.strategy, s.ArgoCDNamespace, s.Settings)
+	}
 	if !app.InCluster() {
 		return refused("Application %s deploys to another cluster (%s %s): its resources live there; run unprune with that cluster's --context",
 			app.Ref(), app.DestName, app.DestServer)
@@ -548,8 +552,6 @@ func (o *DetachOptions) print(doc printer.DetachReport) error {
 	if o.format.Machine() {
 		return printer.Document(o.Out, o.format, doc)
 	}
-	fmt.Fprintf(o.ErrOut, "Application %s (instance %q), strategy %s; Argo CD in %s: %s\n",
-		doc.Application.Namespace+"/"+doc.Application.Name, doc.Instance, doc.Strategy, o.session.ArgoCDNamespace, o.session.Settings)
 	return printer.DetachPlanTable(o.Out, doc)
 }
 

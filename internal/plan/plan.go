@@ -62,6 +62,7 @@ type RefusalCode string
 const (
 	RefuseNotRequiresPruning RefusalCode = "NotRequiresPruning"
 	RefuseOtherOwner         RefusalCode = "TrackedElsewhere"
+	RefuseNamesOtherObject   RefusalCode = "TrackingNamesOtherObject"
 	RefuseHasOwner           RefusalCode = "HasOwnerReferences"
 	RefuseDeleting           RefusalCode = "BeingDeleted"
 )
@@ -102,10 +103,13 @@ func Build(s argocd.Settings, t Target, o Options) Plan {
 	}
 	own := s.Owner(t.Labels, t.Annotations, t.Ref)
 	if !own.TrackedBy(t.Instance) {
-		if !own.Tracked && !t.RequiresPruning {
+		if own.Reason == argocd.ReasonNoTrackingMetadata && !own.Tracked && !t.RequiresPruning {
 			// Released already (by an earlier run, or by hand): nothing to do.
 			p.Notes = append(p.Notes, "not tracked by Argo CD any more: "+own.Detail)
 			return p
+		}
+		if own.Reason == argocd.ReasonTrackingIDNamesOtherObject {
+			return refuse(RefuseNamesOtherObject, "%s: %s; its metadata belongs to that object: fix the copy by hand if needed", t.Ref, own.Detail)
 		}
 		return refuse(RefuseOtherOwner, "%s: %s", t.Ref, own.Refusal(t.Instance))
 	}

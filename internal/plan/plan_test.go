@@ -361,8 +361,16 @@ func TestBuildRefusals(t *testing.T) {
 			settings: annotationMode,
 			target: Target{Ref: ui, RequiresPruning: true,
 				Annotations: map[string]string{keyTracking: "guestbook:apps/Deployment:guestbook/original"}},
-			wantCode:    RefuseOtherOwner,
-			wantMessage: []string{"not tracked by Argo CD", "not this object"},
+			wantCode:    RefuseNamesOtherObject,
+			wantMessage: []string{"names Deployment.apps/original", "not this object"},
+		},
+		{
+			// Argo CD ignores the copy, but its metadata is not this app's to remove either.
+			name:        "copied object no longer requiring pruning",
+			settings:    annotationMode,
+			target:      Target{Ref: ui, Annotations: map[string]string{keyTracking: "guestbook:apps/Deployment:guestbook/original"}},
+			wantCode:    RefuseNamesOtherObject,
+			wantMessage: []string{"not this object"},
 		},
 		{
 			name:     "installation-id of another installation",
@@ -443,11 +451,6 @@ func TestBuildAlreadyReleased(t *testing.T) {
 			name:     "annotation mode, only Helm's label left",
 			settings: annotationMode,
 			target:   Target{Ref: ui, Labels: map[string]string{keyInstance: "guestbook"}},
-		},
-		{
-			name:     "copied object no longer requiring pruning",
-			settings: annotationMode,
-			target:   Target{Ref: ui, Annotations: map[string]string{keyTracking: "guestbook:apps/Deployment:guestbook/original"}},
 		},
 	}
 	for _, tt := range tests {
