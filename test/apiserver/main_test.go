@@ -134,3 +134,21 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// seedRow adds a requires-pruning row for a namespace that does not exist to app's status.
+func seedRow(t *testing.T, env *labtest.Env, app, ns string) {
+	t.Helper()
+	ri := env.Dynamic.Resource(labtest.GVRApplication).Namespace(argocdNamespace)
+	u, err := ri.Get(labtest.Context(t), app, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _, _ := unstructured.NestedSlice(u.Object, "status", "resources")
+	rows = append(rows, map[string]any{"version": "v1", "kind": "Namespace", "name": ns, "status": "OutOfSync", "requiresPruning": true})
+	if err := unstructured.SetNestedSlice(u.Object, rows, "status", "resources"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ri.Update(labtest.Context(t), u, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
