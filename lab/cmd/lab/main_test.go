@@ -1,0 +1,37 @@
+package main
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/unprune/unprune/lab"
+)
+
+func TestConfigFromEnv(t *testing.T) {
+	tests := []struct {
+		env     map[string]string
+		want    lab.Config
+		wantErr bool
+	}{
+		{env: map[string]string{}, want: lab.Config{Dir: "/d", KCM: true, ArgoCD: &lab.ArgoCDConfig{Namespace: "argocd", Version: "v3.6.1"}}},
+		{env: map[string]string{"ARGOCD_VERSION": "none", "KCM": "off"}, want: lab.Config{Dir: "/d"}},
+		{
+			env: map[string]string{"ARGOCD_VERSION": "2.14.11", "TRACKING": "label", "INSTANCE_LABEL_KEY": "argocd.argoproj.io/instance",
+				"INSTALLATION_ID": "prod", "APP_NAMESPACES": "team-a, team-b"},
+			want: lab.Config{Dir: "/d", KCM: true, ArgoCD: &lab.ArgoCDConfig{Namespace: "argocd", Version: "v2.14.11", Tracking: "label",
+				InstanceLabelKey: "argocd.argoproj.io/instance", InstallationID: "prod", AppNamespaces: []string{"team-a", "team-b"}}},
+		},
+		{env: map[string]string{"KCM": "maybe"}, wantErr: true},
+		{env: map[string]string{"TRACKING": "annotations"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := configFromEnv("/d", func(k string) string { return tt.env[k] })
+		if (err != nil) != tt.wantErr {
+			t.Errorf("configFromEnv(%v) error = %v, want error %t", tt.env, err, tt.wantErr)
+			continue
+		}
+		if !tt.wantErr && !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("configFromEnv(%v) = %+v, want %+v", tt.env, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,97 @@
+//go:build lab
+
+// Package bench measures unprune against the lab's real API server. Every figure is a ratio against a
+// baseline measured in the same iteration, on the same machine, so that noisy machines still compare.
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/unprune/unprune/internal/cli"
+	"github.com/unprune/unprune/lab/labtest"
+)
+
+const argocdNamespace = "argocd"
+
+func TestMain(m *testing.M) {
+	os.Exit(labtest.Main(m, func(env *labtest.Env) error {
+		return env.SeedArgoCD(context.Background(), argocdNamespace, "v3.6.1", map[string]string{"application.resourceTrackingMethod": "annotation+label"})
+	}))
+}
+
+// BenchmarkDetach releases N namespaces of one app three ways, each on its own freshly seeded set:
+//
+//   - kubectl: the manual ritual, `kubectl label … app.kubernetes.io/instance-` and
+//     `kubectl annotate … argocd.argoproj.io/tracking-id-` per object (the baseline);
+//   - unprune with --workers=1;
+//   - unprune with its default concurrency.
+//
+// It reports each one's time per iteration and unprune's speed-up over the baseline.
+func BenchmarkDetach(b *testing.B) {
+	for _, n := range []int{10, 50} {
+		b.Run(fmt.Sprintf("objects=%d", n), func(b *testing.B) {
+			env := labtest.Get(b)
+			var kubectlTotal, serialTotal, concurrentTotal time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				sets := make([]labtest.Seeded, 3)
+				for s := range sets {
+					names := make([]string, n)
+					for k := range names {
+						names[k] = fmt.Sprintf("bench-%d-%d-%d-%d", n, i, s, k)
+					}
+					sets[s] = env.Seed(b, argocdNamespace, labtest.UniqueName("bench"), names...)
+				}
+				b.StartTimer()
+
+				start := time.Now()
+				for _, ns := range sets[0].Namespaces {
+					kubectl(b, env, "label", "namespace", ns, "app.kubernetes.io/instance-")
+					kubectl(b, env, "annotate", "namespace", ns, "argocd.argoproj.io/tracking-id-")
+				}
+				kubectlTotal += time.Since(start)
+
+				start = time.Now()
+				detach(b, env, sets[1].App, "--workers=1")
+				serialTotal += time.Since(start)
+
+				start = time.Now()
+				detach(b, env, sets[2].App)
+				concurrentTotal += time.Since(start)
+			}
+			perOp := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(b.N) }
+			b.ReportMetric(perOp(kubectlTotal), "ms-kubectl/op")
+			b.ReportMetric(perOp(serialTotal), "ms-unprune-serial/op")
+			b.ReportMetric(perOp(concurrentTotal), "ms-unprune/op")
+			b.ReportMetric(float64(kubectlTotal)/float64(concurrentTotal), "x-faster-than-kubectl")
+			b.ReportMetric(float64(serialTotal)/float64(concurrentTotal), "x-concurrency-gain")
+		})
+	}
+}
+
+func kubectl(b *testing.B, env *labtest.Env, args ...string) {
+	b.Helper()
+	out, err := exec.Command(env.State.Kubectl, append([]string{"--kubeconfig", env.State.Kubeconfig}, args...)...).CombinedOutput()
+	if err != nil {
+		b.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+func detach(b *testing.B, env *labtest.Env, app string, extra ...string) {
+	b.Helper()
+	var out, errOut bytes.Buffer
+	args := append([]string{"--kubeconfig", env.State.Kubeconfig, "--journal-dir", b.TempDir(),
+		"detach", app, "--all", "--yes", "--wait=false"}, extra...)
+	if code := cli.Execute(context.Background(), "unprune", args, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}); code != cli.ExitOK {
+		b.Fatalf("unprune detach exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+}
