@@ -57,7 +57,7 @@ demo: lab-build build ## reproduce the incident in the lab and resolve it with u
 	@bash hack/demo.sh
 
 bench: lab-build ## benchmarks against the lab (ratios against a baseline in the same run)
-	$(GO) test -tags lab -run '^$$' -bench . -benchtime 5x -count 3 ./test/bench/
+	$(GO) test -tags lab -run '^$$' -bench . -benchtime 3x -count 3 ./test/bench/
 
 fuzz: ## fuzz the tracking-id parser for a while
 	$(GO) test -run '^$$' -fuzz FuzzParseTrackingID -fuzztime 60s ./internal/argocd/
