@@ -311,7 +311,7 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 	case "server":
 		doc.Mode = printer.ModeServerDryRun
 		results := apply.Run(ctx, s.Client.Dynamic, o.items(targets, instance, opts), nil, apply.Options{DryRun: true, Workers: o.Workers, Progress: o.ErrOut})
-		failed := o.record(&doc, results, printer.OutcomeDryRunOK)
+		failed := fillPlanned(&doc, results, printer.OutcomeDryRunOK)
 		if err := o.print(doc); err != nil {
 			return err
 		}
@@ -401,7 +401,7 @@ func (o *DetachOptions) selectResources(app cluster.Application) ([]cluster.Reso
 			// --force may name an object the app does not list (a copy, another app's object):
 			// read it, and let the planner say whether it may be touched.
 			var err error
-			if r, err = o.resolve(arg); err != nil {
+			if r, err = resolveResource(o.session.Client.Mapper, arg); err != nil {
 				return nil, usageError("%s: %v", raw, err)
 			}
 			found = true
@@ -431,9 +431,8 @@ func findResource(app cluster.Application, arg resourceArg) (cluster.Resource, b
 	return cluster.Resource{}, false
 }
 
-// resolve turns KIND[.GROUP] into the served kind and version, as kubectl does.
-func (o *DetachOptions) resolve(arg resourceArg) (cluster.Resource, error) {
-	mapper := o.session.Client.Mapper
+// resolveResource turns KIND[.GROUP] into the served kind and version, as kubectl does.
+func resolveResource(mapper meta.RESTMapper, arg resourceArg) (cluster.Resource, error) {
 	gk := schema.GroupKind{Group: arg.Group, Kind: arg.Kind}
 	if _, err := mapper.RESTMapping(gk); err != nil {
 		// Accept what kubectl accepts too: ns, namespaces, crd …
@@ -483,20 +482,6 @@ func (o *DetachOptions) items(targets []target, instance string, opts plan.Optio
 		})
 	}
 	return items
-}
-
-// record fills outcomes for a dry run, where results align with doc.Items filtered to planned ones.
-func (o *DetachOptions) record(doc *printer.DetachReport, results []apply.Result, ok string) int {
-	failed := 0
-	ri := 0
-	for i := range doc.Items {
-		if doc.Items[i].Outcome != printer.OutcomePlanned {
-			continue
-		}
-		failed += fill(&doc.Items[i], results[ri], ok)
-		ri++
-	}
-	return failed
 }
 
 func (o *DetachOptions) recordAt(doc *printer.DetachReport, base int, results []apply.Result, ok string) int {

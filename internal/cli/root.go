@@ -72,6 +72,8 @@ optimistic concurrency, a journal and an exact undo.
 		NewScanCommand(g, streams),
 		NewDetachCommand(g, streams),
 		NewUndoCommand(g, streams),
+		NewAuditCommand(g, streams),
+		NewGuardCommand(g, streams),
 	)
 	return cmd
 }

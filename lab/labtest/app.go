@@ -135,15 +135,8 @@ func (a *App) Refresh(t testing.TB) {
 func (a *App) Sync(t testing.TB, prune bool) Operation {
 	t.Helper()
 	// Auto-sync runs operations too, within the same second: a unique initiator tells ours apart.
-	initiator := UniqueName("labtest")
-	request := func() {
-		a.WaitStatus(t, 2*time.Minute, "to have no operation running", func(s Status) bool { return s.Idle() })
-		a.patch(t, map[string]any{"operation": map[string]any{
-			"initiatedBy": map[string]any{"username": initiator},
-			"sync":        map[string]any{"revision": "main", "prune": prune},
-		}})
-	}
-	request()
+	initiator := a.RequestSync(t, prune)
+	request := func() { a.requestSync(t, prune, initiator) }
 	var op Operation
 	asked := time.Now()
 	Eventually(t, 2*time.Minute, "sync of "+a.Name+" to finish", func() (bool, string) {
@@ -160,6 +153,24 @@ func (a *App) Sync(t testing.TB, prune bool) Operation {
 		return false, fmt.Sprintf("last operation by %q, not ours", op.Initiator)
 	})
 	return op
+}
+
+// RequestSync asks for a sync once the app is idle, without waiting for it; it returns the
+// operation's initiator, which the operation state will name.
+func (a *App) RequestSync(t testing.TB, prune bool) string {
+	t.Helper()
+	initiator := UniqueName("labtest")
+	a.requestSync(t, prune, initiator)
+	return initiator
+}
+
+func (a *App) requestSync(t testing.TB, prune bool, initiator string) {
+	t.Helper()
+	a.WaitStatus(t, 2*time.Minute, "to have no operation running", func(s Status) bool { return s.Idle() })
+	a.patch(t, map[string]any{"operation": map[string]any{
+		"initiatedBy": map[string]any{"username": initiator},
+		"sync":        map[string]any{"revision": "main", "prune": prune},
+	}})
 }
 
 // Resource is one row of the Application's .status.resources.

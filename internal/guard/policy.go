@@ -1,0 +1,229 @@
+// Package guard builds the guards that stop a prune from deleting what must never be deleted: a
+// ValidatingAdmissionPolicy that denies DELETE of protected objects (for every user, Argo CD's
+// controller included, except a named break-glass group), the protection label it keys on, and
+// Argo CD's own `Prune=confirm` sync option. It is pure: the CLI applies what it returns.
+package guard
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/plan"
+)
+
+// Names and keys of what guard installs; audit recognises them.
+const (
+	PolicyName     = "unprune-protect-deletion"
+	ProtectLabel   = "unprune.dev/protected"
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "unprune"
+	// NamesAnnotation on the policy lists the objects it protects by name, as resource/name.
+	NamesAnnotation = "unprune.dev/protected-names"
+)
+
+// Kind is a kind the policy can protect.
+type Kind struct {
+	Flag     string // value of --kinds
+	Group    string
+	Resource string
+	Kind     string
+}
+
+// Kinds the policy knows, by --kinds value.
+var Kinds = []Kind{
+	{Flag: "namespaces", Resource: "namespaces", Kind: "Namespace"},
+	{Flag: "crds", Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Kind: "CustomResourceDefinition"},
+	{Flag: "pvs", Resource: "persistentvolumes", Kind: "PersistentVolume"},
+}
+
+// PolicyOptions configure the policy.
+type PolicyOptions struct {
+	// Kinds to protect (Flag values); default namespaces.
+	Kinds []string
+	// Names protects these objects by name as well as by label, as KIND/NAME (e.g. namespaces/team-a).
+	Names []string
+	// BreakGlassGroup may still delete protected objects; empty means nobody may.
+	BreakGlassGroup string
+}
+
+// ParseKinds validates --kinds.
+func ParseKinds(flags []string) ([]Kind, error) {
+	if len(flags) == 0 {
+		flags = []string{"namespaces"}
+	}
+	var out []Kind
+	for _, f := range flags {
+		found := false
+		for _, k := range Kinds {
+			if k.Flag == f {
+				out = append(out, k)
+				found = true
+			}
+		}
+		if !found {
+			var known []string
+			for _, k := range Kinds {
+				known = append(known, k.Flag)
+			}
+			return nil, fmt.Errorf("unknown kind %q for the policy: use %s", f, strings.Join(known, ", "))
+		}
+	}
+	return out, nil
+}
+
+// Policy returns the ValidatingAdmissionPolicy and its binding as objects ready to print or apply.
+func Policy(o PolicyOptions) ([]map[string]any, error) {
+	kinds, err := ParseKinds(o.Kinds)
+	if err != nil {
+		return nil, err
+	}
+	byGroup := map[string][]string{}
+	for _, k := range kinds {
+		byGroup[k.Group] = append(byGroup[k.Group], k.Resource)
+	}
+	groups := make([]string, 0, len(byGroup))
+	for g := range byGroup {
+		groups = append(groups, g)
+	}
+	sort.Strings(groups)
+	var rules []any
+	for _, g := range groups {
+		resources := make([]any, 0, len(byGroup[g]))
+		for _, r := range byGroup[g] {
+			resources = append(resources, r)
+		}
+		rules = append(rules, map[string]any{
+			"apiGroups": []any{g}, "apiVersions": []any{"*"}, "operations": []any{"DELETE"}, "resources": resources,
+		})
+	}
+
+	// For DELETE the object being deleted is oldObject.
+	protected := fmt.Sprintf(`has(oldObject.metadata.labels) && %q in oldObject.metadata.labels && oldObject.metadata.labels[%q] == "true"`,
+		ProtectLabel, ProtectLabel)
+	named := map[string][]string{}
+	for _, n := range o.Names {
+		resource, name, ok := strings.Cut(n, "/")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--name %q: use KIND/NAME, e.g. namespaces/team-a", n)
+		}
+		k, err := ParseKinds([]string{resource})
+		if err != nil {
+			return nil, fmt.Errorf("--name %q: %w", n, err)
+		}
+		if !containsKind(kinds, k[0]) {
+			return nil, fmt.Errorf("--name %q: add %s to --kinds too", n, k[0].Flag)
+		}
+		named[k[0].Resource] = append(named[k[0].Resource], name)
+	}
+	conds := []string{protected}
+	for _, r := range sortedKeys(named) {
+		quoted := make([]string, 0, len(named[r]))
+		for _, n := range named[r] {
+			quoted = append(quoted, fmt.Sprintf("%q", n))
+		}
+		conds = append(conds, fmt.Sprintf("(request.resource.resource == %q && oldObject.metadata.name in [%s])", r, strings.Join(quoted, ", ")))
+	}
+	breakGlass := "nobody may delete it"
+	if o.BreakGlassGroup != "" {
+		breakGlass = fmt.Sprintf("only members of group %s may delete it", o.BreakGlassGroup)
+	}
+	message := fmt.Sprintf(`request.resource.resource + '/' + oldObject.metadata.name + ' is protected from deletion by ValidatingAdmissionPolicy %s (label %s=true, or named in the policy); %s. If Argo CD tried to prune it, release it instead: unprune detach APP. If it really must go, remove the protection first.'`,
+		PolicyName, ProtectLabel, breakGlass)
+	spec := map[string]any{
+		"failurePolicy":    "Fail",
+		"matchConstraints": map[string]any{"resourceRules": rules},
+		"validations": []any{map[string]any{
+			"expression":        "!(" + strings.Join(conds, " || ") + ")",
+			"reason":            "Forbidden",
+			"messageExpression": message,
+		}},
+	}
+	if o.BreakGlassGroup != "" {
+		spec["matchConditions"] = []any{map[string]any{
+			"name":       "not-break-glass",
+			"expression": fmt.Sprintf("!(%q in request.userInfo.groups)", o.BreakGlassGroup),
+		}}
+	}
+	labels := map[string]any{ManagedByLabel: ManagedBy}
+	// The names are recorded where audit can read them without evaluating CEL.
+	var names []string
+	for _, r := range sortedKeys(named) {
+		for _, n := range named[r] {
+			names = append(names, r+"/"+n)
+		}
+	}
+	policy := map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+		"metadata": map[string]any{"name": PolicyName, "labels": labels,
+			"annotations": map[string]any{NamesAnnotation: strings.Join(names, ",")}},
+		"spec": spec,
+	}
+	binding := map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+		"metadata": map[string]any{"name": PolicyName, "labels": labels},
+		"spec":     map[string]any{"policyName": PolicyName, "validationActions": []any{"Deny"}},
+	}
+	return []map[string]any{policy, binding}, nil
+}
+
+func containsKind(ks []Kind, k Kind) bool {
+	for _, x := range ks {
+		if x.Flag == k.Flag {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(m map[string][]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ProtectPlan labels an object for the policy; nothing changes when it carries the label already.
+func ProtectPlan(t plan.Target) plan.Plan {
+	p := plan.Plan{Target: t}
+	if t.Deleting {
+		p.Refusal = &plan.Refusal{Code: plan.RefuseDeleting, Message: fmt.Sprintf("%s is being deleted already; nothing can keep it now", t.Ref)}
+		return p
+	}
+	switch v, ok := t.Labels[ProtectLabel]; {
+	case !ok:
+		p.Changes = []journal.Change{journal.Addition(journal.FieldLabel, ProtectLabel, "true")}
+	case v != "true":
+		p.Changes = []journal.Change{journal.Rewrite(journal.FieldLabel, ProtectLabel, v, "true")}
+	}
+	return p
+}
+
+// ConfirmPlan merges Prune=confirm into the object's sync options, so that Argo CD (v2.14+) prunes
+// it only after someone approves the deletion on the Application. An object already carrying
+// Prune=false is left alone: that guard is stronger.
+func ConfirmPlan(t plan.Target) plan.Plan {
+	p := plan.Plan{Target: t}
+	if t.Deleting {
+		p.Refusal = &plan.Refusal{Code: plan.RefuseDeleting, Message: fmt.Sprintf("%s is being deleted already; nothing can keep it now", t.Ref)}
+		return p
+	}
+	before, had := t.Annotations[argocd.AnnotationSyncOptions]
+	if argocd.HasOption(before, argocd.OptionPruneDisabled) {
+		p.Notes = append(p.Notes, "sync-options already has Prune=false, a stronger guard: left as is")
+		return p
+	}
+	merged, changed := argocd.SetOption(before, argocd.OptionPruneConfirm)
+	switch {
+	case !changed:
+	case had:
+		p.Changes = []journal.Change{journal.Rewrite(journal.FieldAnnotation, argocd.AnnotationSyncOptions, before, merged)}
+	default:
+		p.Changes = []journal.Change{journal.Addition(journal.FieldAnnotation, argocd.AnnotationSyncOptions, merged)}
+	}
+	return p
+}
