@@ -65,26 +65,7 @@ func (env *Env) Seed(t testing.TB, argocdNamespace, app string, namespaces ...st
 		t.Cleanup(func() { env.DeleteNamespace(ns) })
 		rows = append(rows, map[string]any{"version": "v1", "kind": "Namespace", "name": ns, "status": "OutOfSync", "requiresPruning": true})
 	}
-	application := map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-		"metadata": map[string]any{"name": app, "namespace": argocdNamespace},
-		"spec": map[string]any{
-			"project":     "default",
-			"source":      map[string]any{"repoURL": "file:///nonexistent", "path": "manifests", "targetRevision": "main"},
-			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "default"},
-			"syncPolicy":  map[string]any{"automated": map[string]any{"prune": false}},
-		},
-		"status": map[string]any{
-			"sync":      map[string]any{"status": "OutOfSync", "revision": "0123456789abcdef0123456789abcdef01234567"},
-			"resources": rows,
-		},
-	}
-	if err := env.Create(ctx, application); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = env.Dynamic.Resource(GVRApplication).Namespace(argocdNamespace).Delete(context.Background(), app, metav1.DeleteOptions{})
-	})
+	env.SeedApplication(t, argocdNamespace, app, map[string]any{"automated": map[string]any{"prune": false}}, rows)
 	return Seeded{App: app, Namespaces: namespaces}
 }
 
@@ -104,4 +85,30 @@ func (env *Env) SeedRow(t testing.TB, argocdNamespace, app, ns string) {
 	if _, err := ri.Update(Context(t), u, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// SeedApplication creates an Application with the given syncPolicy whose status lists rows (each
+// {group, version, kind, namespace, name, status, requiresPruning}); it is deleted after the test.
+func (env *Env) SeedApplication(t testing.TB, argocdNamespace, app string, syncPolicy map[string]any, rows []any) {
+	t.Helper()
+	application := map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+		"metadata": map[string]any{"name": app, "namespace": argocdNamespace},
+		"spec": map[string]any{
+			"project":     "default",
+			"source":      map[string]any{"repoURL": "file:///nonexistent", "path": "manifests", "targetRevision": "main"},
+			"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "default"},
+			"syncPolicy":  syncPolicy,
+		},
+		"status": map[string]any{
+			"sync":      map[string]any{"status": "OutOfSync", "revision": "0123456789abcdef0123456789abcdef01234567"},
+			"resources": rows,
+		},
+	}
+	if err := env.Create(Context(t), application); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Dynamic.Resource(GVRApplication).Namespace(argocdNamespace).Delete(context.Background(), app, metav1.DeleteOptions{})
+	})
 }
