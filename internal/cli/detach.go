@@ -95,10 +95,11 @@ asks Argo CD for a refresh and waits until the app shows Synced.
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.App, o.Resources = args[0], args[1:]
-			if err := o.Complete(cmd.Context()); err != nil {
+			// Validate needs no cluster: bad flags fail before any connection.
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			if err := o.Validate(); err != nil {
+			if err := o.Complete(cmd.Context()); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
@@ -127,9 +128,6 @@ func (o *DetachOptions) Complete(ctx context.Context) error {
 	o.format = f
 	if o.strategy, err = plan.ParseStrategy(o.Strategy); err != nil {
 		return usageError("--strategy: %v", err)
-	}
-	if err := o.Validate(); err != nil {
-		return err
 	}
 	o.interactive = isTerminal(o.In) && isTerminal(o.ErrOut)
 	if o.session, err = o.connect(ctx, o.IOStreams); err != nil {

@@ -45,10 +45,10 @@ Applications are read from Argo CD's namespace, or from -n NAMESPACE, or from al
   unprune scan -A -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(cmd.Context()); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
 			}
-			if err := o.Validate(); err != nil {
+			if err := o.Complete(cmd.Context()); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
