@@ -81,8 +81,8 @@ func (o *AuditOptions) Validate() error {
 	default:
 		return usageError("--fail-on=%q: use high or any", o.FailOn)
 	}
-	if _, set := o.namespaceFlag(); set && o.AllNamespaces {
-		return usageError("-n and -A exclude each other: pick one")
+	if err := o.validateScope(o.AllNamespaces); err != nil {
+		return err
 	}
 	return nil
 }
@@ -93,13 +93,7 @@ func (o *AuditOptions) Complete(ctx context.Context) error {
 	if o.session, err = o.connect(ctx, o.IOStreams); err != nil {
 		return err
 	}
-	o.appNS = o.session.ArgoCDNamespace
-	if ns, set := o.namespaceFlag(); set {
-		o.appNS = ns
-	}
-	if o.AllNamespaces {
-		o.appNS = ""
-	}
+	o.appNS = o.applicationScope(o.session, o.AllNamespaces)
 	return nil
 }
 

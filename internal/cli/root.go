@@ -174,6 +174,24 @@ func (g *GlobalOptions) namespaceFlag() (string, bool) {
 	return "", false
 }
 
+// applicationScope is where to list Applications: -A for all namespaces, else -n, else Argo CD's own.
+func (g *GlobalOptions) applicationScope(s *session, all bool) string {
+	if all {
+		return ""
+	}
+	if ns, set := g.namespaceFlag(); set {
+		return ns
+	}
+	return s.ArgoCDNamespace
+}
+
+func (g *GlobalOptions) validateScope(all bool) error {
+	if _, set := g.namespaceFlag(); set && all {
+		return usageError("-n and -A exclude each other: pick one")
+	}
+	return nil
+}
+
 // splitAppRef accepts NAME or NAMESPACE/NAME.
 func splitAppRef(s string) (ns, name string) {
 	if i := strings.Index(s, "/"); i >= 0 {

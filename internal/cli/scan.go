@@ -69,20 +69,14 @@ func (o *ScanOptions) Complete(ctx context.Context) error {
 	if o.session, err = o.connect(ctx, o.IOStreams); err != nil {
 		return err
 	}
-	o.appNS = o.session.ArgoCDNamespace
-	if ns, set := o.namespaceFlag(); set {
-		o.appNS = ns
-	}
-	if o.AllNamespaces {
-		o.appNS = ""
-	}
+	o.appNS = o.applicationScope(o.session, o.AllNamespaces)
 	return nil
 }
 
 // Validate checks flag combinations.
 func (o *ScanOptions) Validate() error {
-	if _, set := o.namespaceFlag(); set && o.AllNamespaces {
-		return usageError("-n and -A exclude each other: pick one")
+	if err := o.validateScope(o.AllNamespaces); err != nil {
+		return err
 	}
 	return nil
 }

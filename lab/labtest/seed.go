@@ -9,6 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
+// MainSeeded is Main for test binaries that seed Applications themselves: Argo CD's CRDs of version
+// and an argocd-cm with data in namespace, and no Argo CD process.
+func MainSeeded(m *testing.M, namespace, version string, data map[string]string) int {
+	return Main(m, func(env *Env) error { return env.SeedArgoCD(context.Background(), namespace, version, data) })
+}
+
 // SeedArgoCD prepares a cluster for tests that seed Applications themselves: Argo CD's CRDs of
 // version, its namespace and an argocd-cm with data. No Argo CD process runs.
 func (env *Env) SeedArgoCD(ctx context.Context, namespace, version string, data map[string]string) error {

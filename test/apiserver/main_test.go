@@ -25,9 +25,7 @@ import (
 const argocdNamespace = "argocd"
 
 func TestMain(m *testing.M) {
-	os.Exit(labtest.Main(m, func(env *labtest.Env) error {
-		return env.SeedArgoCD(context.Background(), argocdNamespace, "v3.6.1", map[string]string{"application.resourceTrackingMethod": "annotation+label"})
-	}))
+	os.Exit(labtest.MainSeeded(m, argocdNamespace, "v3.6.1", map[string]string{"application.resourceTrackingMethod": "annotation+label"}))
 }
 
 // run is one unprune invocation, in process.
