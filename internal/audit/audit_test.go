@@ -1,0 +1,100 @@
+package audit
+
+import (
+	"testing"
+
+	"github.com/unprune/unprune/internal/cluster"
+)
+
+func TestPolicyInfoCovers(t *testing.T) {
+	namespacesOnly := &policyInfo{
+		resources: map[string]bool{"/namespaces": true},
+		names:     map[string]bool{"namespaces/team-a": true},
+	}
+	all := &policyInfo{
+		resources: map[string]bool{
+			"/namespaces": true, "/persistentvolumes": true, "apiextensions.k8s.io/customresourcedefinitions": true,
+		},
+		names: map[string]bool{"customresourcedefinitions/widgets.example.com": true, "persistentvolumes/data": true},
+	}
+	ns := func(name string) cluster.Resource {
+		return cluster.Resource{Version: "v1", Kind: "Namespace", Name: name}
+	}
+	crd := cluster.Resource{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}
+	pv := cluster.Resource{Version: "v1", Kind: "PersistentVolume", Name: "data"}
+	protected := map[string]string{"unprune.dev/protected": "true"}
+
+	tests := []struct {
+		name   string
+		policy *policyInfo
+		res    cluster.Resource
+		labels map[string]string
+		want   bool
+	}{
+		{name: "labelled namespace", policy: namespacesOnly, res: ns("team-b"), labels: protected, want: true},
+		{name: "named namespace", policy: namespacesOnly, res: ns("team-a"), want: true},
+		{name: "named namespace with other labels", policy: namespacesOnly, res: ns("team-a"), labels: map[string]string{"x": "y"}, want: true},
+		{name: "unlabelled, unnamed namespace", policy: namespacesOnly, res: ns("team-b"), want: false},
+		{name: "label false", policy: namespacesOnly, res: ns("team-b"), labels: map[string]string{"unprune.dev/protected": "false"}, want: false},
+		{name: "label True", policy: namespacesOnly, res: ns("team-b"), labels: map[string]string{"unprune.dev/protected": "True"}, want: false},
+		{name: "label yes", policy: namespacesOnly, res: ns("team-b"), labels: map[string]string{"unprune.dev/protected": "yes"}, want: false},
+		{name: "labelled CRD, only namespaces covered", policy: namespacesOnly, res: crd, labels: protected, want: false},
+		{name: "labelled PV, only namespaces covered", policy: namespacesOnly, res: pv, labels: protected, want: false},
+		{name: "labelled CRD", policy: all, res: crd, labels: protected, want: true},
+		{name: "named CRD", policy: all, res: crd, want: true},
+		{name: "named PV", policy: all, res: pv, want: true},
+		{name: "CRD kind in the wrong group", policy: all, res: cluster.Resource{Group: "example.com", Version: "v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}, labels: protected, want: false},
+		{name: "namespace-named ConfigMap", policy: namespacesOnly, res: cluster.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "team-a"}, labels: protected, want: false},
+		{name: "nil policy, labelled", policy: nil, res: ns("team-b"), labels: protected, want: false},
+		{name: "nil policy, named", policy: nil, res: ns("team-a"), want: false},
+		{name: "empty policy", policy: &policyInfo{}, res: ns("team-a"), labels: protected, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.policy.covers(tt.res, tt.labels); got != tt.want {
+				t.Errorf("covers(%s, %v) = %v, want %v", tt.res, tt.labels, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPlural(t *testing.T) {
+	tests := []struct {
+		n    int64
+		what string
+		want string
+	}{
+		{0, "object", "0 objects"},
+		{1, "object", "1 object"},
+		{5, "object", "5 objects"},
+		{1, "custom resource", "1 custom resource"},
+		{12, "custom resource", "12 custom resources"},
+		{-1, "object", "-1 objects"},
+	}
+	for _, tt := range tests {
+		if got := plural(tt.n, tt.what); got != tt.want {
+			t.Errorf("plural(%d, %q) = %q, want %q", tt.n, tt.what, got, tt.want)
+		}
+	}
+}
+
+func TestHasVerb(t *testing.T) {
+	tests := []struct {
+		verbs []string
+		v     string
+		want  bool
+	}{
+		{nil, "list", false},
+		{[]string{}, "list", false},
+		{[]string{"get", "list", "watch"}, "list", true},
+		{[]string{"get", "watch"}, "list", false},
+		{[]string{"List"}, "list", false},
+		{[]string{"Audit", "Deny"}, "Deny", true},
+		{[]string{"Warn"}, "Deny", false},
+	}
+	for _, tt := range tests {
+		if got := hasVerb(tt.verbs, tt.v); got != tt.want {
+			t.Errorf("hasVerb(%q, %q) = %v, want %v", tt.verbs, tt.v, got, tt.want)
+		}
+	}
+}
