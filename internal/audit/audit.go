@@ -154,6 +154,12 @@ func (a *Auditor) row(ctx context.Context, argocdNamespace string, app cluster.A
 	}
 	row.Risk, row.RiskWhy = risk.Classify(obj, argocdNamespace)
 	row.Guards = risk.Guards(obj)
+	// Argo CD's own guards hold whatever the API server would do; the API server's (an immortal
+	// namespace, an admission policy) are only as good as its answer, which --probe asks for.
+	argoGuarded := false
+	for _, g := range row.Guards {
+		argoGuarded = argoGuarded || g == risk.GuardPruneDisabled || g == risk.GuardPruneConfirm
+	}
 	row.Guarded = len(row.Guards) > 0
 	if policy.covers(r, obj.Labels) {
 		row.Guards = append(row.Guards, GuardPolicy)
@@ -167,22 +173,24 @@ func (a *Auditor) row(ctx context.Context, argocdNamespace string, app cluster.A
 		row.Guards = append(row.Guards, GuardAppConfirm)
 	}
 	if o.Probe && m != nil {
-		row.Probe, row.Guarded = a.probe(ctx, m, r, row.Guarded)
-		if strings.HasPrefix(row.Probe, "denied") {
+		var denied bool
+		row.Probe, denied = a.probe(ctx, m, r)
+		if denied {
 			row.Guards = append(row.Guards, GuardProbeDenied)
 		}
+		// A policy that exists but does not deny (not enforced yet, or not matching) guards nothing.
+		row.Guarded = argoGuarded || denied
 	}
 	return row
 }
 
-// probe asks the API server whether it would delete the object, without deleting it. A refusal by
-// admission or by the API server itself (immortal namespaces) is a real guard; acceptance overrides
-// what the object's metadata suggested for admission-level guards.
-func (a *Auditor) probe(ctx context.Context, m *meta.RESTMapping, r cluster.Resource, guarded bool) (string, bool) {
+// probe asks the API server whether it would delete the object, without deleting it, and reports
+// whether it refused: by admission, or by itself (immortal namespaces).
+func (a *Auditor) probe(ctx context.Context, m *meta.RESTMapping, r cluster.Resource) (string, bool) {
 	err := a.Client.ResourceInterface(m, r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
 	switch {
 	case err == nil:
-		return "allowed: the API server would delete it", guarded
+		return "allowed: the API server would delete it", false
 	case apierrors.IsForbidden(err), apierrors.IsInvalid(err):
 		msg := err.Error()
 		if s, ok := err.(apierrors.APIStatus); ok {
@@ -190,9 +198,9 @@ func (a *Auditor) probe(ctx context.Context, m *meta.RESTMapping, r cluster.Reso
 		}
 		return "denied: " + msg, true
 	case apierrors.IsNotFound(err):
-		return "gone: the object no longer exists", guarded
+		return "gone: the object no longer exists", false
 	}
-	return "unknown: " + err.Error(), guarded
+	return "unknown: " + err.Error(), false
 }
 
 // contents says what a deletion takes with it.

@@ -130,8 +130,11 @@ func Policy(o PolicyOptions) ([]map[string]any, error) {
 	if o.BreakGlassGroup != "" {
 		breakGlass = fmt.Sprintf("only members of group %s may delete it", o.BreakGlassGroup)
 	}
-	message := fmt.Sprintf(`request.resource.resource + '/' + oldObject.metadata.name + ' is protected from deletion by ValidatingAdmissionPolicy %s (label %s=true, or named in the policy); %s. If Argo CD tried to prune it, release it instead: unprune detach APP. If it really must go, remove the protection first.'`,
-		PolicyName, ProtectLabel, breakGlass)
+	// The constant part is one double-quoted CEL literal; Go's %q escapes are valid in CEL, so any
+	// group name (quotes, backslashes) stays a string.
+	message := `request.resource.resource + "/" + oldObject.metadata.name + ` + fmt.Sprintf("%q",
+		fmt.Sprintf(" is protected from deletion by ValidatingAdmissionPolicy %s (label %s=true, or named in the policy); %s. If Argo CD tried to prune it, release it instead: unprune detach APP. If it really must go, remove the protection first.",
+			PolicyName, ProtectLabel, breakGlass))
 	spec := map[string]any{
 		"failurePolicy":    "Fail",
 		"matchConstraints": map[string]any{"resourceRules": rules},

@@ -12,8 +12,8 @@ import (
 
 const (
 	defaultExpression = `!(has(oldObject.metadata.labels) && "unprune.dev/protected" in oldObject.metadata.labels && oldObject.metadata.labels["unprune.dev/protected"] == "true")`
-	messageNobody     = `request.resource.resource + '/' + oldObject.metadata.name + ' is protected from deletion by ValidatingAdmissionPolicy unprune-protect-deletion (label unprune.dev/protected=true, or named in the policy); nobody may delete it. If Argo CD tried to prune it, release it instead: unprune detach APP. If it really must go, remove the protection first.'`
-	messageBreakGlass = `request.resource.resource + '/' + oldObject.metadata.name + ' is protected from deletion by ValidatingAdmissionPolicy unprune-protect-deletion (label unprune.dev/protected=true, or named in the policy); only members of group platform-admins may delete it. If Argo CD tried to prune it, release it instead: unprune detach APP. If it really must go, remove the protection first.'`
+	messageNobody     = `request.resource.resource + "/" + oldObject.metadata.name + " is protected from deletion by ValidatingAdmissionPolicy unprune-protect-deletion (label unprune.dev/protected=true, or named in the policy); nobody may delete it. If Argo CD tried to prune it, release it instead: unprune detach APP. If it really must go, remove the protection first."`
+	messageBreakGlass = `request.resource.resource + "/" + oldObject.metadata.name + " is protected from deletion by ValidatingAdmissionPolicy unprune-protect-deletion (label unprune.dev/protected=true, or named in the policy); only members of group platform-admins may delete it. If Argo CD tried to prune it, release it instead: unprune detach APP. If it really must go, remove the protection first."`
 )
 
 func mustPolicy(t *testing.T, o PolicyOptions) (policy, binding map[string]any) {
