@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bytes"
+
 	"errors"
 	"fmt"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"strings"
 	"testing"
 	"time"
@@ -311,5 +314,24 @@ func TestSplitAppRef(t *testing.T) {
 		if ns != tt.ns || name != tt.name {
 			t.Errorf("splitAppRef(%q) = %q, %q; want %q, %q", tt.in, ns, name, tt.ns, tt.name)
 		}
+	}
+}
+
+func TestConfirm(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want bool
+	}{{"y\n", true}, {"YES\n", true}, {" yes \n", true}, {"n\n", false}, {"\n", false}, {"", false}, {"yess\n", false}} {
+		var errOut bytes.Buffer
+		got, _ := confirm(genericiooptions.IOStreams{In: strings.NewReader(tt.in), Out: &bytes.Buffer{}, ErrOut: &errOut}, "Go? ")
+		if got != tt.want {
+			t.Errorf("confirm(%q) = %t, want %t", tt.in, got, tt.want)
+		}
+		if errOut.String() != "Go? " {
+			t.Errorf("the question went to %q, want stderr", errOut.String())
+		}
+	}
+	if isTerminal(strings.NewReader("")) {
+		t.Error("a reader that is not a file is not a terminal")
 	}
 }
