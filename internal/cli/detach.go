@@ -280,6 +280,12 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 		return o.print(doc)
 	}
 
+	var toApply []target
+	for _, t := range targets {
+		if len(t.plan.Changes) > 0 {
+			toApply = append(toApply, t)
+		}
+	}
 	mode := o.DryRun
 	if mode == "" {
 		mode = "client"
@@ -297,7 +303,6 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 			return Silent(ExitFindings)
 		}
 		mode = "none"
-		doc.Items = stripDiffs(doc.Items)
 	}
 	switch mode {
 	case "client":
@@ -308,7 +313,7 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 		return Silent(ExitFindings)
 	case "server":
 		doc.Mode = printer.ModeServerDryRun
-		results := apply.Run(ctx, s.Client.Dynamic, o.items(targets, instance, opts), nil, apply.Options{DryRun: true, Workers: o.Workers, Progress: o.ErrOut})
+		results := apply.Run(ctx, s.Client.Dynamic, o.items(toApply, instance, opts), nil, apply.Options{DryRun: true, Workers: o.Workers, Progress: o.ErrOut})
 		failed := fillPlanned(&doc, results, printer.OutcomeDryRunOK)
 		if err := o.print(doc); err != nil {
 			return err
@@ -329,12 +334,8 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 	j := journal.New("detach", string(o.strategy))
 	j.Cluster, j.Context, j.ArgoCDNamespace = s.Server, s.Context, s.ArgoCDNamespace
 	j.Application = &journal.AppRef{Namespace: app.Namespace, Name: app.Name}
-	var toApply []target
-	for _, t := range targets {
-		if len(t.plan.Changes) > 0 {
-			toApply = append(toApply, t)
-			j.Entries = append(j.Entries, journal.NewEntry(apply.ObjectRef(t.mapping, t.live), t.plan.Changes...))
-		}
+	for _, t := range toApply {
+		j.Entries = append(j.Entries, journal.NewEntry(apply.ObjectRef(t.mapping, t.live), t.plan.Changes...))
 	}
 	rec, err := store.Begin(j)
 	if err != nil {
@@ -342,17 +343,8 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 	}
 	doc.Journal = rec.Path()
 	results := apply.Run(ctx, s.Client.Dynamic, o.items(toApply, instance, opts), rec, apply.Options{Workers: o.Workers, Progress: o.ErrOut})
-	doc.Items = doc.Items[:0]
-	for _, t := range targets {
-		if len(t.plan.Changes) == 0 {
-			doc.Items = append(doc.Items, printer.DetachItem{Resource: resourceRef(t.res), Outcome: printer.OutcomeUnchanged, Changes: []printer.Change{}, Notes: t.plan.Notes})
-		}
-	}
-	base := len(doc.Items)
-	for _, t := range toApply {
-		doc.Items = append(doc.Items, printer.DetachItem{Resource: resourceRef(t.res), Notes: t.plan.Notes})
-	}
-	failed := o.recordAt(&doc, base, results, printer.OutcomeApplied)
+	doc.Items = stripDiffs(doc.Items)
+	failed := fillPlanned(&doc, results, printer.OutcomeApplied)
 	applied := len(results) - failed
 	fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", rec.Path(), rec.Path())
 
@@ -480,14 +472,6 @@ func (o *DetachOptions) items(targets []target, instance string, opts plan.Optio
 		})
 	}
 	return items
-}
-
-func (o *DetachOptions) recordAt(doc *printer.DetachReport, base int, results []apply.Result, ok string) int {
-	failed := 0
-	for i, r := range results {
-		failed += fill(&doc.Items[base+i], r, ok)
-	}
-	return failed
 }
 
 func fill(item *printer.DetachItem, r apply.Result, ok string) int {

@@ -103,8 +103,9 @@ func Build(s argocd.Settings, t Target, o Options) Plan {
 	}
 	own := s.Owner(t.Labels, t.Annotations, t.Ref)
 	if !own.TrackedBy(t.Instance) {
-		if own.Reason == argocd.ReasonNoTrackingMetadata && !own.Tracked && !t.RequiresPruning {
-			// Released already (by an earlier run, or by hand): nothing to do.
+		if own.Reason == argocd.ReasonNoTrackingMetadata && !own.Tracked {
+			// Released already (by an earlier run, or by hand): nothing to do, even while the app's
+			// status still lists it (it refreshes within seconds).
 			p.Notes = append(p.Notes, "not tracked by Argo CD any more: "+own.Detail)
 			return p
 		}

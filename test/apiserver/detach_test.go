@@ -275,3 +275,46 @@ func recreate(t *testing.T, env *labtest.Env, name string) {
 		t.Fatal(err)
 	}
 }
+
+// TestMixedReleasedAndTracked: one namespace of the app was released by hand already, the other
+// not. The dry run and the real run report each object with its own outcome and touch only the
+// tracked one.
+func TestMixedReleasedAndTracked(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	s := seed(t, env, "mixed", "mixed-a-released", "mixed-b-tracked")
+	if _, err := env.Dynamic.Resource(labtest.GVRNamespace).Patch(labtest.Context(t), "mixed-a-released", types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"app.kubernetes.io/instance":null},"annotations":{"argocd.argoproj.io/tracking-id":null}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	released := namespace(t, env, "mixed-a-released").GetResourceVersion()
+	journals := labtest.TempDir(t)
+	for _, c := range []struct {
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{[]string{"--dry-run=server"}, cli.ExitFindings, "ACCEPTED-BY-DRY-RUN"},
+		{[]string{"--yes", "--wait=false"}, cli.ExitOK, "APPLIED"},
+	} {
+		r := unprune(t, env.State.Kubeconfig, journals, append([]string{"detach", s.App, "--all"}, c.args...)...)
+		if r.Code != c.wantCode {
+			t.Fatalf("%v: exit %d, want %d", c.args, r.Code, c.wantCode)
+		}
+		lines := map[string]string{}
+		for _, l := range strings.Split(r.Stdout, "\n") {
+			if f := strings.Fields(l); len(f) >= 2 {
+				lines[f[0]] = f[1]
+			}
+		}
+		if lines["Namespace/mixed-a-released"] != "UNCHANGED" || lines["Namespace/mixed-b-tracked"] != c.want {
+			t.Errorf("%v: outcomes %v; want the released one UNCHANGED and the tracked one %s", c.args, lines, c.want)
+		}
+	}
+	if got := namespace(t, env, "mixed-a-released").GetResourceVersion(); got != released {
+		t.Errorf("the released namespace was written to: resourceVersion %s → %s", released, got)
+	}
+	if _, tracked := namespace(t, env, "mixed-b-tracked").GetLabels()["app.kubernetes.io/instance"]; tracked {
+		t.Errorf("the tracked namespace was not released")
+	}
+}
