@@ -198,14 +198,6 @@ func (r resourceArg) matches(res cluster.Resource) bool {
 		(r.Namespace == res.Namespace)
 }
 
-// target is one selected resource with its live object.
-type target struct {
-	res     cluster.Resource
-	mapping *meta.RESTMapping
-	live    *unstructured.Unstructured
-	plan    plan.Plan
-}
-
 // Run plans, previews, and (when confirmed) applies and verifies.
 func (o *DetachOptions) Run(ctx context.Context) error {
 	s := o.session
@@ -253,22 +245,12 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 		targets = append(targets, t)
 	}
 
-	var refusals, changes int
-	for _, t := range targets {
-		item := printer.DetachItem{Resource: resourceRef(t.res), Changes: printer.Changes(t.plan.Changes), Notes: t.plan.Notes}
-		switch {
-		case t.plan.Refusal != nil:
-			refusals++
-			item.Outcome, item.Refusal, item.Reason = printer.OutcomeRefused, t.plan.Refusal.Message, string(t.plan.Refusal.Code)
-		case len(t.plan.Changes) == 0:
-			item.Outcome = printer.OutcomeUnchanged
-		default:
-			changes++
-			item.Outcome = printer.OutcomePlanned
-			item.SetDiff(apply.Diff(t.res.String(), t.plan.Changes))
-		}
-		doc.Items = append(doc.Items, item)
+	replan := func(t target, fresh *unstructured.Unstructured) plan.Plan {
+		return plan.Build(s.Settings, planTarget(instance, t.res, t.mapping, fresh), opts)
 	}
+	items, toApply, refusals := previewItems(targets)
+	doc.Items = items
+	changes := len(toApply)
 	if refusals > 0 {
 		if err := o.print(doc); err != nil {
 			return err
@@ -280,19 +262,7 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 		return o.print(doc)
 	}
 
-	var toApply []target
-	for _, t := range targets {
-		if len(t.plan.Changes) > 0 {
-			toApply = append(toApply, t)
-		}
-	}
-	mode := o.DryRun
-	if mode == "" {
-		mode = "client"
-		if o.Yes {
-			mode = "none"
-		}
-	}
+	mode := changeMode(o.DryRun, o.Yes)
 	if mode == "client" && o.interactive && !o.format.Machine() {
 		if err := o.print(doc); err != nil {
 			return err
@@ -312,9 +282,7 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.\n")
 		return Silent(ExitFindings)
 	case "server":
-		doc.Mode = printer.ModeServerDryRun
-		results := apply.Run(ctx, s.Client.Dynamic, o.items(toApply, instance, opts), nil, apply.Options{DryRun: true, Workers: o.Workers, Progress: o.ErrOut})
-		failed := fillPlanned(&doc, results, printer.OutcomeDryRunOK)
+		failed := serverDryRun(ctx, s, &doc, toApply, replan, apply.Options{Workers: o.Workers, Progress: o.ErrOut})
 		if err := o.print(doc); err != nil {
 			return err
 		}
@@ -325,28 +293,14 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 		return Silent(ExitFindings)
 	}
 
-	// Apply: journal first, so that a crash mid-way leaves a record of what may have changed.
-	doc.Mode = printer.ModeApply
-	store, err := o.journalStore()
+	j := journal.New("detach", string(o.strategy))
+	j.Application = &journal.AppRef{Namespace: app.Namespace, Name: app.Name}
+	results, failed, err := o.applyJournaled(ctx, s, &doc, j, toApply, replan, apply.Options{Workers: o.Workers, Progress: o.ErrOut})
 	if err != nil {
 		return err
 	}
-	j := journal.New("detach", string(o.strategy))
-	j.Cluster, j.Context, j.ArgoCDNamespace = s.Server, s.Context, s.ArgoCDNamespace
-	j.Application = &journal.AppRef{Namespace: app.Namespace, Name: app.Name}
-	for _, t := range toApply {
-		j.Entries = append(j.Entries, journal.NewEntry(apply.ObjectRef(t.mapping, t.live), t.plan.Changes...))
-	}
-	rec, err := store.Begin(j)
-	if err != nil {
-		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("write the journal (nothing was changed): %w", err)}
-	}
-	doc.Journal = rec.Path()
-	results := apply.Run(ctx, s.Client.Dynamic, o.items(toApply, instance, opts), rec, apply.Options{Workers: o.Workers, Progress: o.ErrOut})
-	doc.Items = stripDiffs(doc.Items)
-	failed := fillPlanned(&doc, results, printer.OutcomeApplied)
 	applied := len(results) - failed
-	fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", rec.Path(), rec.Path())
+	fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", doc.Journal, doc.Journal)
 
 	var released []cluster.Resource
 	for i, r := range results {
@@ -370,7 +324,7 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 	}
 	switch {
 	case failed > 0 && applied > 0:
-		return &ExitError{Code: ExitPartial, Err: fmt.Errorf("%d of %d resources changed, %d failed; the journal %s says which", applied, len(results), failed, rec.Path())}
+		return &ExitError{Code: ExitPartial, Err: fmt.Errorf("%d of %d resources changed, %d failed; the journal %s says which", applied, len(results), failed, doc.Journal)}
 	case failed > 0:
 		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("no resource was changed: %d failed (see above)", failed)}
 	case doc.Verification != nil && !doc.Verification.Synced:
@@ -460,38 +414,6 @@ func planTarget(instance string, r cluster.Resource, m *meta.RESTMapping, live *
 	}
 }
 
-func (o *DetachOptions) items(targets []target, instance string, opts plan.Options) []apply.Item {
-	items := make([]apply.Item, 0, len(targets))
-	for _, t := range targets {
-		t := t
-		items = append(items, apply.Item{
-			Mapping: t.mapping, Object: t.live, Plan: t.plan,
-			Replan: func(fresh *unstructured.Unstructured) plan.Plan {
-				return plan.Build(o.session.Settings, planTarget(instance, t.res, t.mapping, fresh), opts)
-			},
-		})
-	}
-	return items
-}
-
-func fill(item *printer.DetachItem, r apply.Result, ok string) int {
-	item.Changes = printer.Changes(r.Changes)
-	item.Attempts = r.Attempts
-	switch {
-	case r.Applied:
-		item.Outcome = ok
-	case r.Refusal != nil:
-		item.Outcome, item.Refusal, item.Reason = printer.OutcomeRefused, r.Refusal.Message, string(r.Refusal.Code)
-		return 1
-	case r.Err != nil:
-		item.Outcome, item.Error = printer.OutcomeFailed, r.Err.Error()
-		return 1
-	default:
-		item.Outcome = printer.OutcomeUnchanged
-	}
-	return 0
-}
-
 func (o *DetachOptions) verify(ctx context.Context, app cluster.Application, released []cluster.Resource) (*printer.Verification, error) {
 	want := verify.Gone
 	if o.strategy == plan.StrategyKeep {
@@ -520,13 +442,6 @@ func (o *DetachOptions) print(doc printer.DetachReport) error {
 		return printer.Document(o.Out, o.format, doc)
 	}
 	return printer.DetachPlanTable(o.Out, doc)
-}
-
-func stripDiffs(items []printer.DetachItem) []printer.DetachItem {
-	for i := range items {
-		items[i].SetDiff("")
-	}
-	return items
 }
 
 func resourceRef(r cluster.Resource) printer.ResourceRef {

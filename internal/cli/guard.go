@@ -244,12 +244,6 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 	if o.Verb == "confirm" {
 		build, strategy = guard.ConfirmPlan, "confirm"
 	}
-	type target struct {
-		res     cluster.Resource
-		mapping *meta.RESTMapping
-		live    *unstructured.Unstructured
-		plan    plan.Plan
-	}
 	var targets []target
 	for _, raw := range o.Resources {
 		arg, _ := parseResourceArg(raw)
@@ -266,24 +260,10 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 	}
 	doc := printer.DetachReport{APIVersion: printer.APIVersion, Kind: "GuardReport", ArgoCD: printer.NewArgoCDInfo(s.ArgoCDNamespace, s.Settings),
 		Strategy: strategy, Mode: printer.ModePreview, Items: []printer.DetachItem{}}
-	var items []apply.Item
-	var toApply []target
-	for _, t := range targets {
-		item := printer.DetachItem{Resource: resourceRef(t.res), Changes: printer.Changes(t.plan.Changes), Notes: t.plan.Notes}
-		switch {
-		case t.plan.Refusal != nil:
-			item.Outcome, item.Refusal, item.Reason = printer.OutcomeRefused, t.plan.Refusal.Message, string(t.plan.Refusal.Code)
-		case len(t.plan.Changes) == 0:
-			item.Outcome = printer.OutcomeUnchanged
-		default:
-			item.Outcome = printer.OutcomePlanned
-			item.SetDiff(apply.Diff(t.res.String(), t.plan.Changes))
-			t := t
-			toApply = append(toApply, t)
-			items = append(items, apply.Item{Mapping: t.mapping, Object: t.live, Plan: t.plan,
-				Replan: func(fresh *unstructured.Unstructured) plan.Plan { return build(guardTarget(t.res, t.mapping, fresh)) }})
-		}
-		doc.Items = append(doc.Items, item)
+	items, toApply, refusals := previewItems(targets)
+	doc.Items = items
+	replan := func(t target, fresh *unstructured.Unstructured) plan.Plan {
+		return build(guardTarget(t.res, t.mapping, fresh))
 	}
 	printDoc := func() error {
 		if o.format.Machine() {
@@ -291,26 +271,17 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 		}
 		return printer.DetachPlanTable(o.Out, doc)
 	}
-	for _, it := range doc.Items {
-		if it.Outcome == printer.OutcomeRefused {
-			if err := printDoc(); err != nil {
-				return err
-			}
-			return refused("a resource was refused (see above); nothing was changed")
+	if refusals > 0 {
+		if err := printDoc(); err != nil {
+			return err
 		}
+		return refused("%d of %d resources refused (see above); nothing was changed", refusals, len(targets))
 	}
 	if len(toApply) == 0 {
 		fmt.Fprintln(o.ErrOut, "Nothing to change: every resource is guarded already.")
 		return printDoc()
 	}
-	mode := o.DryRun
-	if mode == "" {
-		mode = "client"
-		if o.Yes {
-			mode = "none"
-		}
-	}
-	switch mode {
+	switch changeMode(o.DryRun, o.Yes) {
 	case "client":
 		if err := printDoc(); err != nil {
 			return err
@@ -318,9 +289,7 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
 		return Silent(ExitFindings)
 	case "server":
-		doc.Mode = printer.ModeServerDryRun
-		results := apply.Run(ctx, s.Client.Dynamic, items, nil, apply.Options{DryRun: true, Progress: o.ErrOut})
-		failed := fillPlanned(&doc, results, printer.OutcomeDryRunOK)
+		failed := serverDryRun(ctx, s, &doc, toApply, replan, apply.Options{Progress: o.ErrOut})
 		if err := printDoc(); err != nil {
 			return err
 		}
@@ -329,24 +298,11 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 		}
 		return Silent(ExitFindings)
 	}
-	store, err := o.journalStore()
+	results, failed, err := o.applyJournaled(ctx, s, &doc, journal.New("guard", strategy), toApply, replan, apply.Options{Progress: o.ErrOut})
 	if err != nil {
 		return err
 	}
-	j := journal.New("guard", strategy)
-	j.Cluster, j.Context, j.ArgoCDNamespace = s.Server, s.Context, s.ArgoCDNamespace
-	for _, t := range toApply {
-		j.Entries = append(j.Entries, journal.NewEntry(apply.ObjectRef(t.mapping, t.live), t.plan.Changes...))
-	}
-	rec, err := store.Begin(j)
-	if err != nil {
-		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("write the journal (nothing was changed): %w", err)}
-	}
-	doc.Mode, doc.Journal = printer.ModeApply, rec.Path()
-	results := apply.Run(ctx, s.Client.Dynamic, items, rec, apply.Options{Progress: o.ErrOut})
-	doc.Items = stripDiffs(doc.Items)
-	failed := fillPlanned(&doc, results, printer.OutcomeApplied)
-	fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", rec.Path(), rec.Path())
+	fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", doc.Journal, doc.Journal)
 	if err := printDoc(); err != nil {
 		return err
 	}
@@ -365,17 +321,4 @@ func guardTarget(r cluster.Resource, m *meta.RESTMapping, live *unstructured.Uns
 			ClusterScoped: m.Scope.Name() == meta.RESTScopeNameRoot},
 		Labels: live.GetLabels(), Annotations: live.GetAnnotations(), Deleting: live.GetDeletionTimestamp() != nil,
 	}
-}
-
-// fillPlanned records results on the planned items, in order.
-func fillPlanned(doc *printer.DetachReport, results []apply.Result, ok string) int {
-	failed, ri := 0, 0
-	for i := range doc.Items {
-		if doc.Items[i].Outcome != printer.OutcomePlanned {
-			continue
-		}
-		failed += fill(&doc.Items[i], results[ri], ok)
-		ri++
-	}
-	return failed
 }

@@ -126,6 +126,18 @@ func (a *App) Refresh(t testing.TB) {
 	a.patch(t, map[string]any{"metadata": map[string]any{"annotations": map[string]any{"argocd.argoproj.io/refresh": "normal"}}})
 }
 
+// RefreshAndWait asks for a refresh and waits until the controller has done it (it removes the
+// annotation once the comparison ran): changes made to live objects before the call are then part
+// of the controller's view.
+func (a *App) RefreshAndWait(t testing.TB) {
+	t.Helper()
+	a.Refresh(t)
+	Eventually(t, 60*time.Second, a.Name+" to be refreshed", func() (bool, string) {
+		_, pending := a.Get(t).GetAnnotations()["argocd.argoproj.io/refresh"]
+		return !pending, "refresh annotation still set"
+	})
+}
+
 // Sync starts a sync operation the way argocd-server would, through .operation, and waits until
 // that operation has finished. It returns the final operation state.
 //

@@ -152,6 +152,8 @@ func TestGuardConfirm(t *testing.T) {
 		t.Fatalf("sync-options = %q", annotations["argocd.argoproj.io/sync-options"])
 	}
 
+	// The sync must start from a view of the namespace that has the new option.
+	app.RefreshAndWait(t)
 	app.RequestSync(t, true)
 	s := app.WaitStatus(t, 60*time.Second, "to wait for pruning confirmation", func(s labtest.Status) bool {
 		return s.Operation.Phase == "Running" && strings.Contains(s.Operation.Message, "waiting for pruning confirmation of /Namespace/"+ns)
