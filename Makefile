@@ -49,7 +49,7 @@ test-unit: ## pure and command tests (no lab)
 	$(GO) test -count=1 ./...
 
 test-lab: lab-build ## tests against the real API server and real Argo CD
-	$(GO) test -count=1 -tags lab -timeout 45m ./test/apiserver/ ./test/e2e/
+	$(GO) test -count=1 -tags lab -timeout 45m ./lab/... ./test/apiserver/ ./test/e2e/
 
 test: vet test-unit test-lab ## the whole suite, as CI runs it
 

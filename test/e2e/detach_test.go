@@ -47,6 +47,9 @@ var detachCells = []detachCell{
 	{name: "v3.6.1/annotation/apps-in-any-namespace", cfg: lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", AppNamespaces: []string{"team-apps"}},
 		appNamespace: "team-apps", wantAnnotations: []string{trackingID}},
 	{name: "v2.14.11/label", cfg: lab.ArgoCDConfig{Version: "v2.14.11", Tracking: "label"}, wantLabels: []string{instanceLabel}},
+	// Tracking method unset: the default is the version's, which unprune reads from the controller's image.
+	{name: "v3.6.1/default-tracking", cfg: lab.ArgoCDConfig{Version: "v3.6.1"}, wantAnnotations: []string{trackingID}},
+	{name: "v2.14.11/default-tracking", cfg: lab.ArgoCDConfig{Version: "v2.14.11"}, wantLabels: []string{instanceLabel}},
 	{name: "v2.14.11/annotation", cfg: lab.ArgoCDConfig{Version: "v2.14.11", Tracking: "annotation"}, wantAnnotations: []string{trackingID}},
 }
 
