@@ -126,6 +126,30 @@ func (a *App) Refresh(t testing.TB) {
 	a.patch(t, map[string]any{"metadata": map[string]any{"annotations": map[string]any{"argocd.argoproj.io/refresh": "normal"}}})
 }
 
+// RefreshUntil asks for a refresh and waits until cond holds. A refresh requested while the
+// controller is finishing an earlier comparison can be consumed by it (the controller clears the
+// annotation when that comparison ends), so the request is repeated whenever the annotation is gone
+// and cond still does not hold.
+func (a *App) RefreshUntil(t testing.TB, timeout time.Duration, what string, cond func(Status) bool) Status {
+	t.Helper()
+	a.Refresh(t)
+	asked := time.Now()
+	var s Status
+	Eventually(t, timeout, a.Name+" "+what, func() (bool, string) {
+		u := a.Get(t)
+		s = ParseStatus(t, u)
+		if cond(s) {
+			return true, ""
+		}
+		if _, pending := u.GetAnnotations()["argocd.argoproj.io/refresh"]; !pending && time.Since(asked) > 2*time.Second {
+			a.Refresh(t)
+			asked = time.Now()
+		}
+		return false, s.String()
+	})
+	return s
+}
+
 // RefreshAndWait asks for a refresh and waits until the controller has done it (it removes the
 // annotation once the comparison ran): changes made to live objects before the call are then part
 // of the controller's view.
@@ -328,10 +352,15 @@ func (a *App) WaitSynced(t testing.TB, revision string) Status {
 // WaitRequiresPruning waits until the app is OutOfSync at revision with kind/name requiring pruning.
 func (a *App) WaitRequiresPruning(t testing.TB, revision, kind, name string) Status {
 	t.Helper()
-	return a.WaitStatus(t, 90*time.Second, fmt.Sprintf("to be OutOfSync with %s %s requiring pruning", kind, name), func(s Status) bool {
+	return a.WaitStatus(t, 90*time.Second, fmt.Sprintf("to be OutOfSync with %s %s requiring pruning", kind, name), RequiresPruningAt(revision, kind, name))
+}
+
+// RequiresPruningAt holds when the app is OutOfSync at revision with kind/name requiring pruning.
+func RequiresPruningAt(revision, kind, name string) func(Status) bool {
+	return func(s Status) bool {
 		r, ok := s.Find(kind, name)
 		return s.Sync == "OutOfSync" && s.Revision == revision && ok && r.RequiresPruning
-	})
+	}
 }
 
 // Incident reproduces the incident for a Namespace: commit its manifest, sync, revert, refresh. It
@@ -348,14 +377,12 @@ func (a *App) Incident(t testing.TB, namespace string, extraLabels map[string]st
 	a.Repo.Write(t, a.Path+"/namespace-"+namespace+".yaml",
 		fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n%s", namespace, labels))
 	added := a.Repo.Commit(t, "add namespace "+namespace)
-	a.Refresh(t)
-	a.WaitStatus(t, 90*time.Second, "to see commit "+added, func(s Status) bool { return s.Revision == added })
+	a.RefreshUntil(t, 90*time.Second, "to see commit "+added, func(s Status) bool { return s.Revision == added })
 	if op := a.Sync(t, false); op.Phase != "Succeeded" {
 		t.Fatalf("sync of %s: %s %s", added, op.Phase, op.Message)
 	}
 	a.WaitSynced(t, added)
 	reverted := a.Repo.Revert(t)
-	a.Refresh(t)
-	a.WaitRequiresPruning(t, reverted, "Namespace", namespace)
+	a.RefreshUntil(t, 90*time.Second, "to require pruning of Namespace "+namespace, RequiresPruningAt(reverted, "Namespace", namespace))
 	return reverted
 }

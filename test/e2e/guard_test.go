@@ -232,10 +232,9 @@ spec:
       openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
 `, name, app.Instance(), group))
 	added := app.Repo.Commit(t, "add CRD")
-	app.Refresh(t)
 	// The API server defaults fields of a CRD, which Argo CD may show as a diff: wait for the sync
 	// to have applied it rather than for Synced.
-	app.WaitStatus(t, 90*time.Second, "to have synced the CRD", func(s labtest.Status) bool {
+	app.RefreshUntil(t, 90*time.Second, "to have synced the CRD", func(s labtest.Status) bool {
 		_, listed := s.Find("CustomResourceDefinition", name)
 		return s.Revision == added && s.Operation.Phase == "Succeeded" && listed
 	})
@@ -245,8 +244,7 @@ spec:
 		return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
 	})
 	reverted = app.Repo.Revert(t)
-	app.Refresh(t)
-	app.WaitRequiresPruning(t, reverted, "CustomResourceDefinition", name)
+	app.RefreshUntil(t, 90*time.Second, "to require pruning of the CRD", labtest.RequiresPruningAt(reverted, "CustomResourceDefinition", name))
 	return name, reverted
 }
 
