@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/unprune/unprune/internal/argocd"
 )
 
 // GVRApplication is Argo CD's Application resource.
@@ -37,6 +39,9 @@ type Application struct {
 	// requested or running, during which changing its resources races the sync.
 	OperationPhase string
 	Operation      bool
+	// RefreshPending is true while a requested refresh has not been done (the controller removes
+	// the annotation once it compared the app).
+	RefreshPending bool
 	Resources      []Resource
 }
 
@@ -90,10 +95,11 @@ func (a Application) Ref() string { return a.Namespace + "/" + a.Name }
 
 type applicationDoc struct {
 	Metadata struct {
-		Namespace       string `json:"namespace"`
-		Name            string `json:"name"`
-		UID             string `json:"uid"`
-		ResourceVersion string `json:"resourceVersion"`
+		Namespace       string            `json:"namespace"`
+		Name            string            `json:"name"`
+		UID             string            `json:"uid"`
+		ResourceVersion string            `json:"resourceVersion"`
+		Annotations     map[string]string `json:"annotations"`
 	} `json:"metadata"`
 	Spec struct {
 		Project     string `json:"project"`
@@ -147,6 +153,7 @@ func ParseApplication(u *unstructured.Unstructured) (Application, error) {
 		Resources:       d.Status.Resources,
 		Operation:       d.Operation != nil && string(*d.Operation) != "null",
 	}
+	_, a.RefreshPending = d.Metadata.Annotations[argocd.AnnotationRefresh]
 	if p := d.Spec.SyncPolicy; p != nil {
 		a.SyncOptions = p.SyncOptions
 		// Argo CD v3.3+ can switch automation off while keeping its settings (enabled: false).

@@ -295,3 +295,15 @@ func TestRef(t *testing.T) {
 		t.Errorf("Ref() = %q", got)
 	}
 }
+
+func TestParseApplicationRefreshPending(t *testing.T) {
+	u := app(baseSpec(nil), nil, nil)
+	a, err := ParseApplication(u)
+	if err != nil || a.RefreshPending {
+		t.Fatalf("no annotation: RefreshPending %t, err %v", a.RefreshPending, err)
+	}
+	u.SetAnnotations(map[string]string{"argocd.argoproj.io/refresh": "normal"})
+	if a, err = ParseApplication(u); err != nil || !a.RefreshPending {
+		t.Fatalf("refresh annotation: RefreshPending %t, err %v", a.RefreshPending, err)
+	}
+}

@@ -46,10 +46,12 @@ func Refresh(ctx context.Context, c *cluster.Client, app cluster.Application) er
 }
 
 // Wait polls the app until the released objects meet the expectation and the app is Synced, or the
-// timeout passes; the last status is returned either way.
+// timeout passes; the last status is returned either way. A refresh the controller consumed with a
+// comparison already under way (it clears the annotation when that ends) is asked for again.
 func Wait(ctx context.Context, c *cluster.Client, app cluster.Application, released []cluster.Resource, want Expectation, timeout, interval time.Duration) (Outcome, error) {
 	start := time.Now()
 	deadline := start.Add(timeout)
+	asked := start
 	for {
 		a, err := c.GetApplication(ctx, app.Namespace, app.Name)
 		if err != nil {
@@ -59,6 +61,12 @@ func Wait(ctx context.Context, c *cluster.Client, app cluster.Application, relea
 		o.Elapsed = time.Since(start)
 		if o.Synced || time.Now().After(deadline) {
 			return o, nil
+		}
+		if !a.RefreshPending && time.Since(asked) > 2*time.Second {
+			if err := Refresh(ctx, c, app); err != nil {
+				return o, err
+			}
+			asked = time.Now()
 		}
 		select {
 		case <-ctx.Done():
