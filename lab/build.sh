@@ -89,6 +89,21 @@ recipe_argocd() {
 recipe_argocd_v3_6_1() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
 recipe_argocd_v2_14_11() { local out=$1; shift; recipe_argocd "$out" 2 "$@"; }
 
+# prune_stale removes other builds of a component that no run has used for 14 days: each key change
+# leaves the previous binaries behind (up to ~370 MB a component), and other checkouts may still
+# use recent ones.
+prune_stale() {
+	local comp=$1 keep=$2 dir
+	for dir in "$cache/$comp"-*; do
+		[ -d "$dir" ] && [ "$dir" != "$keep" ] || continue
+		case $dir in *.tmp.*) continue ;; esac
+		if [ -z "$(find "$dir/.complete" -mtime -14 2>/dev/null)" ]; then
+			log "removing $dir, unused for 14 days"
+			rm -rf "$dir"
+		fi
+	done
+}
+
 build_one() {
 	local comp=$1 mod=$here/modules/$1
 	if [ ! -f "$mod/go.mod" ] || ! declare -F "recipe_${comp//[-.]/_}" >/dev/null; then
@@ -97,6 +112,7 @@ build_one() {
 	fi
 	local out=$cache/$comp-$(key "$comp")
 	if [ -f "$out/.complete" ]; then
+		touch "$out/.complete" # last use, for prune_stale
 		echo "$comp=$out"
 		return
 	fi
@@ -114,6 +130,7 @@ build_one() {
 	)
 	touch "$tmp/.complete"
 	rm -rf "$out" && mv "$tmp" "$out"
+	prune_stale "$comp" "$out"
 	log "built $comp in $((SECONDS - start))s"
 	echo "$comp=$out"
 }
