@@ -318,3 +318,29 @@ func TestMixedReleasedAndTracked(t *testing.T) {
 		t.Errorf("the tracked namespace was not released")
 	}
 }
+
+// TestOtherClusterIsRefused: an app deploying to another cluster keeps its objects there; detach
+// refuses instead of touching same-named objects here, and scan warns.
+func TestOtherClusterIsRefused(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	s := seed(t, env, "remote", "remote-a")
+	ri := env.Dynamic.Resource(labtest.GVRApplication).Namespace(argocdNamespace)
+	if _, err := ri.Patch(labtest.Context(t), s.App, types.MergePatchType,
+		[]byte(`{"spec":{"destination":{"server":"https://127.0.0.2:6443"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := namespace(t, env, "remote-a").GetResourceVersion()
+	journals := labtest.TempDir(t)
+	r := unprune(t, env.State.Kubeconfig, journals, "detach", s.App, "--all", "--yes")
+	if r.Code != cli.ExitRefused || !strings.Contains(r.Stderr, "deploys to another cluster") {
+		t.Errorf("detach: exit %d, want %d with an explanation", r.Code, cli.ExitRefused)
+	}
+	if after := namespace(t, env, "remote-a").GetResourceVersion(); after != before {
+		t.Errorf("the local namespace of the same name was changed")
+	}
+	r = unprune(t, env.State.Kubeconfig, journals, "scan")
+	if !strings.Contains(r.Stderr, "Application argocd/remote deploys to another cluster") {
+		t.Errorf("scan does not warn about the remote app")
+	}
+}
