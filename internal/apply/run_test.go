@@ -540,12 +540,32 @@ func TestUndo(t *testing.T) {
 	}
 	store := journal.NewStore(t.TempDir(), nil)
 
+	t.Run("preview", func(t *testing.T) {
+		rec, err := store.Begin(j.Clone())
+		if err != nil {
+			t.Fatal(err)
+		}
+		results := Undo(context.Background(), s.client(), rec, UndoPreview)
+		if r := results[0]; r.Err != nil || len(r.Restored) != 1 || len(r.Refused) != 0 {
+			t.Errorf("ui = %+v", r)
+		}
+		if r := results[1]; len(r.Refused) != 1 {
+			t.Errorf("worker = %+v, want its changed key refused", r)
+		}
+		if len(s.calls) != 0 {
+			t.Errorf("a preview sent patches: %+v", s.calls)
+		}
+		if got := rec.Snapshot().Counts()[journal.StateUndone]; got != 1 {
+			t.Errorf("a preview marked entries undone: %d undone", got)
+		}
+	})
+
 	t.Run("dry run", func(t *testing.T) {
 		rec, err := store.Begin(j.Clone())
 		if err != nil {
 			t.Fatal(err)
 		}
-		results := Undo(context.Background(), s.client(), rec, true)
+		results := Undo(context.Background(), s.client(), rec, UndoDryRun)
 		if r := results[0]; r.Err != nil || len(r.Restored) != 1 || len(r.Refused) != 0 {
 			t.Errorf("ui = %+v", r)
 		}
@@ -565,7 +585,7 @@ func TestUndo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results := Undo(context.Background(), s.client(), rec, false)
+	results := Undo(context.Background(), s.client(), rec, UndoApply)
 	want := []struct {
 		object   string
 		restored []string
@@ -640,7 +660,7 @@ func TestRunJournalRecordsNothingForRejectedPatches(t *testing.T) {
 	if got.State != journal.StateFailed || len(got.Changes) != 0 {
 		t.Fatalf("journal entry = state %s, changes %v; want failed with no changes", got.State, got.Changes)
 	}
-	for _, u := range Undo(context.Background(), s.client(), rec, false) {
+	for _, u := range Undo(context.Background(), s.client(), rec, UndoApply) {
 		if len(u.Restored) != 0 {
 			t.Fatalf("undo restored %v on an object unprune never changed", u.Restored)
 		}

@@ -74,9 +74,21 @@ func showPtr(p *string) string {
 	return fmt.Sprintf("%q", *p)
 }
 
+// UndoMode is how far Undo goes.
+type UndoMode int
+
+const (
+	// UndoPreview reads each object and decides, sending no patch.
+	UndoPreview UndoMode = iota
+	// UndoDryRun sends the patches with dryRun=All.
+	UndoDryRun
+	// UndoApply restores and marks the entries undone.
+	UndoApply
+)
+
 // Undo reverses a journal's applied entries (and planned or failed ones, whose patch may have reached
 // the API server before a crash), guarded by UID and by current values, and marks them undone.
-func Undo(ctx context.Context, dyn dynamic.Interface, rec *journal.Recorder, dryRun bool) []UndoResult {
+func Undo(ctx context.Context, dyn dynamic.Interface, rec *journal.Recorder, mode UndoMode) []UndoResult {
 	j := rec.Snapshot()
 	results := make([]UndoResult, len(j.Entries))
 	for i, e := range j.Entries {
@@ -91,8 +103,8 @@ func Undo(ctx context.Context, dyn dynamic.Interface, rec *journal.Recorder, dry
 		if e.Object.Namespace != "" {
 			ri = dyn.Resource(gvr).Namespace(e.Object.Namespace)
 		}
-		r.Restored, r.Already, r.Refused, r.Err = undoOne(ctx, ri, e, dryRun)
-		if r.Err == nil && len(r.Refused) == 0 && !dryRun {
+		r.Restored, r.Already, r.Refused, r.Err = undoOne(ctx, ri, e, mode)
+		if r.Err == nil && len(r.Refused) == 0 && mode == UndoApply {
 			if err := rec.MarkUndone(i); err != nil {
 				r.Err = fmt.Errorf("restored, but the journal could not record it: %w", err)
 			}
@@ -102,9 +114,9 @@ func Undo(ctx context.Context, dyn dynamic.Interface, rec *journal.Recorder, dry
 	return results
 }
 
-func undoOne(ctx context.Context, ri dynamic.ResourceInterface, e journal.Entry, dryRun bool) (restored, already []journal.Change, refused []string, err error) {
+func undoOne(ctx context.Context, ri dynamic.ResourceInterface, e journal.Entry, mode UndoMode) (restored, already []journal.Change, refused []string, err error) {
 	po := metav1.PatchOptions{FieldManager: FieldManager}
-	if dryRun {
+	if mode == UndoDryRun {
 		po.DryRun = []string{metav1.DryRunAll}
 	}
 	for attempt := 1; attempt <= 3; attempt++ {
@@ -116,8 +128,8 @@ func undoOne(ctx context.Context, ri dynamic.ResourceInterface, e journal.Entry,
 			return nil, nil, nil, fmt.Errorf("read %s: %w", e.Object, gerr)
 		}
 		restore, done, why := UndoPlan(e, live)
-		if len(restore) == 0 {
-			return nil, done, why, nil
+		if len(restore) == 0 || mode == UndoPreview {
+			return restore, done, why, nil
 		}
 		body, merr := MergePatch(live.GetResourceVersion(), restore)
 		if merr != nil {

@@ -140,57 +140,29 @@ func (o *UndoOptions) Run(ctx context.Context) error {
 	if j.Cluster != "" && j.Cluster != s.Server {
 		return refused("journal %s was written against %s, but your context talks to %s: switch with --context", path, j.Cluster, s.Server)
 	}
-	mode := o.DryRun
-	if mode == "" || mode == "client" {
-		if o.Yes && mode == "" {
-			mode = "none"
-		} else {
-			mode = "client"
-		}
-	}
+	mode := changeMode(o.DryRun, o.Yes)
+	undoMode := map[string]apply.UndoMode{"client": apply.UndoPreview, "server": apply.UndoDryRun, "none": apply.UndoApply}[mode]
 	rec := store.NewRecorder(path, j)
 	doc := UndoReport{APIVersion: printer.APIVersion, Kind: "UndoReport", Journal: path, Mode: mode, Items: []UndoReportRow{}}
 	var refusedKeys, failed, restored int
-	if mode == "client" {
-		// Preview: read each object and decide, changing nothing.
-		for _, e := range j.Entries {
-			row := UndoReportRow{Object: e.Object.String(), Restored: []printer.Change{}}
-			if e.State == journal.StateUndone {
-				row.Outcome = "already-undone"
-				doc.Items = append(doc.Items, row)
-				continue
-			}
-			live, _, err := s.Client.Live(ctx, cluster.Resource{Group: e.Object.Group, Version: e.Object.Version, Kind: e.Object.Kind, Namespace: e.Object.Namespace, Name: e.Object.Name})
-			if err != nil {
-				row.Outcome, row.Error = printer.OutcomeFailed, err.Error()
-				failed++
-			} else {
-				restore, _, why := apply.UndoPlan(e, live)
-				row.Restored, row.Refused = printer.Changes(restore), why
-				row.Outcome = printer.OutcomePlanned
-				refusedKeys += len(why)
-				restored += len(restore)
-			}
-			doc.Items = append(doc.Items, row)
+	for _, r := range apply.Undo(ctx, s.Client.Dynamic, rec, undoMode) {
+		row := UndoReportRow{Object: r.Object, Restored: printer.Changes(r.Restored), Refused: r.Refused}
+		switch {
+		case r.Skipped != "":
+			row.Outcome = "already-undone"
+		case r.Err != nil:
+			row.Outcome, row.Error = printer.OutcomeFailed, r.Err.Error()
+			failed++
+		case mode == "client":
+			row.Outcome = printer.OutcomePlanned
+		case mode == "server":
+			row.Outcome = printer.OutcomeDryRunOK
+		default:
+			row.Outcome = printer.OutcomeRestored
 		}
-	} else {
-		for _, r := range apply.Undo(ctx, s.Client.Dynamic, rec, mode == "server") {
-			row := UndoReportRow{Object: r.Object, Restored: printer.Changes(r.Restored), Refused: r.Refused}
-			switch {
-			case r.Skipped != "":
-				row.Outcome = "already-undone"
-			case r.Err != nil:
-				row.Outcome, row.Error = printer.OutcomeFailed, r.Err.Error()
-				failed++
-			case mode == "server":
-				row.Outcome = printer.OutcomeDryRunOK
-			default:
-				row.Outcome = printer.OutcomeRestored
-			}
-			refusedKeys += len(r.Refused)
-			restored += len(r.Restored)
-			doc.Items = append(doc.Items, row)
-		}
+		refusedKeys += len(r.Refused)
+		restored += len(r.Restored)
+		doc.Items = append(doc.Items, row)
 	}
 	if err := o.print(doc); err != nil {
 		return err
