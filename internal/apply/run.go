@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/parallel"
 	"github.com/unprune/unprune/internal/plan"
 )
 
@@ -65,25 +65,12 @@ func Run(ctx context.Context, dyn dynamic.Interface, items []Item, rec *journal.
 		opts.Attempts = 3
 	}
 	results := make([]Result, len(items))
-	work := make(chan int)
 	var done atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < opts.Workers && w < len(items); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				results[i] = patchOne(ctx, dyn, i, items[i], rec, opts)
-				done.Add(1)
-			}
-		}()
-	}
 	stopProgress := progress(opts.Progress, len(items), &done, opts.DryRun)
-	for i := range items {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+	parallel.ForEach(len(items), opts.Workers, func(i int) {
+		results[i] = patchOne(ctx, dyn, i, items[i], rec, opts)
+		done.Add(1)
+	})
 	stopProgress()
 	return results
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +20,7 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/guard"
+	"github.com/unprune/unprune/internal/parallel"
 	"github.com/unprune/unprune/internal/risk"
 )
 
@@ -116,22 +116,9 @@ func (a *Auditor) Run(ctx context.Context, argocdNamespace string, apps []cluste
 		workers = 8
 	}
 	rows := make([]Row, len(jobs))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < workers && w < len(jobs); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				rows[i] = a.row(ctx, argocdNamespace, jobs[i].app, jobs[i].res, jobs[i].when, policy, o)
-			}
-		}()
-	}
-	for i := range jobs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	parallel.ForEach(len(jobs), workers, func(i int) {
+		rows[i] = a.row(ctx, argocdNamespace, jobs[i].app, jobs[i].res, jobs[i].when, policy, o)
+	})
 	sort.SliceStable(rows, func(i, j int) bool {
 		if rows[i].When != rows[j].When {
 			return rows[i].When == Now

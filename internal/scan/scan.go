@@ -12,6 +12,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/parallel"
 	"github.com/unprune/unprune/internal/risk"
 )
 
@@ -63,29 +64,16 @@ func Run(ctx context.Context, c *cluster.Client, s argocd.Settings, argocdNamesp
 	findings := make([]Finding, len(jobs))
 	forbidden := map[string]bool{}
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < workers && w < len(jobs); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				j := jobs[i]
-				f := describe(ctx, c, s, argocdNamespace, j.app, j.res)
-				if f.LiveError != "" && f.forbidden {
-					mu.Lock()
-					forbidden[j.res.GroupVersionKind().GroupKind().String()] = true
-					mu.Unlock()
-				}
-				findings[i] = f.Finding
-			}
-		}()
-	}
-	for i := range jobs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	parallel.ForEach(len(jobs), workers, func(i int) {
+		j := jobs[i]
+		f := describe(ctx, c, s, argocdNamespace, j.app, j.res)
+		if f.LiveError != "" && f.forbidden {
+			mu.Lock()
+			forbidden[j.res.GroupVersionKind().GroupKind().String()] = true
+			mu.Unlock()
+		}
+		findings[i] = f.Finding
+	})
 	for gk := range forbidden {
 		rep.Warnings = append(rep.Warnings, "forbidden to read "+gk+": those rows show no live metadata (ask for get permission on that kind)")
 	}
