@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,11 +31,13 @@ import (
 
 // Env is the lab shared by all tests of one test binary.
 type Env struct {
-	Root       string
-	State      *lab.State
-	REST       *rest.Config
-	Kube       kubernetes.Interface
-	Dynamic    dynamic.Interface
+	Root    string
+	State   *lab.State
+	REST    *rest.Config
+	Kube    kubernetes.Interface
+	Dynamic dynamic.Interface
+	// Mapper caches discovery; Create resets it when a kind is not found (a CRD installed since).
+	Mapper     *restmapper.DeferredDiscoveryRESTMapper
 	mu         sync.Mutex
 	installs   map[string]*installSlot
 	keepOnExit bool
@@ -113,7 +114,8 @@ func newEnv(root string, st *lab.State) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Env{Root: root, State: st, REST: cfg, Kube: kube, Dynamic: dyn, installs: map[string]*installSlot{}}, nil
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
+	return &Env{Root: root, State: st, REST: cfg, Kube: kube, Dynamic: dyn, Mapper: mapper, installs: map[string]*installSlot{}}, nil
 }
 
 // Get returns the test binary's lab; TestMain must have called Main.
@@ -279,7 +281,12 @@ func (e *Env) Untrack(t testing.TB, name string) {
 func (e *Env) Create(ctx context.Context, obj map[string]any) error {
 	u := &unstructured.Unstructured{Object: obj}
 	gvk := u.GroupVersionKind()
-	m, err := e.mapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	m, err := e.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		// A kind unknown to the cached discovery may be a CRD installed since: look again once.
+		e.Mapper.Reset()
+		m, err = e.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
 	if err != nil {
 		return fmt.Errorf("create %s %s: %w", gvk.Kind, u.GetName(), err)
 	}
@@ -291,10 +298,4 @@ func (e *Env) Create(ctx context.Context, obj map[string]any) error {
 		return fmt.Errorf("create %s %s: %w", gvk.Kind, u.GetName(), err)
 	}
 	return nil
-}
-
-// mapper is a fresh discovery-backed mapper: CRDs installed since the last call are seen.
-func (e *Env) mapper() meta.RESTMapper {
-	dc := memory.NewMemCacheClient(e.Kube.Discovery())
-	return restmapper.NewDeferredDiscoveryRESTMapper(dc)
 }
