@@ -14,6 +14,7 @@ import (
 
 	"github.com/unprune/unprune/internal/cli"
 	"github.com/unprune/unprune/lab/labtest"
+	"github.com/unprune/unprune/test/cmdtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the current output")
@@ -95,7 +96,7 @@ func TestScanForbiddenKindIsAWarning(t *testing.T) {
 		}
 	}
 	journals := labtest.TempDir(t)
-	var r run
+	var r cmdtest.Result
 	labtest.Eventually(t, 30*time.Second, "the binding to take effect", func() (bool, string) {
 		r = unprune(t, env.State.Kubeconfig, journals, "--as=apps-only", "scan", "-o", "wide")
 		return r.Code == cli.ExitFindings && strings.Contains(r.Stdout, "partial-a"), r.Stderr

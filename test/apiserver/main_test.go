@@ -7,19 +7,15 @@
 package apiserver
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/unprune/unprune/internal/cli"
 	"github.com/unprune/unprune/lab/labtest"
+	"github.com/unprune/unprune/test/cmdtest"
 )
 
 const argocdNamespace = "argocd"
@@ -28,20 +24,9 @@ func TestMain(m *testing.M) {
 	os.Exit(labtest.MainSeeded(m, argocdNamespace, "v3.6.1", map[string]string{"application.resourceTrackingMethod": "annotation+label"}))
 }
 
-// run is one unprune invocation, in process.
-type run struct {
-	Stdout, Stderr string
-	Code           int
-}
-
-func unprune(t *testing.T, kubeconfig, journals string, args ...string) run {
+func unprune(t *testing.T, kubeconfig, journals string, args ...string) cmdtest.Result {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	full := append([]string{"--kubeconfig", kubeconfig, "--journal-dir", journals}, args...)
-	code := cli.Execute(context.Background(), "unprune", full, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	r := run{Stdout: out.String(), Stderr: errOut.String(), Code: code}
-	t.Logf("unprune %s → exit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(args, " "), code, r.Stdout, r.Stderr)
-	return r
+	return cmdtest.Run(t, kubeconfig, journals, args...)
 }
 
 // namespace reads a namespace.

@@ -5,8 +5,6 @@
 package bench
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,10 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/cli-runtime/pkg/genericiooptions"
-
 	"github.com/unprune/unprune/internal/cli"
 	"github.com/unprune/unprune/lab/labtest"
+	"github.com/unprune/unprune/test/cmdtest"
 )
 
 const argocdNamespace = "argocd"
@@ -88,10 +85,7 @@ func kubectl(b *testing.B, env *labtest.Env, args ...string) {
 
 func detach(b *testing.B, env *labtest.Env, app string, extra ...string) {
 	b.Helper()
-	var out, errOut bytes.Buffer
-	args := append([]string{"--kubeconfig", env.State.Kubeconfig, "--journal-dir", b.TempDir(),
-		"detach", app, "--all", "--yes", "--wait=false"}, extra...)
-	if code := cli.Execute(context.Background(), "unprune", args, genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}); code != cli.ExitOK {
-		b.Fatalf("unprune detach exit %d\n%s%s", code, out.String(), errOut.String())
+	if r := cmdtest.Run(b, env.State.Kubeconfig, b.TempDir(), append([]string{"detach", app, "--all", "--yes", "--wait=false"}, extra...)...); r.Code != cli.ExitOK {
+		b.Fatalf("unprune detach exit %d", r.Code)
 	}
 }

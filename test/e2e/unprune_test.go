@@ -3,33 +3,18 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/unprune/unprune/internal/cli"
 	"github.com/unprune/unprune/lab/labtest"
+	"github.com/unprune/unprune/test/cmdtest"
 )
 
-// run is one unprune invocation, in process, against the lab as its admin.
-type run struct {
-	Stdout, Stderr string
-	Code           int
-}
-
-func unprune(t *testing.T, env *labtest.Env, journalDir string, args ...string) run {
+// unprune runs the tool in process against the lab as its admin.
+func unprune(t *testing.T, env *labtest.Env, journalDir string, args ...string) cmdtest.Result {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	full := append([]string{"--kubeconfig", env.State.Kubeconfig, "--journal-dir", journalDir}, args...)
-	code := cli.Execute(context.Background(), "unprune", full,
-		genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	r := run{Stdout: out.String(), Stderr: errOut.String(), Code: code}
-	t.Logf("unprune %s → exit %d\n--- stdout\n%s--- stderr\n%s", strings.Join(args, " "), code, r.Stdout, r.Stderr)
-	return r
+	return cmdtest.Run(t, env.State.Kubeconfig, journalDir, args...)
 }
 
 // metadataOf returns a namespace's labels, annotations and UID.
