@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -162,10 +161,7 @@ func (c *Client) Live(ctx context.Context, r Resource) (*unstructured.Unstructur
 }
 
 // IsForbidden reports an RBAC refusal anywhere in err's chain.
-func IsForbidden(err error) bool {
-	var status apierrors.APIStatus
-	return errors.As(err, &status) && apierrors.IsForbidden(err)
-}
+func IsForbidden(err error) bool { return apierrors.IsForbidden(err) }
 
 func shortErr(err error) string {
 	if s, ok := err.(apierrors.APIStatus); ok {
