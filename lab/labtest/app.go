@@ -182,11 +182,17 @@ func (a *App) Sync(t testing.TB, prune bool) Operation {
 			done := op.Phase != "" && op.Phase != "Running" && op.Phase != "Terminating"
 			return done, fmt.Sprintf("phase %q message %q", op.Phase, op.Message)
 		}
-		if s.Idle() && time.Since(asked) > 3*time.Second {
+		switch {
+		case s.Idle() && time.Since(asked) > 3*time.Second:
 			request()
 			asked = time.Now()
+		case s.Requested && time.Since(asked) > 10*time.Second:
+			// Our request sits there unstarted: the controller missed its event (seen once with apps
+			// in any namespace). Any update of the app re-queues its operation; a refresh is one.
+			a.Refresh(t)
+			asked = time.Now()
 		}
-		return false, fmt.Sprintf("last operation by %q, not ours", op.Initiator)
+		return false, fmt.Sprintf("last operation by %q, not ours (requested: %t)", op.Initiator, s.Requested)
 	})
 	return op
 }
