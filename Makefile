@@ -14,8 +14,8 @@ KCM ?= on
 LAB_DIR ?= $(CURDIR)/.lab
 export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES KCM LAB_DIR
 
-# Components `make test` needs: the control plane and both Argo CD versions.
-LAB_COMPONENTS := etcd kubernetes argocd-v3.6.1 argocd-v2.14.11
+# Components `make test` needs: the control plane and every Argo CD version the lab runs.
+LAB_COMPONENTS := etcd kubernetes argocd-v3.6.1 argocd-v3.0.23 argocd-v2.14.11
 
 .PHONY: help deps build lab-build lab-up lab-down lab-status test test-unit test-lab demo bench fuzz vet
 

@@ -38,7 +38,7 @@ type ArgoCDConfig struct {
 }
 
 // ArgoCDVersions are the Argo CD releases the lab can build.
-var ArgoCDVersions = []string{"v3.6.1", "v2.14.11"}
+var ArgoCDVersions = []string{"v3.6.1", "v3.0.23", "v2.14.11"}
 
 // Validate reports a configuration the lab cannot run, in words that say what to set instead.
 func (c ArgoCDConfig) Validate() error {
@@ -69,6 +69,11 @@ type ArgoCD struct {
 	RedisPort      int          `json:"redisPort"`
 	RepoServerPort int          `json:"repoServerPort"`
 }
+
+// repoServerTakesClientCAPath: v3.6.1's repo-server insists on a client CA file for mTLS unless
+// --client-ca-path is given empty; v3.0.23's and v2.14.11's have no such flag (an unknown flag
+// stops them). The releases in between are not built by the lab.
+func repoServerTakesClientCAPath(version string) bool { return !newerVersion("v3.6.0", version) }
 
 // startArgoCD installs an Argo CD's cluster-side objects and starts its processes.
 func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins binaries, cfg ArgoCDConfig) (*ArgoCD, error) {
@@ -148,8 +153,8 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 		"--redis=" + redisAddr,
 		"--loglevel=info",
 	}
-	if major(cfg.Version) >= 3 {
-		// v3 otherwise insists on a client CA file for mTLS; the empty value turns that off.
+	if repoServerTakesClientCAPath(cfg.Version) {
+		// It otherwise insists on a client CA file for mTLS; the empty value turns that off.
 		repoArgs = append(repoArgs, "--client-ca-path=")
 	}
 	repo := process{
@@ -206,8 +211,6 @@ func stopArgoCD(st *State, a ArgoCD) error {
 	}
 	return nil
 }
-
-func major(version string) int { return versionParts(version)[0] }
 
 func versionParts(version string) [3]int {
 	var p [3]int

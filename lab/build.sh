@@ -3,7 +3,8 @@
 #
 #   lab/build.sh COMPONENT...     prints "COMPONENT=<dir>" for each, the folder holding its binaries
 #
-# Components: etcd, kubernetes (kube-apiserver + kube-controller-manager), argocd-v3.6.1, argocd-v2.14.11.
+# Components: etcd, kubernetes (kube-apiserver + kube-controller-manager), argocd-v3.6.1, argocd-v3.0.23,
+# argocd-v2.14.11.
 #
 # The cache lives outside the work tree (UNPRUNE_LAB_CACHE, default ~/.cache/unprune/lab) so a fresh
 # clone, a later session or CI reuses it. Each entry is keyed by the component's go.mod, go.sum, the
@@ -19,9 +20,11 @@ base_toolchain=${GOTOOLCHAIN:-local}
 log() { printf 'lab/build: %s\n' "$*" >&2; }
 
 # toolchain prints the GOTOOLCHAIN a module needs: its go.mod may ask for a newer Go than the machine's.
+# Only Argo CD v3.6.1 does (go 1.27.0); v3.0.23 declares go 1.24.6 and v2.14.11 go 1.23, which the
+# machine's Go 1.26 builds.
 toolchain() {
 	case $1 in
-	argocd-v3.*) echo go1.27.3 ;;
+	argocd-v3.6.1) echo go1.27.3 ;;
 	*) echo "$base_toolchain" ;;
 	esac
 }
@@ -87,6 +90,7 @@ recipe_argocd() {
 }
 
 recipe_argocd_v3_6_1() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
+recipe_argocd_v3_0_23() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
 recipe_argocd_v2_14_11() { local out=$1; shift; recipe_argocd "$out" 2 "$@"; }
 
 # prune_stale removes other builds of a component that no run has used for 14 days: each key change
@@ -107,7 +111,7 @@ prune_stale() {
 build_one() {
 	local comp=$1 mod=$here/modules/$1
 	if [ ! -f "$mod/go.mod" ] || ! declare -F "recipe_${comp//[-.]/_}" >/dev/null; then
-		echo "lab/build: unknown component $comp (known: etcd kubernetes argocd-v3.6.1 argocd-v2.14.11)" >&2
+		echo "lab/build: unknown component $comp (known: etcd kubernetes argocd-v3.6.1 argocd-v3.0.23 argocd-v2.14.11)" >&2
 		exit 2
 	fi
 	local out=$cache/$comp-$(key "$comp")
@@ -135,7 +139,7 @@ build_one() {
 	echo "$comp=$out"
 }
 
-[ $# -gt 0 ] || set -- etcd kubernetes argocd-v3.6.1 argocd-v2.14.11
+[ $# -gt 0 ] || set -- etcd kubernetes argocd-v3.6.1 argocd-v3.0.23 argocd-v2.14.11
 mkdir -p "$cache"
 for c in "$@"; do
 	build_one "$c"

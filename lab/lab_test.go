@@ -12,6 +12,7 @@ func TestNewerVersion(t *testing.T) {
 		{"v2.14.11", "v3.6.1", false},
 		{"v3.6.1", "v3.6.1", false},
 		{"v3.10.0", "v3.9.9", true},
+		{"v3.6.1", "v3.0.23", true},
 	}
 	for _, tt := range tests {
 		if got := newerVersion(tt.a, tt.b); got != tt.want {
@@ -27,7 +28,7 @@ func TestArgoCDConfigValidate(t *testing.T) {
 	}{
 		{ArgoCDConfig{Namespace: "argocd", Version: "v3.6.1"}, ""},
 		{ArgoCDConfig{Namespace: "argocd", Version: "v2.14.11", Tracking: "annotation+label"}, ""},
-		{ArgoCDConfig{Namespace: "argocd", Version: "v3.5.0"}, `ARGOCD_VERSION="v3.5.0" is not one the lab builds; use one of v3.6.1, v2.14.11`},
+		{ArgoCDConfig{Namespace: "argocd", Version: "v3.5.0"}, `ARGOCD_VERSION="v3.5.0" is not one the lab builds; use one of v3.6.1, v3.0.23, v2.14.11`},
 		{ArgoCDConfig{Namespace: "argocd", Version: "v3.6.1", Tracking: "labels"}, `TRACKING="labels" is not an Argo CD tracking method; use label, annotation or annotation+label (or leave it empty for the version's default)`},
 		{ArgoCDConfig{Version: "v3.6.1"}, "an Argo CD installation needs a namespace"},
 	}
@@ -39,6 +40,14 @@ func TestArgoCDConfigValidate(t *testing.T) {
 		}
 		if got != tt.wantErr {
 			t.Errorf("Validate(%+v) = %q, want %q", tt.cfg, got, tt.wantErr)
+		}
+	}
+}
+
+func TestRepoServerTakesClientCAPath(t *testing.T) {
+	for v, want := range map[string]bool{"v3.6.1": true, "v3.0.23": false, "v2.14.11": false} {
+		if got := repoServerTakesClientCAPath(v); got != want {
+			t.Errorf("repoServerTakesClientCAPath(%q) = %t, want %t", v, got, want)
 		}
 	}
 }

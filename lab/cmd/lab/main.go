@@ -5,7 +5,7 @@
 //	lab status   list the lab's processes and whether each is alive
 //
 // Configuration comes from the environment, as `make lab-up VAR=…` passes it: ARGOCD_VERSION
-// (v3.6.1, v2.14.11 or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES, KCM, LAB_DIR.
+// (v3.6.1, v3.0.23, v2.14.11 or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES, KCM, LAB_DIR.
 package main
 
 import (
