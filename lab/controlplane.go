@@ -74,74 +74,114 @@ func writeServiceAccountKey(path string) error {
 	return os.WriteFile(path, pem.EncodeToMemory(block), 0o600)
 }
 
-// startControlPlane starts etcd, kube-apiserver and (optionally) kube-controller-manager and writes
-// the two kubeconfigs. It fills the control-plane fields of st.
+// clusterSpec says where one control plane keeps its files and how its processes are named: the
+// lab's own cluster and the remote one differ only in these.
+type clusterSpec struct {
+	prefix      string // process-name prefix: "" for the lab's own cluster, "remote-" for the remote
+	name        string // etcd member and kubeconfig cluster/context name
+	dir         string // etcd data, certificates, keys, tokens and kubeconfigs
+	serviceCIDR string // --service-cluster-ip-range; the two clusters never overlap
+	kcm         bool
+}
+
+// cluster is a started control plane.
+type cluster struct {
+	Server             string
+	Kubeconfig         string
+	NoAccessKubeconfig string
+	CAFile             string
+	CA                 []byte
+	EtcdPort           int
+	APIServerPort      int
+	KCMPort            int
+}
+
+// startControlPlane starts the lab's own etcd, kube-apiserver and (optionally)
+// kube-controller-manager and writes the two kubeconfigs. It fills the control-plane fields of st.
 func startControlPlane(ctx context.Context, st *State, bins binaries, kcm bool) error {
-	dir := st.Dir
-	ports, err := freePorts(4)
+	c, err := startCluster(ctx, st, bins, clusterSpec{name: "lab", dir: st.Dir, serviceCIDR: "10.0.0.0/24", kcm: kcm})
+	st.EtcdPort, st.APIServerPort, st.KCMPort, st.Server = c.EtcdPort, c.APIServerPort, c.KCMPort, c.Server
 	if err != nil {
 		return err
 	}
-	st.EtcdPort, st.APIServerPort = ports[0], ports[1]
+	st.Kubeconfig, st.NoAccessKubeconfig = c.Kubeconfig, c.NoAccessKubeconfig
+	// kubectl of the same release, linked into the state so that `.lab/bin` can go on PATH.
+	st.Kubectl = filepath.Join(st.Dir, "bin", "kubectl")
+	if err := os.MkdirAll(filepath.Dir(st.Kubectl), 0o755); err != nil {
+		return err
+	}
+	return os.Symlink(filepath.Join(bins.Kubernetes, "kubectl"), st.Kubectl)
+}
+
+// startCluster starts one control plane as spec says; its PID and log files go with the lab's
+// (st.Dir), so that Down stops it. The returned cluster is filled as far as the start got.
+func startCluster(ctx context.Context, st *State, bins binaries, spec clusterSpec) (*cluster, error) {
+	dir := spec.dir
+	c := &cluster{}
+	ports, err := freePorts(4)
+	if err != nil {
+		return c, err
+	}
+	c.EtcdPort, c.APIServerPort = ports[0], ports[1]
 	peerPort, kcmPort := ports[2], ports[3]
 
 	etcd := process{
-		Name: "etcd",
+		Name: spec.prefix + "etcd",
 		Path: filepath.Join(bins.Etcd, "etcd"),
 		Args: []string{
-			"--name=lab",
+			"--name=" + spec.name,
 			"--data-dir=" + filepath.Join(dir, "etcd"),
-			"--listen-client-urls=" + fmt.Sprintf("http://127.0.0.1:%d", st.EtcdPort),
-			"--advertise-client-urls=" + fmt.Sprintf("http://127.0.0.1:%d", st.EtcdPort),
+			"--listen-client-urls=" + fmt.Sprintf("http://127.0.0.1:%d", c.EtcdPort),
+			"--advertise-client-urls=" + fmt.Sprintf("http://127.0.0.1:%d", c.EtcdPort),
 			"--listen-peer-urls=" + fmt.Sprintf("http://127.0.0.1:%d", peerPort),
 			"--initial-advertise-peer-urls=" + fmt.Sprintf("http://127.0.0.1:%d", peerPort),
-			"--initial-cluster=" + fmt.Sprintf("lab=http://127.0.0.1:%d", peerPort),
+			"--initial-cluster=" + fmt.Sprintf("%s=http://127.0.0.1:%d", spec.name, peerPort),
 			"--listen-metrics-urls=",
 			// The lab's data is disposable: skipping fsync makes etcd fast on shared CI disks.
 			"--unsafe-no-fsync",
 			"--log-level=warn",
 		},
 	}
-	if _, err := etcd.start(dir); err != nil {
-		return err
+	if _, err := etcd.start(st.Dir); err != nil {
+		return c, err
 	}
-	if err := waitHTTP(ctx, st, "etcd", fmt.Sprintf("http://127.0.0.1:%d/health", st.EtcdPort), nil, "", 30*time.Second); err != nil {
-		return err
+	if err := waitHTTP(ctx, st, etcd.Name, fmt.Sprintf("http://127.0.0.1:%d/health", c.EtcdPort), nil, "", 30*time.Second); err != nil {
+		return c, err
 	}
 
 	certDir := filepath.Join(dir, "certs")
 	if err := os.MkdirAll(certDir, 0o700); err != nil {
-		return err
+		return c, err
 	}
 	saKey := filepath.Join(dir, "service-account.key")
 	if err := writeServiceAccountKey(saKey); err != nil {
-		return err
+		return c, err
 	}
 	adminToken, err := randomToken()
 	if err != nil {
-		return err
+		return c, err
 	}
 	noAccessToken, err := randomToken()
 	if err != nil {
-		return err
+		return c, err
 	}
 	tokens := fmt.Sprintf("%s,%s,%s,\"system:masters\"\n%s,%s,%s\n",
 		adminToken, AdminUser, AdminUser, noAccessToken, NoAccessUser, NoAccessUser)
 	tokenFile := filepath.Join(dir, "tokens.csv")
 	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
-		return err
+		return c, err
 	}
 
 	apiserver := process{
-		Name: "kube-apiserver",
+		Name: spec.prefix + "kube-apiserver",
 		Path: filepath.Join(bins.Kubernetes, "kube-apiserver"),
 		Args: []string{
 			"--bind-address=127.0.0.1",
 			"--advertise-address=127.0.0.1",
-			"--secure-port=" + strconv.Itoa(st.APIServerPort),
+			"--secure-port=" + strconv.Itoa(c.APIServerPort),
 			"--cert-dir=" + certDir,
-			"--etcd-servers=" + fmt.Sprintf("http://127.0.0.1:%d", st.EtcdPort),
-			"--service-cluster-ip-range=10.0.0.0/24",
+			"--etcd-servers=" + fmt.Sprintf("http://127.0.0.1:%d", c.EtcdPort),
+			"--service-cluster-ip-range=" + spec.serviceCIDR,
 			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 			"--service-account-key-file=" + saKey,
 			"--service-account-signing-key-file=" + saKey,
@@ -152,73 +192,64 @@ func startControlPlane(ctx context.Context, st *State, bins binaries, kcm bool) 
 			"--v=1",
 		},
 	}
-	if _, err := apiserver.start(dir); err != nil {
-		return err
+	if _, err := apiserver.start(st.Dir); err != nil {
+		return c, err
 	}
-	st.Server = fmt.Sprintf("https://127.0.0.1:%d", st.APIServerPort)
-	caFile := filepath.Join(certDir, "apiserver.crt")
-	if err := waitFile(ctx, st, "kube-apiserver", caFile, 60*time.Second); err != nil {
-		return err
+	c.Server = fmt.Sprintf("https://127.0.0.1:%d", c.APIServerPort)
+	c.CAFile = filepath.Join(certDir, "apiserver.crt")
+	if err := waitFile(ctx, st, apiserver.Name, c.CAFile, 60*time.Second); err != nil {
+		return c, err
 	}
-	ca, err := os.ReadFile(caFile)
-	if err != nil {
-		return err
+	if c.CA, err = os.ReadFile(c.CAFile); err != nil {
+		return c, err
 	}
-	if err := waitHTTP(ctx, st, "kube-apiserver", st.Server+"/readyz", ca, adminToken, 90*time.Second); err != nil {
-		return err
-	}
-
-	// kubectl of the same release, linked into the state so that `.lab/bin` can go on PATH.
-	st.Kubectl = filepath.Join(dir, "bin", "kubectl")
-	if err := os.MkdirAll(filepath.Dir(st.Kubectl), 0o755); err != nil {
-		return err
-	}
-	if err := os.Symlink(filepath.Join(bins.Kubernetes, "kubectl"), st.Kubectl); err != nil {
-		return err
-	}
-	st.Kubeconfig = filepath.Join(dir, "kubeconfig")
-	st.NoAccessKubeconfig = filepath.Join(dir, "kubeconfig-noaccess")
-	if err := writeKubeconfig(st.Kubeconfig, st.Server, ca, AdminUser, adminToken); err != nil {
-		return err
-	}
-	if err := writeKubeconfig(st.NoAccessKubeconfig, st.Server, ca, NoAccessUser, noAccessToken); err != nil {
-		return err
+	if err := waitHTTP(ctx, st, apiserver.Name, c.Server+"/readyz", c.CA, adminToken, 90*time.Second); err != nil {
+		return c, err
 	}
 
-	if kcm {
+	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	c.NoAccessKubeconfig = filepath.Join(dir, "kubeconfig-noaccess")
+	if err := writeKubeconfig(c.Kubeconfig, spec.name, c.Server, c.CA, AdminUser, adminToken); err != nil {
+		return c, err
+	}
+	if err := writeKubeconfig(c.NoAccessKubeconfig, spec.name, c.Server, c.CA, NoAccessUser, noAccessToken); err != nil {
+		return c, err
+	}
+
+	if spec.kcm {
 		controllerManager := process{
-			Name: "kube-controller-manager",
+			Name: spec.prefix + "kube-controller-manager",
 			Path: filepath.Join(bins.Kubernetes, "kube-controller-manager"),
 			Args: []string{
-				"--kubeconfig=" + st.Kubeconfig,
-				"--authentication-kubeconfig=" + st.Kubeconfig,
-				"--authorization-kubeconfig=" + st.Kubeconfig,
+				"--kubeconfig=" + c.Kubeconfig,
+				"--authentication-kubeconfig=" + c.Kubeconfig,
+				"--authorization-kubeconfig=" + c.Kubeconfig,
 				"--bind-address=127.0.0.1",
 				"--secure-port=" + strconv.Itoa(kcmPort),
 				"--leader-elect=false",
 				"--service-account-private-key-file=" + saKey,
-				"--root-ca-file=" + caFile,
+				"--root-ca-file=" + c.CAFile,
 				"--use-service-account-credentials=false",
 				"--v=1",
 			},
 		}
-		if _, err := controllerManager.start(dir); err != nil {
-			return err
+		if _, err := controllerManager.start(st.Dir); err != nil {
+			return c, err
 		}
-		st.KCMPort = kcmPort
-		if err := waitHTTP(ctx, st, "kube-controller-manager", fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), nil, "", 60*time.Second); err != nil {
-			return err
+		c.KCMPort = kcmPort
+		if err := waitHTTP(ctx, st, controllerManager.Name, fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), nil, "", 60*time.Second); err != nil {
+			return c, err
 		}
 	}
-	return nil
+	return c, nil
 }
 
-func writeKubeconfig(path, server string, ca []byte, user, token string) error {
+func writeKubeconfig(path, name, server string, ca []byte, user, token string) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["lab"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
 	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
-	cfg.Contexts["lab"] = &clientcmdapi.Context{Cluster: "lab", AuthInfo: user, Namespace: "default"}
-	cfg.CurrentContext = "lab"
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: user, Namespace: "default"}
+	cfg.CurrentContext = name
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		return err
 	}

@@ -31,7 +31,13 @@ type Config struct {
 	KCM bool `json:"kcm"`
 	// ArgoCD is the installation `lab up` starts; nil starts only the control plane.
 	ArgoCD *ArgoCDConfig `json:"argocd,omitempty"`
+	// Remote also starts the remote cluster (see AddRemote) and registers it, named RemoteName,
+	// with the installation.
+	Remote bool `json:"remote,omitempty"`
 }
+
+// RemoteName is the cluster name `lab up` registers the remote under.
+const RemoteName = "remote"
 
 // State is what a running lab looks like; it is saved as lab.json in the state directory.
 type State struct {
@@ -47,6 +53,8 @@ type State struct {
 	ArgoCD             []ArgoCD  `json:"argocd,omitempty"`
 	CRDVersion         string    `json:"crdVersion,omitempty"` // Argo CD release whose CRDs are installed
 	StartedAt          time.Time `json:"startedAt"`
+	// Remote is the second cluster Argo CD can deploy to, once AddRemote started it.
+	Remote *Remote `json:"remote,omitempty"`
 }
 
 // RESTConfig is the admin's client configuration.
@@ -157,6 +165,16 @@ func Up(ctx context.Context, root string, cfg Config) (*State, error) {
 			return fail(err)
 		}
 	}
+	if cfg.Remote {
+		if _, err := st.AddRemote(ctx, root); err != nil {
+			return fail(err)
+		}
+		if cfg.ArgoCD != nil {
+			if _, err := st.RegisterRemote(ctx, cfg.ArgoCD.Namespace, RemoteName); err != nil {
+				return fail(err)
+			}
+		}
+	}
 	return st, nil
 }
 
@@ -190,6 +208,8 @@ func (s *State) AddArgoCD(ctx context.Context, root string, cfg ArgoCDConfig) (*
 func Down(dir string) error {
 	names := recordedProcesses(dir)
 	order := func(n string) int {
+		// The remote cluster's processes stop in the same passes as the lab's own.
+		n = strings.TrimPrefix(n, remotePrefix)
 		switch {
 		case n == "kube-controller-manager":
 			return 1
@@ -215,11 +235,11 @@ func Down(dir string) error {
 
 func describe(c Config) string {
 	if c.ArgoCD == nil {
-		return fmt.Sprintf("control plane only, kcm=%t", c.KCM)
+		return fmt.Sprintf("control plane only, kcm=%t, remote=%t", c.KCM, c.Remote)
 	}
 	a := c.ArgoCD
-	return fmt.Sprintf("argocd %s, tracking=%q, instanceLabelKey=%q, installationID=%q, appNamespaces=%v, kcm=%t",
-		a.Version, a.Tracking, a.InstanceLabelKey, a.InstallationID, a.AppNamespaces, c.KCM)
+	return fmt.Sprintf("argocd %s, tracking=%q, instanceLabelKey=%q, installationID=%q, appNamespaces=%v, kcm=%t, remote=%t",
+		a.Version, a.Tracking, a.InstanceLabelKey, a.InstallationID, a.AppNamespaces, c.KCM, c.Remote)
 }
 
 // binaries are the folders holding each built component.

@@ -23,8 +23,16 @@ type AppOptions struct {
 	Repo      *Repo
 	// Path in the repository; defaults to "manifests".
 	Path string
-	// DestNamespace is spec.destination.namespace (default: a unique name); it is created for the test.
+	// DestNamespace is spec.destination.namespace (default: a unique name); it is created for the
+	// test in the destination cluster.
 	DestNamespace string
+	// DestServer is spec.destination.server: empty means the lab's own cluster
+	// (https://kubernetes.default.svc) unless DestName is set; a registered remote's Server
+	// deploys there.
+	DestServer string
+	// DestName is spec.destination.name instead of a server: a cluster name given to
+	// Install.RegisterRemote.
+	DestName string
 	// Automated turns on automated sync with the given prune setting.
 	Automated bool
 	AutoPrune bool
@@ -39,11 +47,15 @@ type App struct {
 	Path      string
 	// DestNamespace is the app's destination namespace, which holds its first ConfigMap.
 	DestNamespace string
+	// Cluster is the destination cluster, where its resources live: Env.Cluster, or a Remote's.
+	Cluster *Cluster
 }
 
-// CreateApp creates an Application that syncs opts.Path of opts.Repo to the lab's own cluster.
+// CreateApp creates an Application that syncs opts.Path of opts.Repo to the lab's own cluster, or to
+// the remote one that opts.DestServer or opts.DestName names.
 func (i *Install) CreateApp(t testing.TB, opts AppOptions) *App {
 	t.Helper()
+	dest := i.destination(t, opts.DestServer, opts.DestName)
 	if opts.Name == "" {
 		opts.Name = UniqueName("app")
 	}
@@ -56,19 +68,25 @@ func (i *Install) CreateApp(t testing.TB, opts AppOptions) *App {
 	if opts.DestNamespace == "" {
 		opts.DestNamespace = UniqueName("dest")
 	}
-	i.Env.CreateNamespace(t, opts.DestNamespace)
+	dest.CreateNamespace(t, opts.DestNamespace)
 	// Every app starts with one ordinary resource so that its path exists and it has something to sync.
 	opts.Repo.Write(t, opts.Path+"/"+opts.Name+"-config.yaml", fmt.Sprintf(
 		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-config\n  namespace: %s\ndata:\n  owner: %s\n",
 		opts.Name, opts.DestNamespace, opts.Name))
 	opts.Repo.Commit(t, "add "+opts.Name)
+	destination := map[string]any{"namespace": opts.DestNamespace}
+	switch {
+	case opts.DestName != "":
+		destination["name"] = opts.DestName
+	case opts.DestServer != "":
+		destination["server"] = opts.DestServer
+	default:
+		destination["server"] = InClusterServer
+	}
 	spec := map[string]any{
-		"project": "default",
-		"source":  map[string]any{"repoURL": opts.Repo.URL, "path": opts.Path, "targetRevision": "main"},
-		"destination": map[string]any{
-			"server":    "https://kubernetes.default.svc",
-			"namespace": opts.DestNamespace,
-		},
+		"project":     "default",
+		"source":      map[string]any{"repoURL": opts.Repo.URL, "path": opts.Path, "targetRevision": "main"},
+		"destination": destination,
 	}
 	if opts.Automated {
 		spec["syncPolicy"] = map[string]any{"automated": map[string]any{"prune": opts.AutoPrune, "selfHeal": false}}
@@ -81,7 +99,8 @@ func (i *Install) CreateApp(t testing.TB, opts AppOptions) *App {
 	if _, err := i.Env.Dynamic.Resource(GVRApplication).Namespace(opts.Namespace).Create(Context(t), obj, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create Application %s/%s: %v", opts.Namespace, opts.Name, err)
 	}
-	a := &App{Install: i, Name: opts.Name, Namespace: opts.Namespace, Repo: opts.Repo, Path: opts.Path, DestNamespace: opts.DestNamespace}
+	a := &App{Install: i, Name: opts.Name, Namespace: opts.Namespace, Repo: opts.Repo, Path: opts.Path,
+		DestNamespace: opts.DestNamespace, Cluster: dest}
 	t.Cleanup(func() {
 		// No finalizer is set, so deleting the Application never cascades to its resources.
 		_ = i.Env.Dynamic.Resource(GVRApplication).Namespace(a.Namespace).Delete(context.Background(), a.Name, metav1.DeleteOptions{})
@@ -370,7 +389,8 @@ func RequiresPruningAt(revision, kind, name string) func(Status) bool {
 }
 
 // Incident reproduces the incident for a Namespace: commit its manifest, sync, revert, refresh. It
-// returns the revert's SHA. The app must not prune automatically.
+// returns the revert's SHA. The app must not prune automatically. The Namespace is created in the
+// app's destination cluster (a.Cluster).
 func (a *App) Incident(t testing.TB, namespace string, extraLabels map[string]string) string {
 	t.Helper()
 	labels := ""

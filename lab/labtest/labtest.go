@@ -25,22 +25,35 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/unprune/unprune/lab"
 )
 
-// Env is the lab shared by all tests of one test binary.
+// Env is the lab shared by all tests of one test binary. Its embedded Cluster is the lab's own
+// cluster, where Argo CD runs (REST, Kube, Dynamic, Mapper, CreateNamespace, Create …).
 type Env struct {
-	Root    string
-	State   *lab.State
-	REST    *rest.Config
-	Kube    kubernetes.Interface
-	Dynamic dynamic.Interface
-	// Mapper caches discovery; Create resets it when a kind is not found (a CRD installed since).
-	Mapper     *restmapper.DeferredDiscoveryRESTMapper
+	*Cluster
+	Root       string
+	State      *lab.State
 	mu         sync.Mutex
 	installs   map[string]*installSlot
+	remote     remoteSlot
 	keepOnExit bool
+}
+
+// Cluster is one API server of the lab with clients for its admin: the lab's own cluster (Env) or
+// the remote one (Env.Remote).
+type Cluster struct {
+	// Server is the API server's URL; apps name the lab's own cluster https://kubernetes.default.svc.
+	Server             string
+	Kubeconfig         string
+	NoAccessKubeconfig string
+	REST               *rest.Config
+	Kube               kubernetes.Interface
+	Dynamic            dynamic.Interface
+	// Mapper caches discovery; Create resets it when a kind is not found (a CRD installed since).
+	Mapper *restmapper.DeferredDiscoveryRESTMapper
 }
 
 type installSlot struct {
@@ -101,7 +114,15 @@ func Main(m *testing.M, setup ...func(*Env) error) int {
 }
 
 func newEnv(root string, st *lab.State) (*Env, error) {
-	cfg, err := st.RESTConfig()
+	c, err := newCluster(st.Server, st.Kubeconfig, st.NoAccessKubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return &Env{Cluster: c, Root: root, State: st, installs: map[string]*installSlot{}}, nil
+}
+
+func newCluster(server, kubeconfig, noAccess string) (*Cluster, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +136,8 @@ func newEnv(root string, st *lab.State) (*Env, error) {
 		return nil, err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
-	return &Env{Root: root, State: st, REST: cfg, Kube: kube, Dynamic: dyn, Mapper: mapper, installs: map[string]*installSlot{}}, nil
+	return &Cluster{Server: server, Kubeconfig: kubeconfig, NoAccessKubeconfig: noAccess,
+		REST: cfg, Kube: kube, Dynamic: dyn, Mapper: mapper}, nil
 }
 
 // Get returns the test binary's lab; TestMain must have called Main.
@@ -146,6 +168,11 @@ func UniqueName(prefix string) string {
 type Install struct {
 	Env    *Env
 	Config lab.ArgoCDConfig
+	// State is what the lab recorded for it (ports).
+	State lab.ArgoCD
+
+	mu       sync.Mutex
+	clusters map[string]*Remote // remotes registered with it, by cluster name
 }
 
 // Namespace is where the installation keeps its config and its own Applications.
@@ -170,12 +197,13 @@ func (e *Env) ArgoCD(t testing.TB, cfg lab.ArgoCDConfig) *Install {
 		start := time.Now()
 		e.mu.Lock() // lab.State is not safe for concurrent AddArgoCD
 		defer e.mu.Unlock()
-		if _, err := e.State.AddArgoCD(context.Background(), e.Root, cfg); err != nil {
+		a, err := e.State.AddArgoCD(context.Background(), e.Root, cfg)
+		if err != nil {
 			slot.err = err
 			return
 		}
 		t.Logf("labtest: Argo CD %s in %s up in %.1fs", cfg.Version, cfg.Namespace, time.Since(start).Seconds())
-		slot.install = &Install{Env: e, Config: cfg}
+		slot.install = &Install{Env: e, Config: cfg, State: *a}
 	})
 	if slot.err != nil {
 		t.Fatalf("start Argo CD %+v: %v", cfg, slot.err)
@@ -209,7 +237,7 @@ var (
 )
 
 // CreateNamespace creates a namespace and deletes it (without waiting) when the test ends.
-func (e *Env) CreateNamespace(t testing.TB, name string) {
+func (e *Cluster) CreateNamespace(t testing.TB, name string) {
 	t.Helper()
 	ns := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
@@ -263,13 +291,13 @@ func TempDir(t testing.TB) string {
 }
 
 // DeleteNamespace deletes a namespace a test made, without waiting; a namespace already gone is fine.
-func (e *Env) DeleteNamespace(name string) {
+func (e *Cluster) DeleteNamespace(name string) {
 	_ = e.Dynamic.Resource(GVRNamespace).Delete(context.Background(), name, metav1.DeleteOptions{})
 }
 
 // Untrack removes Argo CD's default tracking metadata from a namespace that outlives the test (kube-system),
 // so that no later Application can adopt it.
-func (e *Env) Untrack(t testing.TB, name string) {
+func (e *Cluster) Untrack(t testing.TB, name string) {
 	t.Helper()
 	patch := []byte(`{"metadata":{"labels":{"app.kubernetes.io/instance":null},"annotations":{"argocd.argoproj.io/tracking-id":null,"argocd.argoproj.io/installation-id":null}}}`)
 	if _, err := e.Kube.CoreV1().Namespaces().Patch(context.Background(), name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
@@ -278,7 +306,7 @@ func (e *Env) Untrack(t testing.TB, name string) {
 }
 
 // Create creates an object given as a map, resolving its resource through discovery.
-func (e *Env) Create(ctx context.Context, obj map[string]any) error {
+func (e *Cluster) Create(ctx context.Context, obj map[string]any) error {
 	u := &unstructured.Unstructured{Object: obj}
 	gvk := u.GroupVersionKind()
 	m, err := e.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)

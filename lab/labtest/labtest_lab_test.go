@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/unprune/unprune/lab"
 	"github.com/unprune/unprune/lab/labtest"
@@ -52,4 +54,77 @@ func TestArgoCDV3_0(t *testing.T) {
 		t.Errorf("after the revert: %s; want OutOfSync at %.8s with Namespace %s requiring pruning", s, reverted, ns)
 	}
 	t.Logf("v3.0.23: installation, incident and checks in %.1fs", time.Since(start).Seconds())
+}
+
+// TestRemote has the real Argo CD v3.6.1 controller deploy to the remote cluster, by server URL
+// and by cluster name: the resources land in the remote (not in the lab's own cluster), the revert
+// leaves the Namespace requiring pruning, and a sync with prune deletes it in the remote, whose
+// controller manager finishes the deletion.
+func TestRemote(t *testing.T) {
+	env := labtest.Get(t)
+	start := time.Now()
+	remote := env.Remote(t)
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1"})
+	install.RegisterRemote(t, remote, "remote")
+	t.Logf("remote up and registered in %.1fs", time.Since(start).Seconds())
+
+	t.Run("no-access user", func(t *testing.T) {
+		cfg, err := clientcmd.BuildConfigFromFlags("", remote.NoAccessKubeconfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kube := kubernetes.NewForConfigOrDie(cfg)
+		if _, err := kube.CoreV1().Namespaces().List(labtest.Context(t), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("list namespaces in the remote as the user without rights: %v, want Forbidden", err)
+		}
+	})
+
+	for _, tc := range []struct {
+		name string
+		opts labtest.AppOptions
+	}{
+		{"by server", labtest.AppOptions{DestServer: remote.Server}},
+		{"by name", labtest.AppOptions{DestName: "remote"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			opts := tc.opts
+			opts.Repo = labtest.NewRepo(t)
+			app := install.CreateApp(t, opts)
+			if app.Cluster != remote.Cluster {
+				t.Fatalf("CreateApp(%+v) resolved another cluster than the remote", tc.opts)
+			}
+			ns := labtest.UniqueName("remote")
+			t.Cleanup(func() { remote.DeleteNamespace(ns) })
+			reverted := app.Incident(t, ns, nil)
+
+			ctx := labtest.Context(t)
+			wantTracking(t, remote.Kube, app, ns)
+			if _, err := remote.Kube.CoreV1().ConfigMaps(app.DestNamespace).Get(ctx, app.Name+"-config", metav1.GetOptions{}); err != nil {
+				t.Errorf("the app's ConfigMap in the remote: %v", err)
+			}
+			if _, err := env.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("namespace %s in the lab's own cluster: %v, want NotFound", ns, err)
+			}
+			s := app.Status(t)
+			if r, ok := s.Find("Namespace", ns); !ok || !r.RequiresPruning || s.Revision != reverted {
+				t.Fatalf("after the revert: %s; want Namespace %s requiring pruning at %.8s", s, ns, reverted)
+			}
+
+			if op := app.Sync(t, true); op.Phase != "Succeeded" {
+				t.Fatalf("prune sync: %s %s", op.Phase, op.Message)
+			}
+			labtest.Eventually(t, 90*time.Second, "namespace "+ns+" to be deleted in the remote", func() (bool, string) {
+				got, err := remote.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					return true, ""
+				}
+				if err != nil {
+					return false, err.Error()
+				}
+				return false, fmt.Sprintf("phase %s", got.Status.Phase)
+			})
+			app.WaitSynced(t, reverted)
+		})
+	}
 }

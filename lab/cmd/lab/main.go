@@ -5,7 +5,8 @@
 //	lab status   list the lab's processes and whether each is alive
 //
 // Configuration comes from the environment, as `make lab-up VAR=…` passes it: ARGOCD_VERSION
-// (v3.6.1, v3.0.23, v2.14.11 or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES, KCM, LAB_DIR.
+// (v3.6.1, v3.0.23, v2.14.11 or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES,
+// KCM, REMOTE (a second cluster, registered with the installation), LAB_DIR.
 package main
 
 import (
@@ -58,6 +59,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "lab: up in %.1fs; API server %s; state in %s\n", time.Since(start).Seconds(), st.Server, st.Dir)
 		fmt.Fprintf(stderr, "lab: kubeconfig of a user with no RBAC rights: %s\n", st.NoAccessKubeconfig)
 		fmt.Fprintf(stderr, "lab: kubectl of the same release: %s\n", st.Kubectl)
+		if r := st.Remote; r != nil {
+			fmt.Fprintf(stderr, "lab: remote cluster %s; admin kubeconfig %s, no RBAC rights %s\n", r.Server, r.Kubeconfig, r.NoAccessKubeconfig)
+			for _, reg := range r.Registrations {
+				fmt.Fprintf(stderr, "lab: registered with the Argo CD in %s as cluster %q (Secret %s): destination name %q or server %s\n",
+					reg.Namespace, reg.Name, reg.Secret, reg.Name, r.Server)
+			}
+		}
 		fmt.Fprintf(stdout, "KUBECONFIG=%s\n", st.Kubeconfig)
 		return nil
 	case "down":
@@ -79,6 +87,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		sort.Strings(names)
 		fmt.Fprintf(stdout, "lab in %s, API server %s\n", st.Dir, st.Server)
+		if st.Remote != nil {
+			fmt.Fprintf(stdout, "remote cluster %s, KUBECONFIG=%s\n", st.Remote.Server, st.Remote.Kubeconfig)
+		}
 		for _, n := range names {
 			state := "stopped"
 			if running[n] {
@@ -93,13 +104,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
-	cfg := lab.Config{Dir: dir, KCM: true}
-	switch strings.ToLower(getenv("KCM")) {
-	case "", "1", "true", "on", "yes":
-	case "0", "false", "off", "no":
-		cfg.KCM = false
-	default:
-		return cfg, fmt.Errorf("KCM=%q: use on or off", getenv("KCM"))
+	cfg := lab.Config{Dir: dir}
+	var err error
+	if cfg.KCM, err = onOff(getenv, "KCM", true); err != nil {
+		return cfg, err
+	}
+	if cfg.Remote, err = onOff(getenv, "REMOTE", false); err != nil {
+		return cfg, err
 	}
 	version := getenv("ARGOCD_VERSION")
 	if version == "" {
@@ -124,4 +135,17 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 		AppNamespaces:    appNamespaces,
 	}
 	return cfg, cfg.ArgoCD.Validate()
+}
+
+// onOff reads a switch from the environment; empty means def.
+func onOff(getenv func(string) string, name string, def bool) (bool, error) {
+	switch strings.ToLower(getenv(name)) {
+	case "":
+		return def, nil
+	case "1", "true", "on", "yes":
+		return true, nil
+	case "0", "false", "off", "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("%s=%q: use on or off (1 or 0)", name, getenv(name))
 }
