@@ -35,10 +35,46 @@ type ArgoCDConfig struct {
 	InstallationID   string `json:"installationID,omitempty"`
 	// AppNamespaces are extra namespaces the controller watches for Applications ("apps in any namespace").
 	AppNamespaces []string `json:"appNamespaces,omitempty"`
+	// Server also runs argocd-server (plain HTTP on 127.0.0.1, no dex) with the local users of
+	// ServerUsers, for tests and operators who reach clusters only through Argo CD's API.
+	Server bool `json:"server,omitempty"`
 }
 
 // ArgoCDVersions are the Argo CD releases the lab can build.
 var ArgoCDVersions = []string{"v3.6.1", "v3.0.23", "v2.14.11"}
+
+// ServerUser is a local user of argocd-server, with its password and what its role allows.
+type ServerUser struct {
+	Name     string
+	Password string
+	Role     string
+}
+
+// ServerProject is the extra AppProject every installation has; ServerDeployer's rights are limited
+// to its applications.
+const ServerProject = "team-a"
+
+// The users of an installation's argocd-server. The passwords are fixed: the server listens on
+// 127.0.0.1 only and the lab is disposable.
+var (
+	ServerAdmin    = ServerUser{Name: "admin", Password: "lab-admin-password", Role: "role:admin (built in)"}
+	ServerViewer   = ServerUser{Name: "viewer", Password: "lab-viewer-password", Role: "role:readonly"}
+	ServerDeployer = ServerUser{Name: "deployer", Password: "lab-deployer-password",
+		Role: "role:" + ServerProject + "-deployer: get, update (with update/*) and sync applications of project " + ServerProject}
+	ServerUsers = []ServerUser{ServerAdmin, ServerViewer, ServerDeployer}
+)
+
+// serverRBAC is argocd-rbac-cm's policy.csv; policy.default is empty, so a user without a line here
+// may do nothing. From v3.0, updating a resource of an app needs update/<group>/<kind>/<ns>/<name>
+// (server.rbac.disableApplicationFineGrainedRBACInheritance defaults to true): update/* grants it.
+var serverRBAC = strings.Join([]string{
+	"g, " + ServerViewer.Name + ", role:readonly",
+	"p, role:" + ServerProject + "-deployer, applications, get, " + ServerProject + "/*, allow",
+	"p, role:" + ServerProject + "-deployer, applications, update, " + ServerProject + "/*, allow",
+	"p, role:" + ServerProject + "-deployer, applications, update/*, " + ServerProject + "/*, allow",
+	"p, role:" + ServerProject + "-deployer, applications, sync, " + ServerProject + "/*, allow",
+	"g, " + ServerDeployer.Name + ", role:" + ServerProject + "-deployer",
+}, "\n") + "\n"
 
 // Validate reports a configuration the lab cannot run, in words that say what to set instead.
 func (c ArgoCDConfig) Validate() error {
@@ -68,6 +104,9 @@ type ArgoCD struct {
 	Config         ArgoCDConfig `json:"config"`
 	RedisPort      int          `json:"redisPort"`
 	RepoServerPort int          `json:"repoServerPort"`
+	// ServerURL is argocd-server's plain-HTTP address (http://127.0.0.1:PORT) when Config.Server.
+	ServerURL  string `json:"serverURL,omitempty"`
+	ServerPort int    `json:"serverPort,omitempty"`
 }
 
 // repoServerTakesClientCAPath: v3.6.1's repo-server insists on a client CA file for mTLS unless
@@ -96,21 +135,28 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 		}
 		st.CRDVersion = cfg.Version
 	}
-	if err := installArgoCDObjects(ctx, dyn, cfg); err != nil {
-		return nil, fmt.Errorf("install Argo CD %s objects in %s: %w", cfg.Version, cfg.Namespace, err)
-	}
-
-	ports, err := freePorts(4)
-	if err != nil {
-		return nil, err
-	}
-	a := &ArgoCD{Config: cfg, RedisPort: ports[0], RepoServerPort: ports[1]}
 	home := filepath.Join(st.Dir, "argocd", cfg.Namespace)
-	for _, d := range []string{"tls", "ssh", "gnupg", "gpg", "tmp", "plugins", "home"} {
+	for _, d := range []string{"tls", "ssh", "gnupg", "gpg", "tmp", "plugins", "home", "static"} {
 		if err := os.MkdirAll(filepath.Join(home, d), 0o700); err != nil {
 			return nil, err
 		}
 	}
+	argocdBin := filepath.Join(dir, "argocd")
+	var hashes map[string]string
+	if cfg.Server {
+		if hashes, err = hashPasswords(ctx, argocdBin, home); err != nil {
+			return nil, err
+		}
+	}
+	if err := installArgoCDObjects(ctx, dyn, cfg, hashes); err != nil {
+		return nil, fmt.Errorf("install Argo CD %s objects in %s: %w", cfg.Version, cfg.Namespace, err)
+	}
+
+	ports, err := freePorts(6)
+	if err != nil {
+		return nil, err
+	}
+	a := &ArgoCD{Config: cfg, RedisPort: ports[0], RepoServerPort: ports[1]}
 
 	redisBin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -126,7 +172,6 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 	}
 	redisAddr := fmt.Sprintf("127.0.0.1:%d", a.RedisPort)
 
-	argocdBin := filepath.Join(dir, "argocd")
 	// The repo-server execs helper scripts by name (git-verify-wrapper.sh in v3); they sit beside the
 	// binary in the build cache.
 	env := []string{
@@ -196,12 +241,77 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 	if err := waitHTTP(ctx, st, ctrl.Name, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[3]), nil, "", 60*time.Second); err != nil {
 		return nil, err
 	}
+	if cfg.Server {
+		if err := startServer(ctx, st, a, argocdBin, home, env, redisAddr, ports[4], ports[5]); err != nil {
+			return nil, err
+		}
+	}
 	return a, nil
+}
+
+// startServer runs argocd-server out of the cluster like the controller: plain HTTP (--insecure)
+// on 127.0.0.1, no dex, the installation's repo-server and redis.
+func startServer(ctx context.Context, st *State, a *ArgoCD, bin, home string, env []string, redisAddr string, port, metricsPort int) error {
+	cfg := a.Config
+	args := []string{
+		"--insecure",
+		"--address=127.0.0.1",
+		"--port=" + strconv.Itoa(port),
+		"--metrics-address=127.0.0.1",
+		"--metrics-port=" + strconv.Itoa(metricsPort),
+		"--namespace=" + cfg.Namespace,
+		"--kubeconfig=" + st.Kubeconfig,
+		"--redis=" + redisAddr,
+		"--repo-server=" + fmt.Sprintf("127.0.0.1:%d", a.RepoServerPort),
+		"--repo-server-plaintext",
+		// The UI is compiled into the binary; an empty folder stands for the image's /shared/app.
+		"--staticassets=" + filepath.Join(home, "static"),
+		"--loglevel=info",
+	}
+	if len(cfg.AppNamespaces) > 0 {
+		args = append(args, "--application-namespaces="+strings.Join(cfg.AppNamespaces, ","))
+	}
+	server := process{
+		Name: cfg.component("server"),
+		Path: bin,
+		Args: args,
+		Env:  append([]string{"ARGOCD_BINARY_NAME=argocd-server"}, env...),
+		Dir:  home,
+	}
+	if _, err := server.start(st.Dir); err != nil {
+		return err
+	}
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if err := waitHTTP(ctx, st, server.Name, url+"/healthz", nil, "", 60*time.Second); err != nil {
+		return err
+	}
+	a.ServerURL, a.ServerPort = url, port
+	return nil
+}
+
+// hashPasswords bcrypts the passwords of ServerUsers with the installation's own binary
+// (`argocd account bcrypt`), as an operator would.
+func hashPasswords(ctx context.Context, bin, home string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, u := range ServerUsers {
+		cmd := exec.CommandContext(ctx, bin, "account", "bcrypt", "--password", u.Password)
+		cmd.Env = append(os.Environ(), "ARGOCD_BINARY_NAME=argocd", "HOME="+filepath.Join(home, "home"))
+		b, err := cmd.Output()
+		if err != nil {
+			var stderr []byte
+			if ee, ok := err.(*exec.ExitError); ok {
+				stderr = ee.Stderr
+			}
+			return nil, fmt.Errorf("argocd account bcrypt: %w: %s", err, stderr)
+		}
+		out[u.Name] = strings.TrimSpace(string(b))
+	}
+	return out, nil
 }
 
 func stopArgoCD(st *State, a ArgoCD) error {
 	var errs []string
-	for _, role := range []string{"application-controller", "repo-server", "redis"} {
+	for _, role := range []string{"server", "application-controller", "repo-server", "redis"} {
 		if err := stopProcess(st.Dir, a.Config.component(role), 10*time.Second); err != nil {
 			errs = append(errs, err.Error())
 		}
@@ -328,7 +438,9 @@ func partOfArgoCD(name string) map[string]any {
 	return map[string]any{"app.kubernetes.io/part-of": "argocd", "app.kubernetes.io/name": name}
 }
 
-func installArgoCDObjects(ctx context.Context, dyn dynamic.Interface, cfg ArgoCDConfig) error {
+// installArgoCDObjects applies an installation's namespace, config and projects. hashes, the bcrypt
+// hashes of ServerUsers' passwords by name, configure argocd-server's users when cfg.Server.
+func installArgoCDObjects(ctx context.Context, dyn dynamic.Interface, cfg ArgoCDConfig, hashes map[string]string) error {
 	for _, ns := range append([]string{cfg.Namespace}, cfg.AppNamespaces...) {
 		if err := apply(ctx, dyn, gvrNamespace, map[string]any{
 			"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns},
@@ -350,17 +462,33 @@ func installArgoCDObjects(ctx context.Context, dyn dynamic.Interface, cfg ArgoCD
 	if len(cfg.AppNamespaces) > 0 {
 		params["application.namespaces"] = strings.Join(cfg.AppNamespaces, ",")
 	}
+	secret := map[string]any{"server.secretkey": "lab-only-secret-key"}
+	var rbac map[string]string
+	if cfg.Server {
+		mtime := time.Now().UTC().Format(time.RFC3339)
+		for _, u := range ServerUsers {
+			key := "accounts." + u.Name
+			if u.Name == ServerAdmin.Name {
+				key = "admin"
+			} else {
+				cm[key] = "apiKey, login"
+			}
+			secret[key+".password"] = hashes[u.Name]
+			secret[key+".passwordMtime"] = mtime
+		}
+		rbac = map[string]string{"policy.default": "", "policy.csv": serverRBAC}
+	}
 	objects := []struct {
 		gvr schema.GroupVersionResource
 		obj map[string]any
 	}{
 		{gvrConfigMap, configMap(cfg.Namespace, "argocd-cm", cm)},
-		{gvrConfigMap, configMap(cfg.Namespace, "argocd-rbac-cm", nil)},
+		{gvrConfigMap, configMap(cfg.Namespace, "argocd-rbac-cm", rbac)},
 		{gvrConfigMap, configMap(cfg.Namespace, "argocd-cmd-params-cm", params)},
 		{gvrSecret, map[string]any{
 			"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
 			"metadata":   map[string]any{"name": "argocd-secret", "namespace": cfg.Namespace, "labels": partOfArgoCD("argocd-secret")},
-			"stringData": map[string]any{"server.secretkey": "lab-only-secret-key"},
+			"stringData": secret,
 		}},
 		// Real installations run the controller as a StatefulSet whose image tag tells the Argo CD
 		// version; unprune reads it from there. Here the controller is a local process, so the lab
@@ -397,17 +525,25 @@ func installArgoCDObjects(ctx context.Context, dyn dynamic.Interface, cfg ArgoCD
 	for _, ns := range cfg.AppNamespaces {
 		sourceNamespaces = append(sourceNamespaces, ns)
 	}
-	project := map[string]any{
-		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
-		"metadata": map[string]any{"name": "default", "namespace": cfg.Namespace},
-		"spec": map[string]any{
-			"sourceRepos":              []any{"*"},
-			"destinations":             []any{map[string]any{"server": "*", "namespace": "*"}},
-			"clusterResourceWhitelist": []any{map[string]any{"group": "*", "kind": "*"}},
-			"sourceNamespaces":         sourceNamespaces,
-		},
+	// default, and ServerProject permitting the same, so that RBAC can tell apps apart by project.
+	// Destinations: any server, the lab's own or the remote (whether an app names it by server or
+	// by name, Argo CD checks the server it resolves to).
+	for _, name := range []string{"default", ServerProject} {
+		project := map[string]any{
+			"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+			"metadata": map[string]any{"name": name, "namespace": cfg.Namespace},
+			"spec": map[string]any{
+				"sourceRepos":              []any{"*"},
+				"destinations":             []any{map[string]any{"server": "*", "namespace": "*"}},
+				"clusterResourceWhitelist": []any{map[string]any{"group": "*", "kind": "*"}},
+				"sourceNamespaces":         sourceNamespaces,
+			},
+		}
+		if err := apply(ctx, dyn, gvrAppProject, project); err != nil {
+			return err
+		}
 	}
-	return apply(ctx, dyn, gvrAppProject, project)
+	return nil
 }
 
 func configMap(ns, name string, data map[string]string) map[string]any {

@@ -238,8 +238,8 @@ func describe(c Config) string {
 		return fmt.Sprintf("control plane only, kcm=%t, remote=%t", c.KCM, c.Remote)
 	}
 	a := c.ArgoCD
-	return fmt.Sprintf("argocd %s, tracking=%q, instanceLabelKey=%q, installationID=%q, appNamespaces=%v, kcm=%t, remote=%t",
-		a.Version, a.Tracking, a.InstanceLabelKey, a.InstallationID, a.AppNamespaces, c.KCM, c.Remote)
+	return fmt.Sprintf("argocd %s, tracking=%q, instanceLabelKey=%q, installationID=%q, appNamespaces=%v, server=%t, kcm=%t, remote=%t",
+		a.Version, a.Tracking, a.InstanceLabelKey, a.InstallationID, a.AppNamespaces, a.Server, c.KCM, c.Remote)
 }
 
 // binaries are the folders holding each built component.

@@ -33,6 +33,8 @@ type AppOptions struct {
 	// DestName is spec.destination.name instead of a server: a cluster name given to
 	// Install.RegisterRemote.
 	DestName string
+	// Project is spec.project; empty means "default" (lab.ServerProject is the other one).
+	Project string
 	// Automated turns on automated sync with the given prune setting.
 	Automated bool
 	AutoPrune bool
@@ -49,6 +51,7 @@ type App struct {
 	DestNamespace string
 	// Cluster is the destination cluster, where its resources live: Env.Cluster, or a Remote's.
 	Cluster *Cluster
+	Project string
 }
 
 // CreateApp creates an Application that syncs opts.Path of opts.Repo to the lab's own cluster, or to
@@ -56,6 +59,9 @@ type App struct {
 func (i *Install) CreateApp(t testing.TB, opts AppOptions) *App {
 	t.Helper()
 	dest := i.destination(t, opts.DestServer, opts.DestName)
+	if opts.Project == "" {
+		opts.Project = "default"
+	}
 	if opts.Name == "" {
 		opts.Name = UniqueName("app")
 	}
@@ -84,7 +90,7 @@ func (i *Install) CreateApp(t testing.TB, opts AppOptions) *App {
 		destination["server"] = InClusterServer
 	}
 	spec := map[string]any{
-		"project":     "default",
+		"project":     opts.Project,
 		"source":      map[string]any{"repoURL": opts.Repo.URL, "path": opts.Path, "targetRevision": "main"},
 		"destination": destination,
 	}
@@ -100,7 +106,7 @@ func (i *Install) CreateApp(t testing.TB, opts AppOptions) *App {
 		t.Fatalf("create Application %s/%s: %v", opts.Namespace, opts.Name, err)
 	}
 	a := &App{Install: i, Name: opts.Name, Namespace: opts.Namespace, Repo: opts.Repo, Path: opts.Path,
-		DestNamespace: opts.DestNamespace, Cluster: dest}
+		DestNamespace: opts.DestNamespace, Cluster: dest, Project: opts.Project}
 	t.Cleanup(func() {
 		// No finalizer is set, so deleting the Application never cascades to its resources.
 		_ = i.Env.Dynamic.Resource(GVRApplication).Namespace(a.Namespace).Delete(context.Background(), a.Name, metav1.DeleteOptions{})

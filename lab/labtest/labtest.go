@@ -168,11 +168,12 @@ func UniqueName(prefix string) string {
 type Install struct {
 	Env    *Env
 	Config lab.ArgoCDConfig
-	// State is what the lab recorded for it (ports).
+	// State is what the lab recorded for it (ports, argocd-server's URL).
 	State lab.ArgoCD
 
 	mu       sync.Mutex
 	clusters map[string]*Remote // remotes registered with it, by cluster name
+	tokens   map[string]string  // argocd-server session tokens, by user
 }
 
 // Namespace is where the installation keeps its config and its own Applications.
@@ -227,6 +228,9 @@ func InstallNamespace(cfg lab.ArgoCDConfig) string {
 	}
 	if len(cfg.AppNamespaces) > 0 {
 		parts = append(parts, "any")
+	}
+	if cfg.Server {
+		parts = append(parts, "server")
 	}
 	return strings.Join(parts, "-")
 }

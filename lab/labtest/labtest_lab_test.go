@@ -3,8 +3,13 @@
 package labtest_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,4 +132,127 @@ func TestRemote(t *testing.T) {
 			app.WaitSynced(t, reverted)
 		})
 	}
+}
+
+// TestServer drives argocd-server's REST API as its users: viewer (role:readonly) sees every app
+// and may change none; deployer sees and may patch resources of the team-a project's apps only.
+func TestServer(t *testing.T) {
+	env := labtest.Get(t)
+	start := time.Now()
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Server: true})
+	t.Logf("Argo CD with argocd-server up in %.1fs: %s", time.Since(start).Seconds(), install.ServerURL(t))
+
+	repo := labtest.NewRepo(t)
+	team := install.CreateApp(t, labtest.AppOptions{Repo: repo, Path: "team-a", Project: lab.ServerProject})
+	other := install.CreateApp(t, labtest.AppOptions{Repo: repo, Path: "default"})
+	teamNS, otherNS := labtest.UniqueName("team-a"), labtest.UniqueName("default")
+	t.Cleanup(func() { env.DeleteNamespace(teamNS); env.DeleteNamespace(otherNS) })
+	team.Incident(t, teamNS, nil)
+	other.Incident(t, otherNS, nil)
+
+	admin, viewer, deployer := install.Token(t, lab.ServerAdmin), install.Token(t, lab.ServerViewer), install.Token(t, lab.ServerDeployer)
+
+	list := func(t *testing.T, token string) []string {
+		t.Helper()
+		code, body := install.API(t, token, http.MethodGet, "/api/v1/applications", nil)
+		if code != http.StatusOK {
+			t.Fatalf("list applications: HTTP %d %s", code, body)
+		}
+		var resp struct {
+			Items []struct {
+				Metadata struct {
+					Name string `json:"name"`
+				} `json:"metadata"`
+			} `json:"items"`
+		}
+		if err := json.Unmarshal(body, &resp); err != nil {
+			t.Fatalf("list applications: %v: %s", err, body)
+		}
+		var names []string
+		for _, it := range resp.Items {
+			names = append(names, it.Metadata.Name)
+		}
+		return names
+	}
+	t.Run("list", func(t *testing.T) {
+		for _, tc := range []struct {
+			user         string
+			token        string
+			team, others bool
+		}{
+			{"admin", admin, true, true},
+			{"viewer", viewer, true, true},
+			{"deployer", deployer, true, false},
+		} {
+			names := list(t, tc.token)
+			if slices.Contains(names, team.Name) != tc.team || slices.Contains(names, other.Name) != tc.others {
+				t.Errorf("%s lists %v; want %s: %t, %s: %t", tc.user, names, team.Name, tc.team, other.Name, tc.others)
+			}
+		}
+	})
+
+	tree := func(token string, app *labtest.App) (int, string) {
+		code, body := install.API(t, token, http.MethodGet, "/api/v1/applications/"+app.Name+"/resource-tree", nil)
+		return code, string(body)
+	}
+	t.Run("resource-tree", func(t *testing.T) {
+		for _, tc := range []struct {
+			user  string
+			token string
+			app   *labtest.App
+			ns    string
+			want  int
+		}{
+			{"viewer", viewer, team, teamNS, http.StatusOK},
+			{"viewer", viewer, other, otherNS, http.StatusOK},
+			{"deployer", deployer, team, teamNS, http.StatusOK},
+			{"deployer", deployer, other, otherNS, http.StatusForbidden},
+		} {
+			code, body := tree(tc.token, tc.app)
+			if code != tc.want {
+				t.Errorf("%s: resource tree of %s: HTTP %d %.200s; want %d", tc.user, tc.app.Name, code, body, tc.want)
+			}
+			if code == http.StatusOK && !strings.Contains(body, `"name":"`+tc.ns+`"`) {
+				t.Errorf("%s: resource tree of %s lacks Namespace %s: %.300s", tc.user, tc.app.Name, tc.ns, body)
+			}
+		}
+	})
+
+	// patch is argocd app patch-resource's request: the body is the JSON encoding of the request's
+	// string field "patch" (body: "patch" in application.proto), i.e. a JSON string.
+	patch := func(token string, app *labtest.App, ns, value string) (int, string) {
+		q := url.Values{"namespace": {""}, "resourceName": {ns}, "version": {"v1"}, "kind": {"Namespace"},
+			"patchType": {"application/merge-patch+json"}}
+		body := fmt.Sprintf(`{"metadata":{"labels":{"lab.unprune.dev/patched-by":%q}}}`, value)
+		code, out := install.API(t, token, http.MethodPost, "/api/v1/applications/"+app.Name+"/resource?"+q.Encode(), body)
+		return code, string(out)
+	}
+	t.Run("patch-resource", func(t *testing.T) {
+		for _, tc := range []struct {
+			user  string
+			token string
+			app   *labtest.App
+			ns    string
+			want  int
+		}{
+			{"viewer", viewer, team, teamNS, http.StatusForbidden},
+			{"deployer", deployer, other, otherNS, http.StatusForbidden},
+			{"deployer", deployer, team, teamNS, http.StatusOK},
+		} {
+			code, body := patch(tc.token, tc.app, tc.ns, tc.user)
+			if code != tc.want {
+				t.Errorf("%s patches Namespace %s of %s: HTTP %d %.300s; want %d", tc.user, tc.ns, tc.app.Name, code, body, tc.want)
+			}
+			if code == http.StatusForbidden && !strings.Contains(body, "permission denied") {
+				t.Errorf("%s patches Namespace %s of %s: %s; want permission denied", tc.user, tc.ns, tc.app.Name, body)
+			}
+			got, err := env.Kube.CoreV1().Namespaces().Get(labtest.Context(t), tc.ns, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if by, patched := got.Labels["lab.unprune.dev/patched-by"]; patched != (tc.want == http.StatusOK) || (patched && by != tc.user) {
+				t.Errorf("after %s's patch of %s: labels %v", tc.user, tc.ns, got.Labels)
+			}
+		}
+	})
 }

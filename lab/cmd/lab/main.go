@@ -6,7 +6,7 @@
 //
 // Configuration comes from the environment, as `make lab-up VAR=…` passes it: ARGOCD_VERSION
 // (v3.6.1, v3.0.23, v2.14.11 or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES,
-// KCM, REMOTE (a second cluster, registered with the installation), LAB_DIR.
+// KCM, REMOTE (a second cluster, registered with the installation), SERVER (argocd-server), LAB_DIR.
 package main
 
 import (
@@ -66,6 +66,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 					reg.Namespace, reg.Name, reg.Secret, reg.Name, r.Server)
 			}
 		}
+		for _, a := range st.ArgoCD {
+			if a.ServerURL == "" {
+				continue
+			}
+			fmt.Fprintf(stderr, "lab: argocd-server of %s: %s (plain HTTP)\n", a.Config.Namespace, a.ServerURL)
+			for _, u := range lab.ServerUsers {
+				fmt.Fprintf(stderr, "lab:   %-8s %s\n", u.Name, u.Role)
+				fmt.Fprintf(stderr, "lab:            argocd login 127.0.0.1:%d --plaintext --username %s --password %s\n", a.ServerPort, u.Name, u.Password)
+			}
+			fmt.Fprintf(stderr, "lab:   or: curl -s %s/api/v1/session -H 'Content-Type: application/json' -d '{\"username\":\"admin\",\"password\":\"%s\"}'  (a JWT for Authorization: Bearer)\n",
+				a.ServerURL, lab.ServerAdmin.Password)
+		}
 		fmt.Fprintf(stdout, "KUBECONFIG=%s\n", st.Kubeconfig)
 		return nil
 	case "down":
@@ -90,6 +102,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if st.Remote != nil {
 			fmt.Fprintf(stdout, "remote cluster %s, KUBECONFIG=%s\n", st.Remote.Server, st.Remote.Kubeconfig)
 		}
+		for _, a := range st.ArgoCD {
+			if a.ServerURL != "" {
+				fmt.Fprintf(stdout, "argocd-server of %s: %s\n", a.Config.Namespace, a.ServerURL)
+			}
+		}
 		for _, n := range names {
 			state := "stopped"
 			if running[n] {
@@ -112,11 +129,18 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 	if cfg.Remote, err = onOff(getenv, "REMOTE", false); err != nil {
 		return cfg, err
 	}
+	server, err := onOff(getenv, "SERVER", false)
+	if err != nil {
+		return cfg, err
+	}
 	version := getenv("ARGOCD_VERSION")
 	if version == "" {
 		version = "v3.6.1"
 	}
 	if version == "none" {
+		if server {
+			return cfg, fmt.Errorf("SERVER=1 needs an Argo CD: set ARGOCD_VERSION to one of %s", strings.Join(lab.ArgoCDVersions, ", "))
+		}
 		return cfg, nil
 	}
 	if !strings.HasPrefix(version, "v") {
@@ -133,6 +157,7 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 		InstanceLabelKey: getenv("INSTANCE_LABEL_KEY"),
 		InstallationID:   getenv("INSTALLATION_ID"),
 		AppNamespaces:    appNamespaces,
+		Server:           server,
 	}
 	return cfg, cfg.ArgoCD.Validate()
 }

@@ -22,12 +22,13 @@ func TestConfigFromEnv(t *testing.T) {
 				InstanceLabelKey: "argocd.argoproj.io/instance", InstallationID: "prod", AppNamespaces: []string{"team-a", "team-b"}}},
 		},
 		{
-			env:  map[string]string{"ARGOCD_VERSION": "v3.0.23", "REMOTE": "1"},
-			want: lab.Config{Dir: "/d", KCM: true, Remote: true, ArgoCD: &lab.ArgoCDConfig{Namespace: "argocd", Version: "v3.0.23"}},
+			env:  map[string]string{"ARGOCD_VERSION": "v3.0.23", "REMOTE": "1", "SERVER": "on"},
+			want: lab.Config{Dir: "/d", KCM: true, Remote: true, ArgoCD: &lab.ArgoCDConfig{Namespace: "argocd", Version: "v3.0.23", Server: true}},
 		},
 		{env: map[string]string{"ARGOCD_VERSION": "none", "REMOTE": "yes"}, want: lab.Config{Dir: "/d", KCM: true, Remote: true}},
 		{env: map[string]string{"KCM": "maybe"}, wantErr: true},
 		{env: map[string]string{"REMOTE": "2"}, wantErr: true},
+		{env: map[string]string{"ARGOCD_VERSION": "none", "SERVER": "1"}, wantErr: true},
 		{env: map[string]string{"TRACKING": "annotations"}, wantErr: true},
 	}
 	for _, tt := range tests {
