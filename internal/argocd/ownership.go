@@ -41,6 +41,9 @@ const (
 	// ReasonInstallationIDMismatch: the installation-id annotation does not satisfy the rule
 	// of this Argo CD version, so Argo CD ignores the tracking-id.
 	ReasonInstallationIDMismatch Reason = "InstallationIDMismatch"
+	// ReasonEmptyInstance: the tracking-id names no app (":apps/Deployment:ns/x"); Argo CD's
+	// GetAppName then returns "" and the object belongs to no app.
+	ReasonEmptyInstance Reason = "EmptyInstance"
 )
 
 // Claim is what one kind of tracking metadata (the instance label, or the tracking-id
@@ -162,6 +165,11 @@ func (s Settings) annotationClaim(annotations map[string]string, o ObjectRef) Cl
 		return claim
 	}
 	claim.Certain = certain
+	if wellFormed && id.Instance == "" {
+		claim.Reason = ReasonEmptyInstance
+		claim.Detail = fmt.Sprintf("%s names no app, so Argo CD ignores it", trackingField)
+		return claim
+	}
 	if !wellFormed {
 		claim.Reason = ReasonMalformedTrackingID
 		claim.Detail = fmt.Sprintf("%s is malformed (want <instance>:<group>/<kind>:<namespace>/<name>), so Argo CD ignores it", trackingField)
@@ -189,11 +197,18 @@ func (s Settings) installationIDMismatchDetail(onObject string) string {
 		version = "Argo CD " + s.Version.String()
 	}
 	if s.InstallationID == "" {
-		return fmt.Sprintf("annotation %s=%q while %s sets no %s; %s (v2.12.7 to v3.5.x) then ignores the object",
-			AnnotationInstallationID, onObject, ConfigMapName, SettingInstallationID, version)
+		return fmt.Sprintf("annotation %s=%q while %s sets no %s; %s (installation-id %s) then ignores the object",
+			AnnotationInstallationID, onObject, ConfigMapName, SettingInstallationID, version, s.installationIDRule())
 	}
 	return fmt.Sprintf("annotation %s=%q but %s %s is %q; %s ignores objects of other installations",
 		AnnotationInstallationID, onObject, ConfigMapName, SettingInstallationID, s.InstallationID, version)
+}
+
+func (s Settings) installationIDRule() installationIDRule {
+	if s.Version == nil {
+		return installationIDMustEqual
+	}
+	return installationIDRuleOf(*s.Version)
 }
 
 func (own *Ownership) summarise() {

@@ -134,24 +134,52 @@ func describeObject(group, kind, namespace, name string) string {
 type installationIDRule int
 
 const (
-	// installationIDIgnored: before v2.12.7 the annotation plays no part in tracking.
+	// installationIDIgnored: the annotation plays no part in tracking.
 	installationIDIgnored installationIDRule = iota
-	// installationIDMustEqual: from v2.12.7 to v3.5.x, an operator-precedence bug makes the
-	// annotation always have to equal the configured ID, even when none is configured.
+	// installationIDMustEqual: an operator-precedence bug in getAppInstanceValue
+	// (`installationID != "" && annotations == nil || annotations[id] != installationID`) makes the
+	// object's annotation always have to equal the configured ID, both possibly empty: with no ID
+	// configured, an object carrying any installation-id is ignored.
 	installationIDMustEqual
-	// installationIDMustEqualWhenConfigured: from v3.6.0, only a configured ID is checked.
+	// installationIDMustEqualWhenConfigured: the fixed check, only when an ID is configured.
 	installationIDMustEqualWhenConfigured
 )
 
-func installationIDRuleOf(v Version) installationIDRule {
-	switch {
-	case v.Less(versionInstallationIDBuggy):
-		return installationIDIgnored
-	case v.Less(versionInstallationIDFixed):
-		return installationIDMustEqual
-	default:
-		return installationIDMustEqualWhenConfigured
+func (r installationIDRule) String() string {
+	switch r {
+	case installationIDMustEqual:
+		return "must equal the configured ID, even when none is configured"
+	case installationIDMustEqualWhenConfigured:
+		return "must equal the configured ID when one is configured"
 	}
+	return "ignored"
+}
+
+// installationIDRanges holds, per release line, the first release of each rule; a release follows
+// the last entry at or before it. Read from util/argo/resource_tracking.go of each release: the
+// check arrived with its bug in v2.11.12, v2.12.12 and v2.13.0 (v2.12.7–v2.12.11 write the
+// annotation but never read it), the bug holds through v3.5.x and v3.6.0 fixed it. Lines the table
+// does not list take the rule of the newest line before them.
+var installationIDRanges = []struct {
+	from Version
+	rule installationIDRule
+}{
+	{Version{0, 0, 0}, installationIDIgnored},
+	{Version{2, 11, 12}, installationIDMustEqual},
+	{Version{2, 12, 0}, installationIDIgnored},
+	{Version{2, 12, 12}, installationIDMustEqual},
+	{Version{2, 13, 0}, installationIDMustEqual},
+	{Version{3, 6, 0}, installationIDMustEqualWhenConfigured},
+}
+
+func installationIDRuleOf(v Version) installationIDRule {
+	rule := installationIDIgnored
+	for _, r := range installationIDRanges {
+		if v.AtLeast(r.from) {
+			rule = r.rule
+		}
+	}
+	return rule
 }
 
 func (r installationIDRule) matches(configured, onObject string) bool {

@@ -142,6 +142,45 @@ func TestRefersTo(t *testing.T) {
 	}
 }
 
+// TestInstallationIDRuleBoundaries checks the rule on both sides of every boundary of every release
+// line (ARGOCD.md, corrected from each release's util/argo/resource_tracking.go).
+func TestInstallationIDRuleBoundaries(t *testing.T) {
+	tests := []struct {
+		version string
+		want    installationIDRule
+	}{
+		{"v2.10.20", installationIDIgnored},
+		{"v2.11.0", installationIDIgnored},
+		{"v2.11.11", installationIDIgnored},
+		{"v2.11.12", installationIDMustEqual}, // 2.11 line: check with the bug from .12
+		{"v2.11.14", installationIDMustEqual},
+		{"v2.12.0", installationIDIgnored},
+		{"v2.12.6", installationIDIgnored},
+		{"v2.12.7", installationIDIgnored}, // writes the annotation, never reads it
+		{"v2.12.11", installationIDIgnored},
+		{"v2.12.12", installationIDMustEqual},
+		{"v2.12.13", installationIDMustEqual},
+		{"v2.13.0", installationIDMustEqual},
+		{"v2.14.11", installationIDMustEqual},
+		{"v3.0.0", installationIDMustEqual},
+		{"v3.0.23", installationIDMustEqual},
+		{"v3.5.0", installationIDMustEqual},
+		{"v3.5.9", installationIDMustEqual},
+		{"v3.6.0", installationIDMustEqualWhenConfigured},
+		{"v3.6.1", installationIDMustEqualWhenConfigured},
+		{"v3.7.0", installationIDMustEqualWhenConfigured},
+	}
+	for _, tt := range tests {
+		v, err := ParseVersion(tt.version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := installationIDRuleOf(v); got != tt.want {
+			t.Errorf("%s: rule %q, want %q", tt.version, got, tt.want)
+		}
+	}
+}
+
 func TestInstallationIDMatches(t *testing.T) {
 	tests := []struct {
 		name                 string
@@ -150,11 +189,13 @@ func TestInstallationIDMatches(t *testing.T) {
 		wantMatches          bool
 		wantCertain          bool
 	}{
-		{name: "v2.12.6 ignores object ID", version: versionPtr(2, 12, 6), onObject: "other", wantMatches: true, wantCertain: true},
-		{name: "v2.12.6 ignores configured mismatch", version: versionPtr(2, 12, 6), configured: "prod", onObject: "other", wantMatches: true, wantCertain: true},
-		{name: "v2.12.7 buggy: unconfigured, object carries ID", version: versionPtr(2, 12, 7), onObject: "other", wantCertain: true},
+		{name: "v2.12.11 writes but never checks", version: versionPtr(2, 12, 11), onObject: "other", wantMatches: true, wantCertain: true},
+		{name: "v2.12.11 ignores configured mismatch", version: versionPtr(2, 12, 11), configured: "prod", onObject: "other", wantMatches: true, wantCertain: true},
+		{name: "v2.11.12 buggy: unconfigured, object carries ID", version: versionPtr(2, 11, 12), onObject: "other", wantCertain: true},
+		{name: "v2.12.12 buggy: unconfigured, object carries ID", version: versionPtr(2, 12, 12), onObject: "other", wantCertain: true},
 		{name: "v2.13.0 buggy", version: versionPtr(2, 13, 0), onObject: "other", wantCertain: true},
 		{name: "v2.14.11 buggy: unconfigured, object carries ID", version: versionPtr(2, 14, 11), onObject: "other", wantCertain: true},
+		{name: "v3.0.23 buggy: unconfigured, object carries ID", version: versionPtr(3, 0, 23), onObject: "other", wantCertain: true},
 		{name: "v3.5.9 buggy", version: versionPtr(3, 5, 9), onObject: "other", wantCertain: true},
 		{name: "v2.14.11 unconfigured, no ID", version: versionPtr(2, 14, 11), wantMatches: true, wantCertain: true},
 		{name: "v3.6.0 fixed: unconfigured, object carries ID", version: versionPtr(3, 6, 0), onObject: "other", wantMatches: true, wantCertain: true},

@@ -16,13 +16,23 @@ type Version struct {
 
 // Releases where tracking behaviour changed.
 var (
-	// v2.12.7 started checking the installation-id annotation, with an operator-precedence bug.
-	versionInstallationIDBuggy = Version{Major: 2, Minor: 12, Patch: 7}
-	// v3.0.0 made annotation the default tracking method.
+	// v3.0.0 made annotation the default tracking method (util/settings/settings.go,
+	// GetTrackingMethod).
 	versionAnnotationDefault = Version{Major: 3}
-	// v3.6.0 fixed the installation-id check.
-	versionInstallationIDFixed = Version{Major: 3, Minor: 6}
+	// v3.4.0 added the app-level Prune sync option (gitops-engine sync_context.go,
+	// WithDefaultPruneOption) and with it the rule that the first Prune= entry of an object's
+	// sync-options decides; earlier releases look for the exact entries Prune=false and Prune=confirm.
+	versionAppLevelPrune = Version{Major: 3, Minor: 4}
+	// v3.6.0 added the refresh-timestamp annotation, which lets a refresh requested during a
+	// comparison survive it (util/argo/argo.go, RefreshApp).
+	versionRefreshTimestamp = Version{Major: 3, Minor: 6}
 )
+
+// Line is a release line, major.minor.
+type Line struct{ Major, Minor int }
+
+// Line returns the version's release line.
+func (v Version) Line() Line { return Line{v.Major, v.Minor} }
 
 // String formats the version the way Argo CD tags its images, e.g. "v3.6.1".
 func (v Version) String() string {
@@ -96,6 +106,56 @@ func parseVersionNumber(s string) (int, error) {
 		return 0, fmt.Errorf("is out of range: %w", err)
 	}
 	return n, nil
+}
+
+// Container is the part of a workload's container spec that tells which program it runs.
+type Container struct {
+	Name    string
+	Image   string
+	Command []string
+	Args    []string
+}
+
+// controllerContainerNames are the names Argo CD's manifests (argocd-application-controller) and
+// its Helm chart (application-controller) give the controller's container.
+var controllerContainerNames = map[string]bool{"argocd-application-controller": true, "application-controller": true}
+
+// IsArgoCDContainer reports whether the container runs Argo CD's application controller: by its
+// name, by the program it starts, or by an image whose repository is argocd. A sidecar (a proxy, a
+// log shipper, a plugin) is none of these, and its image tag says nothing about Argo CD.
+func IsArgoCDContainer(c Container) bool {
+	if controllerContainerNames[c.Name] {
+		return true
+	}
+	for _, arg := range append(append([]string{}, c.Command...), c.Args...) {
+		if strings.HasSuffix(arg, "argocd-application-controller") {
+			return true
+		}
+	}
+	return imageRepositoryName(c.Image) == "argocd"
+}
+
+// VersionFromContainers reads the Argo CD version from the image tag of the container that runs
+// Argo CD, never from another container's. found is false when no container is Argo CD's or its
+// image has no release tag (a digest, "latest", a custom build).
+func VersionFromContainers(containers []Container) (v Version, found bool) {
+	for _, c := range containers {
+		if IsArgoCDContainer(c) {
+			return VersionFromImage(c.Image)
+		}
+	}
+	return Version{}, false
+}
+
+// imageRepositoryName is the last path element of an image reference, without tag or digest:
+// "argocd" for "quay.io/argoproj/argocd:v3.6.1".
+func imageRepositoryName(image string) string {
+	reference, _, _ := strings.Cut(strings.TrimSpace(image), "@")
+	if i := strings.LastIndex(reference, "/"); i >= 0 {
+		reference = reference[i+1:]
+	}
+	name, _, _ := strings.Cut(reference, ":")
+	return name
 }
 
 // VersionFromImage reads the Argo CD version from a container image reference's tag, as in

@@ -1,0 +1,233 @@
+package argocd
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// InClusterServer is the destination Argo CD uses for the cluster it runs in, and InClusterName the
+// name Argo CD gives it (util/db/cluster.go).
+const (
+	InClusterServer = "https://kubernetes.default.svc"
+	InClusterName   = "in-cluster"
+)
+
+// Application is the part of an Argo CD Application unprune reasons about. It is read from the
+// Application's JSON, which the Kubernetes API and Argo CD's own API serve alike, into this small
+// local struct: the tool does not import Argo CD's Go module.
+type Application struct {
+	Namespace       string
+	Name            string
+	UID             string
+	ResourceVersion string
+	Labels          map[string]string
+	Project         string
+	Destination     Destination
+	Automated       bool
+	AutoPrune       bool
+	SyncOptions     []string
+	SyncStatus      string
+	Revision        string
+	// ReconciledAt is when the controller started its last full comparison (CompareWithLatest):
+	// controller/appcontroller.go takes the time before CompareAppState and stores it only for
+	// comparisons at that level. It has second precision. Zero when never reconciled.
+	ReconciledAt time.Time
+	// OperationPhase is the phase of the current or last operation; Operation is true when one is
+	// requested or running, during which changing its resources races the sync.
+	OperationPhase string
+	Operation      bool
+	// Refresh is the value of a pending refresh request ("normal" or "hard"); the controller removes
+	// the annotation once it compared the app.
+	Refresh   string
+	Resources []Resource
+}
+
+// Destination is where an Application deploys: a cluster by server URL or by name, and a namespace.
+type Destination struct {
+	Server    string `json:"server,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// String names the destination cluster the way the app's spec does.
+func (d Destination) String() string {
+	switch {
+	case d.Name != "" && d.Server != "":
+		return d.Name + " (" + d.Server + ")"
+	case d.Name != "":
+		return d.Name
+	}
+	return d.Server
+}
+
+// InCluster reports whether the destination is the cluster Argo CD runs in.
+func (d Destination) InCluster() bool {
+	if d.Server != "" {
+		return d.Server == InClusterServer
+	}
+	return d.Name == "" || d.Name == InClusterName
+}
+
+// Resource is one row of .status.resources.
+type Resource struct {
+	Group           string `json:"group,omitempty"`
+	Version         string `json:"version"`
+	Kind            string `json:"kind"`
+	Namespace       string `json:"namespace,omitempty"`
+	Name            string `json:"name"`
+	Status          string `json:"status,omitempty"`
+	RequiresPruning bool   `json:"requiresPruning,omitempty"`
+	// Hook marks a live hook object (argocd.argoproj.io/hook, helm.sh/hook). Argo CD lists every live
+	// hook with requiresPruning true, even while it is still in git, but no sync prunes hooks and they
+	// never make the app OutOfSync (controller/state.go, CompareAppState).
+	Hook bool `json:"hook,omitempty"`
+}
+
+// String renders KIND[.GROUP]/[NAMESPACE/]NAME, the form RESOURCE arguments take.
+func (r Resource) String() string {
+	kind := r.Kind
+	if r.Group != "" {
+		kind += "." + r.Group
+	}
+	if r.Namespace != "" {
+		return kind + "/" + r.Namespace + "/" + r.Name
+	}
+	return kind + "/" + r.Name
+}
+
+// Key identifies the row's object regardless of API version.
+func (r Resource) Key() string {
+	return r.Group + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name
+}
+
+// Prunable reports whether the row stands for an object a prune sync would delete: it requires
+// pruning and is not a hook.
+func (r Resource) Prunable() bool { return r.RequiresPruning && !r.Hook }
+
+// Pruning lists the rows a prune sync would delete: requiring pruning, hooks excluded.
+func (a Application) Pruning() []Resource {
+	var out []Resource
+	for _, r := range a.Resources {
+		if r.Prunable() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Ref is namespace/name.
+func (a Application) Ref() string { return a.Namespace + "/" + a.Name }
+
+// Instance is the name Argo CD writes in the tracking metadata of the app's resources.
+func (a Application) Instance(controllerNamespace string) string {
+	return InstanceName(a.Namespace, a.Name, controllerNamespace)
+}
+
+type applicationDoc struct {
+	Metadata struct {
+		Namespace       string            `json:"namespace"`
+		Name            string            `json:"name"`
+		UID             string            `json:"uid"`
+		ResourceVersion string            `json:"resourceVersion"`
+		Labels          map[string]string `json:"labels"`
+		Annotations     map[string]string `json:"annotations"`
+	} `json:"metadata"`
+	Spec struct {
+		Project     string      `json:"project"`
+		Destination Destination `json:"destination"`
+		SyncPolicy  *struct {
+			Automated *struct {
+				Enabled *bool `json:"enabled"`
+				Prune   bool  `json:"prune"`
+			} `json:"automated"`
+			SyncOptions []string `json:"syncOptions"`
+		} `json:"syncPolicy"`
+	} `json:"spec"`
+	Operation json.RawMessage `json:"operation"`
+	Status    struct {
+		Sync struct {
+			Status   string `json:"status"`
+			Revision string `json:"revision"`
+		} `json:"sync"`
+		ReconciledAt   *time.Time `json:"reconciledAt"`
+		Resources      []Resource `json:"resources"`
+		OperationState *struct {
+			Phase string `json:"phase"`
+		} `json:"operationState"`
+	} `json:"status"`
+}
+
+func (d *applicationDoc) application() Application {
+	a := Application{
+		Namespace:       d.Metadata.Namespace,
+		Name:            d.Metadata.Name,
+		UID:             d.Metadata.UID,
+		ResourceVersion: d.Metadata.ResourceVersion,
+		Labels:          d.Metadata.Labels,
+		Project:         d.Spec.Project,
+		Destination:     d.Spec.Destination,
+		SyncStatus:      d.Status.Sync.Status,
+		Revision:        d.Status.Sync.Revision,
+		Resources:       d.Status.Resources,
+		Operation:       len(d.Operation) > 0 && !bytes.Equal(bytes.TrimSpace(d.Operation), []byte("null")),
+		Refresh:         d.Metadata.Annotations[AnnotationRefresh],
+	}
+	if d.Status.ReconciledAt != nil {
+		a.ReconciledAt = *d.Status.ReconciledAt
+	}
+	if p := d.Spec.SyncPolicy; p != nil {
+		a.SyncOptions = p.SyncOptions
+		// Argo CD v3.3+ can switch automation off while keeping its settings (enabled: false).
+		if p.Automated != nil && (p.Automated.Enabled == nil || *p.Automated.Enabled) {
+			a.Automated = true
+			a.AutoPrune = p.Automated.Prune
+		}
+	}
+	if s := d.Status.OperationState; s != nil {
+		a.OperationPhase = s.Phase
+		if s.Phase == "Running" || s.Phase == "Terminating" {
+			a.Operation = true
+		}
+	}
+	return a
+}
+
+// ParseApplication reads one Application from its JSON.
+func ParseApplication(data []byte) (Application, error) {
+	var d applicationDoc
+	if err := json.Unmarshal(data, &d); err != nil {
+		return Application{}, fmt.Errorf("read Application: %w", err)
+	}
+	if d.Metadata.Name == "" {
+		return Application{}, fmt.Errorf("read Application: no metadata.name")
+	}
+	return d.application(), nil
+}
+
+// ApplicationList is a page of Applications as the list endpoints of both APIs return it.
+type ApplicationList struct {
+	Items    []Application
+	Continue string
+}
+
+// ParseApplicationList reads a list response ({"metadata":{"continue":…},"items":[…]}) straight into
+// the local struct, without an intermediate map per object: listing thousands of Applications is
+// then no slower than kubectl's own decode.
+func ParseApplicationList(data []byte) (ApplicationList, error) {
+	var doc struct {
+		Metadata struct {
+			Continue string `json:"continue"`
+		} `json:"metadata"`
+		Items []applicationDoc `json:"items"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return ApplicationList{}, fmt.Errorf("read Application list: %w", err)
+	}
+	out := ApplicationList{Continue: doc.Metadata.Continue, Items: make([]Application, 0, len(doc.Items))}
+	for i := range doc.Items {
+		out.Items = append(out.Items, doc.Items[i].application())
+	}
+	return out, nil
+}

@@ -1,0 +1,64 @@
+package argocd
+
+import (
+	"testing"
+	"time"
+)
+
+func TestParseApplication(t *testing.T) {
+	app, err := ParseApplication([]byte(`{
+	  "metadata": {"namespace": "team-a", "name": "web", "uid": "u1", "resourceVersion": "7",
+	    "labels": {"tier": "front"}, "annotations": {"argocd.argoproj.io/refresh": "hard"}},
+	  "spec": {"project": "team-a", "destination": {"name": "prod-eu", "namespace": "web"},
+	    "syncPolicy": {"automated": {"prune": true}, "syncOptions": ["Prune=confirm"]}},
+	  "operation": {"sync": {}},
+	  "status": {"sync": {"status": "OutOfSync", "revision": "abc"}, "reconciledAt": "2026-11-30T12:00:05Z",
+	    "resources": [
+	      {"version": "v1", "kind": "Namespace", "name": "web", "status": "OutOfSync", "requiresPruning": true},
+	      {"group": "batch", "version": "v1", "kind": "Job", "namespace": "web", "name": "migrate", "requiresPruning": true, "hook": true},
+	      {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": "web", "name": "web", "status": "Synced"}],
+	    "operationState": {"phase": "Succeeded"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app.Ref() != "team-a/web" || app.Project != "team-a" || app.Labels["tier"] != "front" || app.Refresh != "hard" {
+		t.Errorf("metadata: %+v", app)
+	}
+	if !app.Automated || !app.AutoPrune || app.SyncOptions[0] != "Prune=confirm" || !app.Operation {
+		t.Errorf("policy: %+v", app)
+	}
+	if app.Destination.InCluster() || app.Destination.String() != "prod-eu" {
+		t.Errorf("destination %+v", app.Destination)
+	}
+	if !app.ReconciledAt.Equal(time.Date(2026, 11, 30, 12, 0, 5, 0, time.UTC)) {
+		t.Errorf("reconciledAt %v", app.ReconciledAt)
+	}
+	if p := app.Pruning(); len(p) != 1 || p[0].Kind != "Namespace" {
+		t.Errorf("Pruning() = %+v; hooks must never be in it", p)
+	}
+	if app.Instance("argocd") != "team-a_web" || app.Instance("team-a") != "web" {
+		t.Errorf("instance")
+	}
+}
+
+func TestParseApplicationList(t *testing.T) {
+	list, err := ParseApplicationList([]byte(`{"metadata":{"continue":"next"},"items":[{"metadata":{"name":"a","namespace":"argocd"}},{"metadata":{"name":"b","namespace":"argocd"},"spec":{"syncPolicy":{"automated":{"enabled":false,"prune":true}}}}]}`))
+	if err != nil || list.Continue != "next" || len(list.Items) != 2 || list.Items[1].Automated {
+		t.Fatalf("%+v %v", list, err)
+	}
+}
+
+func TestDestinationInCluster(t *testing.T) {
+	for d, want := range map[Destination]bool{
+		{}:                          true,
+		{Name: "in-cluster"}:        true,
+		{Server: InClusterServer}:   true,
+		{Server: "https://1.2.3.4"}: false,
+		{Name: "prod"}:              false,
+		{Name: "in-cluster", Server: "https://1.2.3.4"}: false,
+	} {
+		if got := d.InCluster(); got != want {
+			t.Errorf("%+v.InCluster() = %v, want %v", d, got, want)
+		}
+	}
+}
