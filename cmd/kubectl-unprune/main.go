@@ -14,7 +14,10 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Execute(ctx, "kubectl-unprune", os.Args[1:], genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	// The first signal stops unprune gracefully (no new patches; the journal says what was done);
+	// after it a second one ends the process at once.
+	go func() { <-ctx.Done(); stop() }()
+	code := cli.Execute(ctx, cli.NameKubectlPlugin, os.Args[1:], genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
 	stop()
 	os.Exit(code)
 }

@@ -6,16 +6,13 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
@@ -29,30 +26,63 @@ type When string
 
 const (
 	// Now: the resource requires pruning; any sync with prune deletes it.
-	Now When = "now"
-	// AutoPrune: the app prunes automatically; removing the resource from git deletes it.
-	AutoPrune When = "auto-prune"
+	Now When = "Now"
+	// WhenRemovedFromGit: the app prunes automatically; removing the resource from git deletes it.
+	WhenRemovedFromGit When = "WhenRemovedFromGit"
 )
 
-// Guard names beyond the object's own (risk.Guard).
+// Guards beyond the object's own (risk.Guard).
 const (
-	GuardPolicy      risk.Guard = "AdmissionPolicy"   // unprune's policy covers it (recognised, not probed)
-	GuardProbeDenied risk.Guard = "ProbeDenied"       // a dry-run DELETE was refused
-	GuardAppPrune    risk.Guard = "App:Prune=false"   // app-level option (v3.4+): a sync with its own options replaces it
-	GuardAppConfirm  risk.Guard = "App:Prune=confirm" // app-level option
+	GuardPolicy      risk.Guard = "AdmissionPolicy"     // unprune's policy covers it (recognised, not probed)
+	GuardProbeDenied risk.Guard = "ProbeDenied"         // a dry-run DELETE was refused by admission or the API server
+	GuardController  risk.Guard = "ControllerForbidden" // Argo CD's controller may not delete it (RBAC)
 )
+
+// ProbeResult is the API server's answer to a dry-run DELETE.
+type ProbeResult string
+
+const (
+	ProbeAllowed ProbeResult = "Allowed" // the deletion would go through
+	ProbeDenied  ProbeResult = "Denied"  // admission or the API server refused it
+	// ProbeControllerForbidden: RBAC refuses Argo CD's controller (probed as it).
+	ProbeControllerForbidden ProbeResult = "ControllerForbidden"
+	// ProbeInconclusive: the answer says nothing about Argo CD's controller (the prober lacks the
+	// right to delete, and could not probe as the controller).
+	ProbeInconclusive ProbeResult = "Inconclusive"
+	ProbeGone         ProbeResult = "Gone"
+)
+
+// Probe is one probe's answer.
+type Probe struct {
+	Result  ProbeResult
+	Message string
+	// As is the user the probe acted as; empty for the prober itself.
+	As string
+}
+
+// Contents is what a deletion takes with it.
+type Contents struct {
+	// Objects in a Namespace; CustomResources of a CRD; -1 when not counted.
+	Objects         int64
+	CustomResources int64
+	// Partial says some kinds could not be counted (the count is a minimum).
+	Partial string
+}
 
 // Row is one resource a prune could delete.
 type Row struct {
-	App       cluster.Application
-	Resource  cluster.Resource
-	When      When
-	Risk      risk.Class
-	RiskWhy   string
-	Contents  string // what goes with it: objects in a namespace, custom resources of a CRD
-	Guards    []risk.Guard
-	Guarded   bool   // a hard guard stops the deletion
-	Probe     string // the API server's answer to a dry-run DELETE, with --probe
+	App      argocd.Application
+	Cluster  cluster.Info
+	Resource argocd.Resource
+	When     When
+	Risk     risk.Class
+	RiskWhy  string
+	Contents *Contents
+	Guards   []risk.Guard
+	// Guarded: a hard guard stops the deletion (app-level options are soft and do not count).
+	Guarded   bool
+	Probe     *Probe
+	Notes     []string
 	LiveError string
 }
 
@@ -61,55 +91,133 @@ type Report struct {
 	ArgoCDNamespace string
 	AppsAudited     int
 	Rows            []Row
-	Softened        []string // apps whose sync options soften pruning
-	Warnings        []string
+	// Softened are apps whose sync options would soften pruning, with whether they count.
+	Softened []string
+	Warnings []string
 }
 
 // Options control an audit.
 type Options struct {
 	// Probe sends DELETE with dryRun=All for every row: the API server runs admission and answers,
 	// persisting nothing. It is the one DELETE unprune can send, and only with this option.
-	Probe   bool
-	Workers int
+	Probe bool
+	// ControllerAs is the user Argo CD's controller acts as in the in-cluster destination, for
+	// probing as it (e.g. system:serviceaccount:argocd:argocd-application-controller); empty
+	// probes as the user, whose own rights then limit what the probe can tell.
+	ControllerAs string
+	Workers      int
 }
 
-// Auditor holds the clients.
-type Auditor struct {
-	Client    *cluster.Client
-	Discovery discovery.DiscoveryInterface
+type job struct {
+	row     Row
+	objects cluster.Objects
+	ref     cluster.Ref
+	live    *cluster.Object
 }
 
 // Run audits apps.
-func (a *Auditor) Run(ctx context.Context, argocdNamespace string, apps []cluster.Application, o Options) Report {
-	rep := Report{ArgoCDNamespace: argocdNamespace, AppsAudited: len(apps)}
-	policy, warn := a.readPolicy(ctx)
-	if warn != "" {
-		rep.Warnings = append(rep.Warnings, warn)
-	}
-	type job struct {
-		app  cluster.Application
-		res  cluster.Resource
-		when When
-	}
-	var jobs []job
+func Run(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []argocd.Application, o Options) (Report, error) {
+	rep := Report{ArgoCDNamespace: argo.Namespace(), AppsAudited: len(apps)}
+	byCluster := map[string][]*job{}
+	objectsOf := map[string]cluster.Objects{}
+	var order []string
 	for _, app := range apps {
-		if opts := strings.Join(app.SyncOptions, ","); argocd.HasOption(opts, argocd.OptionPruneDisabled) || argocd.HasOption(opts, argocd.OptionPruneConfirm) {
-			rep.Softened = append(rep.Softened, fmt.Sprintf("%s: syncOptions %s", app.Ref(), opts))
+		if p := argocd.EffectivePrune(s.Version, "", app.SyncOptions); p.Value != argocd.PruneAllowed || len(p.Notes) > 0 {
+			counts := "counts for every object without its own Prune= option"
+			if p.Value == argocd.PruneAllowed {
+				counts = strings.Join(p.Notes, "; ")
+			}
+			rep.Softened = append(rep.Softened, fmt.Sprintf("%s: syncOptions %s (%s)", app.Ref(), strings.Join(app.SyncOptions, ","), counts))
 		}
-		if !app.InCluster() {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("Application %s deploys to another cluster; audit it with that cluster's --context", app.Ref()))
-			continue
-		}
+		var jobs []*job
 		for _, r := range app.Resources {
 			switch {
+			case r.Hook:
+				// Hooks are never pruned; their delete policy handles them.
 			case r.RequiresPruning:
-				jobs = append(jobs, job{app, r, Now})
+				jobs = append(jobs, &job{row: Row{App: app, Resource: r, When: Now}})
 			case app.AutoPrune:
-				if c, _ := risk.Classify(risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, argocdNamespace); c == risk.High {
-					jobs = append(jobs, job{app, r, AutoPrune})
+				if c, _ := risk.Classify(risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, argo.Namespace()); c == risk.High {
+					jobs = append(jobs, &job{row: Row{App: app, Resource: r, When: WhenRemovedFromGit}})
 				}
 			}
 		}
+		if len(jobs) == 0 {
+			continue
+		}
+		objects, err := argo.Destination(ctx, app)
+		if err != nil {
+			rep.Warnings = append(rep.Warnings, err.Error())
+			for _, j := range jobs {
+				j.row.LiveError = err.Error()
+				j.row.Cluster = cluster.Info{Name: app.Destination.Name, Server: app.Destination.Server}
+				j.row.Risk, j.row.RiskWhy = risk.Classify(risk.Object{Group: j.row.Resource.Group, Kind: j.row.Resource.Kind, Name: j.row.Resource.Name}, argo.Namespace())
+				rep.Rows = append(rep.Rows, j.row)
+			}
+			continue
+		}
+		key := objects.Info().Name + "|" + objects.Info().Server
+		if _, ok := objectsOf[key]; !ok {
+			objectsOf[key] = objects
+			order = append(order, key)
+		}
+		for _, j := range jobs {
+			j.objects = objects
+			j.row.Cluster = objects.Info()
+		}
+		byCluster[key] = append(byCluster[key], jobs...)
+	}
+	var mu sync.Mutex
+	parallel.ForEach(len(order), len(order), func(i int) {
+		rows, warnings := auditCluster(ctx, objectsOf[order[i]], byCluster[order[i]], s, argo, o)
+		mu.Lock()
+		rep.Rows = append(rep.Rows, rows...)
+		rep.Warnings = append(rep.Warnings, warnings...)
+		mu.Unlock()
+	})
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	sort.SliceStable(rep.Rows, func(i, j int) bool {
+		a, b := rep.Rows[i], rep.Rows[j]
+		if a.When != b.When {
+			return a.When == Now
+		}
+		if a.App.Ref() != b.App.Ref() {
+			return a.App.Ref() < b.App.Ref()
+		}
+		return a.Resource.String() < b.Resource.String()
+	})
+	sort.Strings(rep.Warnings)
+	return rep, nil
+}
+
+// auditCluster reads one destination's rows in bulk and judges each.
+func auditCluster(ctx context.Context, objects cluster.Objects, jobs []*job, s argocd.Settings, argo cluster.ArgoCD, o Options) ([]Row, []string) {
+	var warnings []string
+	policy, warn := readPolicy(ctx, objects)
+	if warn != "" {
+		warnings = append(warnings, warn)
+	}
+	refs := make([]cluster.Ref, len(jobs))
+	for i, j := range jobs {
+		r := j.row.Resource
+		ref, err := objects.Resolve(ctx, r.Group, r.Kind, r.Version, r.Namespace, r.Name)
+		if err != nil {
+			ref = cluster.Ref{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+		}
+		j.ref, refs[i] = ref, ref
+	}
+	for i, res := range objects.Read(ctx, refs) {
+		if res.Err != nil {
+			jobs[i].row.LiveError = res.Err.Error()
+		} else {
+			jobs[i].live = res.Object
+		}
+	}
+	controllerAs := ""
+	if objects.Info().Name == argocd.InClusterName || objects.Info().Server == argocd.InClusterServer {
+		controllerAs = o.ControllerAs
 	}
 	workers := o.Workers
 	if workers <= 0 {
@@ -117,175 +225,139 @@ func (a *Auditor) Run(ctx context.Context, argocdNamespace string, apps []cluste
 	}
 	rows := make([]Row, len(jobs))
 	parallel.ForEach(len(jobs), workers, func(i int) {
-		rows[i] = a.row(ctx, argocdNamespace, jobs[i].app, jobs[i].res, jobs[i].when, policy, o)
+		rows[i] = judge(ctx, objects, jobs[i], s, argo.Namespace(), policy, o.Probe, controllerAs)
 	})
-	sort.SliceStable(rows, func(i, j int) bool {
-		if rows[i].When != rows[j].When {
-			return rows[i].When == Now
-		}
-		return rows[i].App.Ref() < rows[j].App.Ref()
-	})
-	rep.Rows = rows
-	return rep
+	return rows, warnings
 }
 
-func (a *Auditor) row(ctx context.Context, argocdNamespace string, app cluster.Application, r cluster.Resource, when When, policy *policyInfo, o Options) Row {
-	row := Row{App: app, Resource: r, When: when}
+func judge(ctx context.Context, objects cluster.Objects, j *job, s argocd.Settings, argocdNamespace string, policy *policyInfo, probe bool, controllerAs string) Row {
+	row := j.row
+	r := row.Resource
 	obj := risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
-	live, m, err := a.Client.Live(ctx, r)
-	if err != nil {
-		row.LiveError = err.Error()
-	} else {
-		obj.Labels, obj.Annotations = live.GetLabels(), live.GetAnnotations()
-		row.Contents = a.contents(ctx, r, live)
+	if j.live != nil {
+		obj.Labels, obj.Annotations = j.live.Labels, j.live.Annotations
+		row.Contents = contents(ctx, objects, j.ref, r)
 	}
 	row.Risk, row.RiskWhy = risk.Classify(obj, argocdNamespace)
-	row.Guards = risk.Guards(obj)
-	// Argo CD's own guards hold whatever the API server would do; the API server's (an immortal
-	// namespace, an admission policy) are only as good as its answer, which --probe asks for.
-	argoGuarded := false
+	row.Guards, row.Notes = risk.Guards(obj, s.Version, row.App.SyncOptions)
+	// The object's own options hold whatever the API server would do; the API server's own guards
+	// (an immortal namespace, an admission policy) are as good as its answer, which --probe asks.
+	objectGuarded, serverGuarded := false, false
 	for _, g := range row.Guards {
-		argoGuarded = argoGuarded || g == risk.GuardPruneDisabled || g == risk.GuardPruneConfirm
+		switch {
+		case g == risk.GuardImmortalNamespace:
+			serverGuarded = true
+		case g.Hard():
+			objectGuarded = true
+		}
 	}
-	row.Guarded = len(row.Guards) > 0
 	if policy.covers(r, obj.Labels) {
 		row.Guards = append(row.Guards, GuardPolicy)
+		serverGuarded = true
+	}
+	row.Guarded = objectGuarded || serverGuarded
+	prober, canProbe := objects.(cluster.Prober)
+	if !probe || j.live == nil || !canProbe {
+		return row
+	}
+	row.Probe = probeDelete(ctx, prober, j.ref, controllerAs)
+	switch row.Probe.Result {
+	case ProbeDenied:
+		row.Guards = append(row.Guards, GuardProbeDenied)
 		row.Guarded = true
-	}
-	opts := strings.Join(app.SyncOptions, ",")
-	if argocd.HasOption(opts, argocd.OptionPruneDisabled) {
-		row.Guards = append(row.Guards, GuardAppPrune)
-	}
-	if argocd.HasOption(opts, argocd.OptionPruneConfirm) {
-		row.Guards = append(row.Guards, GuardAppConfirm)
-	}
-	if o.Probe && m != nil {
-		var denied bool
-		row.Probe, denied = a.probe(ctx, m, r)
-		if denied {
-			row.Guards = append(row.Guards, GuardProbeDenied)
-		}
+	case ProbeControllerForbidden:
+		row.Guards = append(row.Guards, GuardController)
+		row.Guarded = true
+	case ProbeAllowed:
 		// A policy that exists but does not deny (not enforced yet, or not matching) guards nothing.
-		row.Guarded = argoGuarded || denied
+		row.Guarded = objectGuarded
+	case ProbeInconclusive:
+		// Only what unprune can read for itself stands; an unprobed policy it recognises counts.
 	}
 	return row
 }
 
-// probe asks the API server whether it would delete the object, without deleting it, and reports
-// whether it refused: by admission, or by itself (immortal namespaces).
-func (a *Auditor) probe(ctx context.Context, m *meta.RESTMapping, r cluster.Resource) (string, bool) {
-	err := a.Client.ResourceInterface(m, r.Namespace).Delete(ctx, r.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
-	switch {
-	case err == nil:
-		return "allowed: the API server would delete it", false
-	case apierrors.IsForbidden(err), apierrors.IsInvalid(err):
-		msg := err.Error()
-		if s, ok := err.(apierrors.APIStatus); ok {
-			msg = s.Status().Message
+// probeDelete asks the API server whether it would delete the object, deleting nothing. It probes
+// as Argo CD's controller when it can, since only a denial that also stops the controller guards
+// anything. As the prober itself, an RBAC refusal of the prober says nothing about the controller:
+// the result is then inconclusive.
+func probeDelete(ctx context.Context, p cluster.Prober, ref cluster.Ref, controllerAs string) *Probe {
+	if controllerAs != "" {
+		err := p.ProbeDelete(ctx, ref, controllerAs)
+		switch f := cluster.Classify(err); {
+		case err == nil:
+			return &Probe{Result: ProbeAllowed, As: controllerAs, Message: "the API server would delete it for Argo CD's controller"}
+		case f == cluster.FailureAdmission || isImmortal(err):
+			return &Probe{Result: ProbeDenied, As: controllerAs, Message: message(err)}
+		case f == cluster.FailureNotFound:
+			return &Probe{Result: ProbeGone, As: controllerAs, Message: "the object no longer exists"}
+		case f == cluster.FailureRBAC && !impersonationDenied(err):
+			return &Probe{Result: ProbeControllerForbidden, As: controllerAs, Message: message(err)}
 		}
-		return "denied: " + msg, true
-	case apierrors.IsNotFound(err):
-		return "gone: the object no longer exists", false
+		// Impersonation not allowed (or another failure): probe as the prober instead.
 	}
-	return "unknown: " + err.Error(), false
+	err := p.ProbeDelete(ctx, ref, "")
+	switch f := cluster.Classify(err); {
+	case err == nil:
+		return &Probe{Result: ProbeAllowed, Message: "the API server would delete it"}
+	case f == cluster.FailureAdmission || isImmortal(err):
+		return &Probe{Result: ProbeDenied, Message: message(err)}
+	case f == cluster.FailureNotFound:
+		return &Probe{Result: ProbeGone, Message: "the object no longer exists"}
+	case f == cluster.FailureRBAC:
+		return &Probe{Result: ProbeInconclusive, Message: "your user may not delete it, so the API server's answer says nothing about Argo CD's controller " +
+			"(probe as a user who may delete it, or let unprune probe as the controller: --controller-as)"}
+	}
+	return &Probe{Result: ProbeInconclusive, Message: "the probe failed: " + err.Error()}
+}
+
+func isImmortal(err error) bool {
+	// The API server's own refusal to delete default, kube-system and kube-public.
+	return err != nil && strings.Contains(err.Error(), "this namespace may not be deleted")
+}
+
+func impersonationDenied(err error) bool {
+	return strings.Contains(err.Error(), "cannot impersonate")
+}
+
+// message is the API server's own words, without the client's wrapping.
+func message(err error) string {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		return status.Status().Message
+	}
+	return err.Error()
 }
 
 // contents says what a deletion takes with it.
-func (a *Auditor) contents(ctx context.Context, r cluster.Resource, live *unstructured.Unstructured) string {
+func contents(ctx context.Context, objects cluster.Objects, ref cluster.Ref, r argocd.Resource) *Contents {
+	counter, ok := objects.(cluster.Counter)
+	if !ok {
+		return nil
+	}
 	switch {
 	case r.Group == "" && r.Kind == "Namespace":
-		n, partial := a.countInNamespace(ctx, r.Name)
-		return plural(n, "object") + partial
+		n, skipped, err := counter.CountInNamespace(ctx, r.Name)
+		c := &Contents{Objects: n, CustomResources: -1}
+		switch {
+		case err != nil:
+			c.Objects, c.Partial = -1, "not counted: "+err.Error()
+		case skipped > 0:
+			c.Partial = fmt.Sprintf("at least; %d kinds unreadable", skipped)
+		}
+		return c
 	case r.Group == "apiextensions.k8s.io" && r.Kind == "CustomResourceDefinition":
-		n, err := a.countCustomResources(ctx, live)
+		crd, err := objects.Get(ctx, ref)
+		c := &Contents{Objects: -1, CustomResources: -1}
+		if err == nil {
+			c.CustomResources, err = counter.CountCustomResources(ctx, crd)
+		}
 		if err != nil {
-			return "custom resources: unknown (" + err.Error() + ")"
+			c.CustomResources, c.Partial = -1, "not counted: "+err.Error()
 		}
-		return plural(n, "custom resource")
+		return c
 	}
-	return ""
-}
-
-func plural(n int64, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
-
-// count lists one item and reads remainingItemCount: the API server counts without sending the list.
-func (a *Auditor) count(ctx context.Context, gvr schema.GroupVersionResource, namespace string) (int64, error) {
-	list, err := a.Client.Dynamic.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: 1})
-	if err != nil {
-		return 0, err
-	}
-	n := int64(len(list.Items))
-	if rc := list.GetRemainingItemCount(); rc != nil {
-		n += *rc
-	}
-	return n, nil
-}
-
-func (a *Auditor) countInNamespace(ctx context.Context, ns string) (int64, string) {
-	if a.Discovery == nil {
-		return 0, " (not counted)"
-	}
-	lists, err := a.Discovery.ServerPreferredNamespacedResources()
-	if err != nil && len(lists) == 0 {
-		return 0, " (not counted: " + err.Error() + ")"
-	}
-	var total int64
-	skipped := 0
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
-			continue
-		}
-		for _, res := range l.APIResources {
-			if strings.Contains(res.Name, "/") || !hasVerb(res.Verbs, "list") || (gv.Group == "events.k8s.io") {
-				continue // subresources; events are counted once, in the core group
-			}
-			n, err := a.count(ctx, gv.WithResource(res.Name), ns)
-			if err != nil {
-				skipped++
-				continue
-			}
-			total += n
-		}
-	}
-	if skipped > 0 {
-		return total, fmt.Sprintf(" (at least; %d kinds unreadable)", skipped)
-	}
-	return total, ""
-}
-
-func hasVerb(verbs []string, v string) bool {
-	for _, x := range verbs {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func (a *Auditor) countCustomResources(ctx context.Context, crd *unstructured.Unstructured) (int64, error) {
-	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
-	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
-	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	version := ""
-	for _, v := range versions {
-		m, _ := v.(map[string]any)
-		if served, _ := m["served"].(bool); served {
-			version, _ = m["name"].(string)
-			if storage, _ := m["storage"].(bool); storage {
-				break
-			}
-		}
-	}
-	if group == "" || plural == "" || version == "" {
-		return 0, fmt.Errorf("the CRD serves no version")
-	}
-	return a.count(ctx, schema.GroupVersionResource{Group: group, Version: version, Resource: plural}, "")
+	return nil
 }
 
 // policyInfo is what audit knows of unprune's own admission policy, when it is installed and bound.
@@ -294,7 +366,7 @@ type policyInfo struct {
 	names     map[string]bool // resource/name
 }
 
-func (p *policyInfo) covers(r cluster.Resource, labels map[string]string) bool {
+func (p *policyInfo) covers(r argocd.Resource, labels map[string]string) bool {
 	if p == nil {
 		return false
 	}
@@ -306,45 +378,73 @@ func (p *policyInfo) covers(r cluster.Resource, labels map[string]string) bool {
 	return false
 }
 
-var (
-	gvrPolicy  = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"}
-	gvrBinding = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"}
-)
-
 // readPolicy recognises the policy `unprune guard policy` installs. Other admission policies are not
 // evaluated here: --probe asks the API server, which evaluates them all.
-func (a *Auditor) readPolicy(ctx context.Context) (*policyInfo, string) {
-	pol, err := a.Client.Dynamic.Resource(gvrPolicy).Get(ctx, guard.PolicyName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
+func readPolicy(ctx context.Context, objects cluster.Objects) (*policyInfo, string) {
+	reader, ok := objects.(cluster.PolicyReader)
+	if !ok {
 		return nil, ""
 	}
-	if err != nil {
-		return nil, fmt.Sprintf("cannot read ValidatingAdmissionPolicy %s (%v): guards by admission are not shown; --probe asks the API server instead", guard.PolicyName, err)
+	pol, err := reader.GetClusterObject(ctx, guard.PolicyGroup, guard.PolicyVersion, guard.PolicyResource, guard.PolicyName)
+	if cluster.IsNotFound(err) {
+		return nil, ""
 	}
-	bind, err := a.Client.Dynamic.Resource(gvrBinding).Get(ctx, guard.PolicyName, metav1.GetOptions{})
+	where := objects.Info().Name
 	if err != nil {
-		return nil, fmt.Sprintf("ValidatingAdmissionPolicy %s has no binding %s: it enforces nothing", guard.PolicyName, guard.PolicyName)
+		return nil, fmt.Sprintf("cluster %s: cannot read ValidatingAdmissionPolicy %s (%v): guards by admission are not shown; --probe asks the API server instead", where, guard.PolicyName, err)
 	}
-	actions, _, _ := unstructured.NestedStringSlice(bind.Object, "spec", "validationActions")
+	bind, err := reader.GetClusterObject(ctx, guard.PolicyGroup, guard.PolicyVersion, guard.BindingResource, guard.PolicyName)
+	if err != nil {
+		return nil, fmt.Sprintf("cluster %s: ValidatingAdmissionPolicy %s has no binding %s: it enforces nothing", where, guard.PolicyName, guard.PolicyName)
+	}
+	actions := stringSlice(bind, "spec", "validationActions")
 	if !hasVerb(actions, "Deny") {
-		return nil, fmt.Sprintf("binding %s does not Deny (actions %v): it enforces nothing", guard.PolicyName, actions)
+		return nil, fmt.Sprintf("cluster %s: binding %s does not Deny (actions %v): it enforces nothing", where, guard.PolicyName, actions)
 	}
 	info := &policyInfo{resources: map[string]bool{}, names: map[string]bool{}}
-	rules, _, _ := unstructured.NestedSlice(pol.Object, "spec", "matchConstraints", "resourceRules")
+	spec, _ := pol["spec"].(map[string]any)
+	constraints, _ := spec["matchConstraints"].(map[string]any)
+	rules, _ := constraints["resourceRules"].([]any)
 	for _, rule := range rules {
 		m, _ := rule.(map[string]any)
-		groups, _, _ := unstructured.NestedStringSlice(m, "apiGroups")
-		resources, _, _ := unstructured.NestedStringSlice(m, "resources")
-		for _, g := range groups {
-			for _, r := range resources {
-				info.resources[g+"/"+r] = true
+		for _, g := range stringSlice(m, "apiGroups") {
+			for _, res := range stringSlice(m, "resources") {
+				info.resources[g+"/"+res] = true
 			}
 		}
 	}
-	for _, n := range strings.Split(pol.GetAnnotations()[guard.NamesAnnotation], ",") {
+	meta, _ := pol["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	names, _ := annotations[guard.NamesAnnotation].(string)
+	for _, n := range strings.Split(names, ",") {
 		if n != "" {
 			info.names[n] = true
 		}
 	}
 	return info, ""
+}
+
+func stringSlice(m map[string]any, path ...string) []string {
+	var cur any = m
+	for _, p := range path {
+		mm, _ := cur.(map[string]any)
+		cur = mm[p]
+	}
+	raw, _ := cur.([]any)
+	out := make([]string, 0, len(raw))
+	for _, v := range raw {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func hasVerb(verbs []string, v string) bool {
+	for _, x := range verbs {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }

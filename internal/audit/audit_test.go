@@ -3,7 +3,7 @@ package audit
 import (
 	"testing"
 
-	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/argocd"
 )
 
 func TestPolicyInfoCovers(t *testing.T) {
@@ -17,17 +17,17 @@ func TestPolicyInfoCovers(t *testing.T) {
 		},
 		names: map[string]bool{"customresourcedefinitions/widgets.example.com": true, "persistentvolumes/data": true},
 	}
-	ns := func(name string) cluster.Resource {
-		return cluster.Resource{Version: "v1", Kind: "Namespace", Name: name}
+	ns := func(name string) argocd.Resource {
+		return argocd.Resource{Version: "v1", Kind: "Namespace", Name: name}
 	}
-	crd := cluster.Resource{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}
-	pv := cluster.Resource{Version: "v1", Kind: "PersistentVolume", Name: "data"}
+	crd := argocd.Resource{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}
+	pv := argocd.Resource{Version: "v1", Kind: "PersistentVolume", Name: "data"}
 	protected := map[string]string{"unprune.dev/protected": "true"}
 
 	tests := []struct {
 		name   string
 		policy *policyInfo
-		res    cluster.Resource
+		res    argocd.Resource
 		labels map[string]string
 		want   bool
 	}{
@@ -43,8 +43,8 @@ func TestPolicyInfoCovers(t *testing.T) {
 		{name: "labelled CRD", policy: all, res: crd, labels: protected, want: true},
 		{name: "named CRD", policy: all, res: crd, want: true},
 		{name: "named PV", policy: all, res: pv, want: true},
-		{name: "CRD kind in the wrong group", policy: all, res: cluster.Resource{Group: "example.com", Version: "v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}, labels: protected, want: false},
-		{name: "namespace-named ConfigMap", policy: namespacesOnly, res: cluster.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "team-a"}, labels: protected, want: false},
+		{name: "CRD kind in the wrong group", policy: all, res: argocd.Resource{Group: "example.com", Version: "v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}, labels: protected, want: false},
+		{name: "namespace-named ConfigMap", policy: namespacesOnly, res: argocd.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "team-a"}, labels: protected, want: false},
 		{name: "nil policy, labelled", policy: nil, res: ns("team-b"), labels: protected, want: false},
 		{name: "nil policy, named", policy: nil, res: ns("team-a"), want: false},
 		{name: "empty policy", policy: &policyInfo{}, res: ns("team-a"), labels: protected, want: false},
@@ -55,26 +55,6 @@ func TestPolicyInfoCovers(t *testing.T) {
 				t.Errorf("covers(%s, %v) = %v, want %v", tt.res, tt.labels, got, tt.want)
 			}
 		})
-	}
-}
-
-func TestPlural(t *testing.T) {
-	tests := []struct {
-		n    int64
-		what string
-		want string
-	}{
-		{0, "object", "0 objects"},
-		{1, "object", "1 object"},
-		{5, "object", "5 objects"},
-		{1, "custom resource", "1 custom resource"},
-		{12, "custom resource", "12 custom resources"},
-		{-1, "object", "-1 objects"},
-	}
-	for _, tt := range tests {
-		if got := plural(tt.n, tt.what); got != tt.want {
-			t.Errorf("plural(%d, %q) = %q, want %q", tt.n, tt.what, got, tt.want)
-		}
 	}
 }
 

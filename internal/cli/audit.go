@@ -8,6 +8,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/unprune/unprune/internal/audit"
+	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/printer"
 )
 
@@ -16,21 +17,20 @@ type AuditOptions struct {
 	*GlobalOptions
 	genericiooptions.IOStreams
 
-	AllNamespaces bool
-	Output        string
-	Probe         bool
-	FailOn        string
+	Apps         []engine.AppName
+	Probe        bool
+	ControllerAs string
+	FailOn       string
 
-	format  printer.Format
-	session *session
-	appNS   string
+	selection selectionFlags
+	output    outputFlags
 }
 
 // NewAuditCommand builds `unprune audit`.
 func NewAuditCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &AuditOptions{GlobalOptions: g, IOStreams: streams}
 	cmd := &cobra.Command{
-		Use:   "audit",
+		Use:   "audit [APP...]",
 		Short: "Show what a prune would delete right now, and which deletions nothing guards",
 		Long: `Show every resource a prune would delete:
 
@@ -39,100 +39,119 @@ func NewAuditCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobr
   when removed from git  high-risk resources of apps with automated prune: the next revert deletes them
 
 with what goes with each deletion (the objects in a Namespace, the custom resources of a CRD), and the
-guard that would stop it: an immortal namespace, Prune=false or Prune=confirm on the object, or the
-admission policy "unprune guard policy" installs. Other admission policies and webhooks are only seen
-with --probe, which asks the API server with a DELETE carrying dryRun=All: the API server runs
-admission and answers, and deletes nothing. That dry-run DELETE is the only DELETE unprune ever sends,
-and only with --probe.
+guard that would stop it: an immortal namespace, Prune=false or Prune=confirm on the object, the app's
+own syncOptions (only from Argo CD v3.4, and soft: a sync request with its own options replaces them),
+or the admission policy "unprune guard policy" installs. Hooks are never pruned and are left out.
 
---fail-on high|any makes the exit code 1 when unguarded deletions of that risk exist, for CI.
+Other admission policies and webhooks are only seen with --probe, which asks the API server with a
+DELETE carrying dryRun=All: the API server authorizes it, runs admission and answers, deleting nothing.
+That dry-run DELETE is the only DELETE unprune ever sends, and only with --probe. Only a denial that
+would also stop Argo CD's controller counts: unprune probes as the controller when it may impersonate
+it (--controller-as, default its service account when it exists), else as you — and when RBAC refuses
+you, the probe cannot judge and says so.
+
+--fail-on high|any makes the exit code 1 when unguarded (or unjudged) deletions of that risk exist, for CI.
 
 ` + exitCodesHelp,
 		Example: `  unprune audit -A
   unprune audit -A --probe -o wide
   unprune audit -A --fail-on high -o json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(cmd.Context()); err != nil {
+		ValidArgsFunction: completeApps(g),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(args); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "audit Applications in all namespaces")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "output format: table, wide, json or yaml")
+	o.selection.add(cmd)
+	o.output.add(cmd, true)
 	cmd.Flags().BoolVar(&o.Probe, "probe", false, "ask the API server with a dry-run DELETE (dryRun=All; nothing is deleted) whether each deletion would be denied")
+	cmd.Flags().StringVar(&o.ControllerAs, "controller-as", "", "user Argo CD's application controller acts as, to probe as it (default: its service account, when it exists)")
 	cmd.Flags().StringVar(&o.FailOn, "fail-on", "", "exit 1 when unguarded deletions exist: high (high-risk ones) or any")
+	_ = cmd.RegisterFlagCompletionFunc("fail-on", fixedCompletion("high", "any"))
 	return cmd
 }
 
 // Validate checks flags; it needs no cluster.
-func (o *AuditOptions) Validate() error {
-	f, err := printer.ParseFormat(o.Output, printer.Table, printer.Wide, printer.JSON, printer.YAML)
-	if err != nil {
-		return usageError("%v", err)
+func (o *AuditOptions) Validate(args []string) error {
+	if err := o.output.validate(); err != nil {
+		return err
 	}
-	o.format = f
 	switch o.FailOn {
 	case "", "high", "any":
 	default:
 		return usageError("--fail-on=%q: use high or any", o.FailOn)
 	}
-	if err := o.validateScope(o.AllNamespaces); err != nil {
+	if err := o.selection.validate(o.GlobalOptions); err != nil {
 		return err
 	}
-	return nil
-}
-
-// Complete connects.
-func (o *AuditOptions) Complete(ctx context.Context) error {
-	var err error
-	if o.session, err = o.connect(ctx, o.IOStreams); err != nil {
+	if len(args) > 0 && o.selection.any() {
+		return usageError("name APPs, or select them with -A, -l or --project, not both")
+	}
+	apps, err := parseApps(args, o.GlobalOptions)
+	if err != nil {
 		return err
 	}
-	o.appNS = o.applicationScope(o.session, o.AllNamespaces)
-	return nil
+	o.Apps = apps
+	return o.validateArgoCDVersion()
 }
 
 // Run audits and prints.
 func (o *AuditOptions) Run(ctx context.Context) error {
-	apps, err := o.session.Client.ListApplications(ctx, o.appNS)
-	if err != nil {
-		return &ExitError{Code: ExitFailure, Err: err}
-	}
-	disc, err := o.ConfigFlags.ToDiscoveryClient()
+	argo, err := o.ArgoCD(ctx)
 	if err != nil {
 		return err
 	}
-	a := &audit.Auditor{Client: o.session.Client, Discovery: disc}
-	rep := a.Run(ctx, o.session.ArgoCDNamespace, apps, audit.Options{Probe: o.Probe})
-	doc := printer.NewAuditReport(rep)
-	for _, w := range rep.Warnings {
-		fmt.Fprintln(o.ErrOut, "warning:", w)
+	s, err := o.Settings(ctx, argo)
+	if err != nil {
+		return err
 	}
-	if o.format.Machine() {
-		if err := printer.Document(o.Out, o.format, doc); err != nil {
+	apps, scope, err := listApps(ctx, o.GlobalOptions, argo, o.Apps, o.selection)
+	if err != nil {
+		return failure(err)
+	}
+	controllerAs := o.ControllerAs
+	if o.Probe && controllerAs == "" {
+		controllerAs = argo.ControllerServiceAccount(ctx)
+	}
+	rep, err := audit.Run(ctx, argo, s, apps, audit.Options{Probe: o.Probe, ControllerAs: controllerAs})
+	if err != nil {
+		return failure(fmt.Errorf("audit interrupted; nothing was changed: %w", err))
+	}
+	info := argo.Cluster()
+	doc := printer.NewAuditReport(o.metadata(&info), printer.NewArgoCD(argo.Namespace(), s), rep)
+	for _, w := range rep.Warnings {
+		fmt.Fprintln(o.ErrOut, "warning:", printer.Line(w))
+	}
+	if o.output.out.Document() {
+		if err := o.output.out.Print(o.Out, doc, doc.Names); err != nil {
 			return err
 		}
-	} else {
-		for _, s := range rep.Softened {
-			fmt.Fprintln(o.ErrOut, "softened by app-level sync options (a sync request with its own options replaces them):", s)
-		}
-		if len(doc.Rows) == 0 {
-			fmt.Fprintf(o.ErrOut, "No prune would delete anything (%d Applications audited in %s).\n", len(apps), scope(o.appNS))
-		} else {
-			if err := printer.AuditTable(o.Out, doc, o.format == printer.Wide); err != nil {
-				return err
-			}
-			fmt.Fprintf(o.ErrOut, "%d deletions a prune could make, %d unguarded (%d high-risk). Guard them: unprune guard policy --apply; unprune guard protect|confirm RESOURCE...\n",
-				len(doc.Rows), doc.Unguarded, doc.UnguardedHigh)
-		}
+	} else if err := o.table(doc, rep, len(apps), scope); err != nil {
+		return err
 	}
-	if (o.FailOn == "high" && doc.UnguardedHigh > 0) || (o.FailOn == "any" && doc.Unguarded > 0) {
+	if (o.FailOn == "high" && doc.Summary.UnguardedHigh > 0) || (o.FailOn == "any" && doc.Summary.Unguarded > 0) {
 		return Silent(ExitFindings)
+	}
+	return nil
+}
+
+func (o *AuditOptions) table(doc printer.AuditReport, rep audit.Report, apps int, scope string) error {
+	for _, s := range rep.Softened {
+		fmt.Fprintln(o.ErrOut, "app-level sync options:", printer.Line(s))
+	}
+	if len(doc.Items) == 0 {
+		fmt.Fprintf(o.ErrOut, "No prune would delete anything (%d Applications audited in %s).\n", apps, scope)
+		return nil
+	}
+	if err := printer.AuditTable(o.Out, o.output.out, doc); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.ErrOut, "%d deletions a prune could make, %d unguarded (%d high-risk). Guard them: unprune guard policy --apply; unprune guard protect|confirm RESOURCE...\n",
+		len(doc.Items), doc.Summary.Unguarded, doc.Summary.UnguardedHigh)
+	if doc.Summary.Inconclusive > 0 {
+		fmt.Fprintf(o.ErrOut, "%d probes could not judge (see PROBE with -o wide): they count as unguarded.\n", doc.Summary.Inconclusive)
 	}
 	return nil
 }

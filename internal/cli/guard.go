@@ -2,24 +2,18 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
-	"github.com/unprune/unprune/internal/apply"
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/guard"
-	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/kube"
 	"github.com/unprune/unprune/internal/plan"
 	"github.com/unprune/unprune/internal/printer"
 )
@@ -49,10 +43,10 @@ protect and confirm are journaled and undone with "unprune undo", like detach.
 type GuardPolicyOptions struct {
 	*GlobalOptions
 	genericiooptions.IOStreams
-	Policy guard.PolicyOptions
-	Apply  bool
-	Yes    bool
-	DryRun string
+	Policy  guard.PolicyOptions
+	Apply   bool
+	Cluster string
+	change  changeFlags
 }
 
 func newGuardPolicyCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
@@ -67,14 +61,14 @@ system:masters and Argo CD's controller included. A new policy takes about a sec
 check with "unprune audit --probe".
 
 By default the YAML is printed for review or GitOps; --apply creates or updates it (server-side
-apply, field manager unprune), after a preview, with --yes.
+apply) in the current context's cluster, after a preview, with --yes.
 
 ` + exitCodesHelp,
 		Example: `  unprune guard policy --kinds namespaces,crds --break-glass-group platform-admins > guard.yaml
   unprune guard policy --apply --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
+			if err := o.Validate(cmd); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
@@ -84,23 +78,21 @@ apply, field manager unprune), after a preview, with --yes.
 	cmd.Flags().StringArrayVar(&o.Policy.Names, "name", nil, "also protect this object by name, as KIND/NAME (e.g. namespaces/team-a); repeatable")
 	cmd.Flags().StringVar(&o.Policy.BreakGlassGroup, "break-glass-group", "", "group whose members may still delete protected objects")
 	cmd.Flags().BoolVar(&o.Apply, "apply", false, "create or update the policy in the cluster (with --yes)")
-	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "apply without asking")
-	cmd.Flags().StringVar(&o.DryRun, "dry-run", "", `with --apply: "server" asks the API server with dryRun=All`)
+	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "apply it in this destination cluster of Argo CD (its name or server URL) instead of the current context's")
+	_ = cmd.RegisterFlagCompletionFunc("kinds", fixedCompletion("namespaces", "crds", "pvs"))
+	o.change.add(cmd)
 	return cmd
 }
 
 // Validate checks the policy can be built and the flags fit together.
-func (o *GuardPolicyOptions) Validate() error {
+func (o *GuardPolicyOptions) Validate(cmd *cobra.Command) error {
 	if _, err := guard.Policy(o.Policy); err != nil {
 		return usageError("%v", err)
 	}
-	if o.DryRun != "" && o.DryRun != "server" && o.DryRun != "client" {
-		return usageError(`--dry-run=%q: use "client" or "server"`, o.DryRun)
-	}
-	if !o.Apply && (o.Yes || o.DryRun != "") {
+	if !o.Apply && (flagChanged(cmd.Flags(), "yes") || flagChanged(cmd.Flags(), "dry-run")) {
 		return usageError("--yes and --dry-run go with --apply")
 	}
-	return nil
+	return o.change.validate()
 }
 
 // Run prints or applies the policy.
@@ -114,67 +106,52 @@ func (o *GuardPolicyOptions) Run(ctx context.Context) error {
 		}
 		docs = append(docs, string(b))
 	}
-	text := strings.Join(docs, "---\n")
-	if !o.Apply {
-		fmt.Fprint(o.Out, text)
+	if !o.Apply || o.change.dryRun == engine.DryRunClient {
+		fmt.Fprint(o.Out, strings.Join(docs, "---\n"))
+		if o.Apply {
+			fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
+			return Silent(ExitFindings)
+		}
 		return nil
 	}
-	restCfg, err := o.ConfigFlags.ToRESTConfig()
-	if err != nil {
-		return usageError("cannot build a client from your kubeconfig: %v", err)
-	}
-	dyn, err := dynamicFor(restCfg)
+	objects, err := o.target(ctx, o.Cluster)
 	if err != nil {
 		return err
 	}
-	if o.DryRun == "client" || (!o.Yes && o.DryRun == "") {
-		fmt.Fprint(o.Out, text)
-		fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
-		return Silent(ExitFindings)
+	applier, ok := objects.(cluster.Applier)
+	if !ok {
+		return usageError("cluster %s is reached through Argo CD's API, which can only change an app's resources: apply the policy with a kubeconfig for that cluster (--cluster-context)", objects.Info().Name)
 	}
-	po := metav1.PatchOptions{FieldManager: apply.FieldManager, Force: ptr(true)}
-	if o.DryRun == "server" {
-		po.DryRun = []string{metav1.DryRunAll}
-	}
-	gvrs := []schema.GroupVersionResource{
-		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
-		{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
-	}
+	dryRun := o.change.dryRun == engine.DryRunServer
 	for i, obj := range objs {
-		body, err := json.Marshal(obj)
-		if err != nil {
-			return err
-		}
-		u := &unstructured.Unstructured{Object: obj}
-		if _, err := dyn.Resource(gvrs[i]).Patch(ctx, u.GetName(), types.ApplyPatchType, body, po); err != nil {
-			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("apply %s %s: %w", u.GetKind(), u.GetName(), err)}
+		resource := []string{guard.PolicyResource, guard.BindingResource}[i]
+		name := resource + "/" + guard.PolicyName
+		if err := applier.Apply(ctx, guard.PolicyGroup, guard.PolicyVersion, resource, obj, dryRun); err != nil {
+			return failure(cluster.Explain(err, "apply "+name, objects.Info()))
 		}
 		verb := "applied"
-		if o.DryRun == "server" {
+		if dryRun {
 			verb = "accepted by a server-side dry run"
 		}
-		fmt.Fprintf(o.Out, "%s/%s %s\n", strings.ToLower(u.GetKind()), u.GetName(), verb)
+		fmt.Fprintf(o.Out, "%s %s\n", name, verb)
 	}
-	if o.DryRun == "server" {
+	if dryRun {
 		return Silent(ExitFindings)
 	}
 	fmt.Fprintln(o.ErrOut, "The policy is enforced within seconds; `unprune audit --probe` shows when it is.")
 	return nil
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // GuardChangeOptions are `unprune guard protect|confirm`'s inputs: metadata changes with the same
-// preview, dry-run, journal and undo as detach.
+// preview, dry run, journal and undo as detach.
 type GuardChangeOptions struct {
 	*GlobalOptions
 	genericiooptions.IOStreams
 	Verb      string // protect or confirm
-	Resources []string
-	DryRun    string
-	Yes       bool
-	Output    string
-	format    printer.Format
+	Resources []engine.ResourceArg
+	Cluster   string
+	change    changeFlags
+	output    outputFlags
 }
 
 func newGuardChangeCommand(g *GlobalOptions, streams genericiooptions.IOStreams, verb string) *cobra.Command {
@@ -196,129 +173,113 @@ Without --yes this is a preview; --dry-run=server asks the API server. Every cha
 		Example: fmt.Sprintf("  unprune guard %s ns/team-a crd/widgets.example.com\n  unprune guard %s ns/team-a --yes", verb, verb),
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Resources = args
-			if err := o.Validate(); err != nil {
+			if err := o.Validate(args); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&o.DryRun, "dry-run", "", `"client" previews (the default without --yes); "server" asks the API server with dryRun=All`)
-	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "apply without asking")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "output format: table, json or yaml")
+	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "the objects live in this destination cluster of Argo CD (its name or server URL), not the current context's")
+	o.change.add(cmd)
+	o.output.add(cmd, false)
 	return cmd
 }
 
 // Validate checks arguments.
-func (o *GuardChangeOptions) Validate() error {
-	f, err := printer.ParseFormat(o.Output, printer.Table, printer.JSON, printer.YAML)
-	if err != nil {
-		return usageError("%v", err)
+func (o *GuardChangeOptions) Validate(args []string) error {
+	if err := o.output.validate(); err != nil {
+		return err
 	}
-	o.format = f
-	switch o.DryRun {
-	case "", "client", "server":
-	case "none":
-		if !o.Yes {
-			return usageError("--dry-run=none applies changes: add --yes to confirm")
-		}
-	default:
-		return usageError(`--dry-run=%q: use "client", "server" or "none"`, o.DryRun)
+	if err := o.change.validate(); err != nil {
+		return err
 	}
-	for _, r := range o.Resources {
-		if _, err := parseResourceArg(r); err != nil {
+	if err := o.validateClusterFlags(); err != nil {
+		return err
+	}
+	o.Resources = nil
+	for _, a := range args {
+		r, err := engine.ParseResourceArg(a)
+		if err != nil {
 			return usageError("%v", err)
 		}
+		o.Resources = append(o.Resources, r)
 	}
 	return nil
 }
 
 // Run previews, dry-runs or applies the change.
 func (o *GuardChangeOptions) Run(ctx context.Context) error {
-	s, err := o.connect(ctx, o.IOStreams)
+	objects, err := o.target(ctx, o.Cluster)
 	if err != nil {
 		return err
 	}
 	build := guard.ProtectPlan
-	strategy := "protect"
 	if o.Verb == "confirm" {
-		build, strategy = guard.ConfirmPlan, "confirm"
+		build = guard.ConfirmPlan
 	}
-	var targets []target
-	for _, raw := range o.Resources {
-		arg, _ := parseResourceArg(raw)
-		r, err := resolveResource(s.Client.Mapper, arg)
-		if err != nil {
-			return usageError("%s: %v", raw, err)
-		}
-		live, m, err := s.Client.Live(ctx, r)
-		if err != nil {
-			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%w; nothing was changed", err)}
-		}
-		t := guardTarget(r, m, live)
-		targets = append(targets, target{res: r, mapping: m, live: live, plan: build(t)})
-	}
-	doc := printer.DetachReport{APIVersion: printer.APIVersion, Kind: "GuardReport", ArgoCD: printer.NewArgoCDInfo(s.ArgoCDNamespace, s.Settings),
-		Strategy: strategy, Mode: printer.ModePreview, Items: []printer.DetachItem{}}
-	items, toApply, refusals := previewItems(targets)
-	doc.Items = items
-	replan := func(t target, fresh *unstructured.Unstructured) plan.Plan {
-		return build(guardTarget(t.res, t.mapping, fresh))
-	}
-	printDoc := func() error {
-		if o.format.Machine() {
-			return printer.Document(o.Out, o.format, doc)
-		}
-		return printer.DetachPlanTable(o.Out, doc)
-	}
-	if refusals > 0 {
-		if err := printDoc(); err != nil {
-			return err
-		}
-		return refused("%d of %d resources refused (see above); nothing was changed", refusals, len(targets))
-	}
-	if len(toApply) == 0 {
-		fmt.Fprintln(o.ErrOut, "Nothing to change: every resource is guarded already.")
-		return printDoc()
-	}
-	switch changeMode(o.DryRun, o.Yes) {
-	case "client":
-		if err := printDoc(); err != nil {
-			return err
-		}
-		fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
-		return Silent(ExitFindings)
-	case "server":
-		failed := serverDryRun(ctx, s, &doc, toApply, replan, apply.Options{Progress: o.ErrOut})
-		if err := printDoc(); err != nil {
-			return err
-		}
-		if failed > 0 {
-			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("the API server rejected %d patches in a dry run; nothing was changed", failed)}
-		}
-		return Silent(ExitFindings)
-	}
-	results, failed, err := o.applyJournaled(ctx, s, &doc, journal.New("guard", strategy), toApply, replan, apply.Options{Progress: o.ErrOut})
+	e, err := o.engine(nil, argocd.Settings{}, 32)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", doc.Journal, doc.Journal)
-	if err := printDoc(); err != nil {
-		return err
+	run, err := e.PlanGuard(ctx, objects, engine.GuardRequest{Strategy: o.Verb, Resources: o.Resources, Build: func(t plan.Target) plan.Plan { return build(t) }})
+	if err != nil {
+		return engineError(err)
 	}
-	switch {
-	case failed > 0 && failed < len(results):
-		return &ExitError{Code: ExitPartial, Err: fmt.Errorf("%d of %d resources changed; the journal says which", len(results)-failed, len(results))}
-	case failed > 0:
-		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("no resource was changed")}
+	counts := run.Counts()
+	if counts[engine.OutcomeRefused]+counts[engine.OutcomeFailed] == 0 && counts[engine.OutcomePlanned] > 0 {
+		if err := e.Apply(ctx, run, o.change.dryRun); err != nil {
+			return failure(err)
+		}
+	} else if counts[engine.OutcomePlanned] == 0 && counts[engine.OutcomeRefused]+counts[engine.OutcomeFailed] == 0 {
+		fmt.Fprintln(o.ErrOut, "Nothing to change: every resource is guarded already.")
 	}
-	return nil
+	if run.Journal != "" {
+		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", run.Journal, run.Journal)
+	}
+	info := objects.Info()
+	doc := printer.NewChangeReport("GuardReport", o.metadata(&info), nil, run)
+	if o.output.out.Document() {
+		if err := o.output.out.Print(o.Out, doc, doc.Names); err != nil {
+			return err
+		}
+	} else {
+		if err := printer.ChangeTable(o.Out, o.output.out, doc); err != nil {
+			return err
+		}
+		if run.Mode == engine.ModePreview {
+			if err := printDiffs(o.Out, o.ErrOut, o.getenv("KUBECTL_EXTERNAL_DIFF"), run); err != nil {
+				return err
+			}
+		}
+	}
+	code, msg := runExit(doc, false)
+	if msg != "" {
+		return &ExitError{Code: code, Err: fmt.Errorf("%s", msg)}
+	}
+	return Silent(code)
 }
 
-func guardTarget(r cluster.Resource, m *meta.RESTMapping, live *unstructured.Unstructured) plan.Target {
-	return plan.Target{
-		Ref: argocd.ObjectRef{Group: r.Group, Kind: r.Kind, Namespace: live.GetNamespace(), Name: live.GetName(),
-			ClusterScoped: m.Scope.Name() == meta.RESTScopeNameRoot},
-		Labels: live.GetLabels(), Annotations: live.GetAnnotations(), Deleting: live.GetDeletionTimestamp() != nil,
+// target is the cluster a guard command changes: the current context's, or a destination cluster
+// of Argo CD resolved as for its apps.
+func (g *GlobalOptions) target(ctx context.Context, nameOrServer string) (cluster.Objects, error) {
+	if nameOrServer == "" {
+		clients, err := g.Clients(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return kube.NewObjects(clients, g.FieldManager), nil
 	}
+	argo, err := g.ArgoCD(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d := argocd.Destination{Name: nameOrServer}
+	if strings.Contains(nameOrServer, "://") {
+		d = argocd.Destination{Server: nameOrServer}
+	}
+	objects, err := argo.Destination(ctx, argocd.Application{Name: "(guard)", Destination: d})
+	if err != nil {
+		return nil, failure(err)
+	}
+	return objects, nil
 }

@@ -1,10 +1,12 @@
-// Package cli wires unprune's commands with cobra: one file per verb, each an Options type with
-// Complete (resolve clients, after flags are parsed), Validate (pure) and Run (writes only to its
-// streams). The engine lives in the cobra-free packages beside this one.
+// Package cli is unprune's command line: cobra wiring, flags parsed into typed requests, the engine
+// called, and the results printed. One file per verb, each an Options type with Complete (resolve
+// clients, after flags are parsed), Validate (pure) and Run (writes only to its streams). The work
+// happens in the cobra-free packages beside this one.
 package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -13,15 +15,20 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/kube"
+	"github.com/unprune/unprune/internal/printer"
+	"github.com/unprune/unprune/internal/version"
 )
 
-// GlobalOptions are the flags every command shares.
+// GlobalOptions are the flags every command shares, and the connections made from them, once.
 type GlobalOptions struct {
 	ConfigFlags     *genericclioptions.ConfigFlags
 	ArgoCDNamespace string
@@ -29,44 +36,80 @@ type GlobalOptions struct {
 	QPS             float32
 	Burst           int
 	JournalDir      string
+	FieldManager    string
+
+	// Destination clusters: --cluster-context NAME_OR_SERVER=CONTEXT, a --clusters-file with many,
+	// or --cluster-credentials=argocd to use Argo CD's own.
+	ClusterContexts    []string
+	ClustersFile       string
+	ClusterCredentials string
+	ArgoCDContext      string
 
 	// Injected for tests; nil means the real thing.
 	Now    func() time.Time
 	Getenv func(string) string
+
+	streams  genericiooptions.IOStreams
+	clients  *kube.Clients
+	argo     *kube.ArgoCD
+	settings *cluster.Settings
 }
 
-// NewRootCommand builds the command tree. name is how the binary was invoked (unprune, or
-// kubectl-unprune as a kubectl plugin), used in help text.
+// Binary names unprune runs as; each plugin name shows as its host command's subcommand.
+const (
+	NameUnprune        = "unprune"
+	NameKubectlPlugin  = "kubectl-unprune"
+	NameArgoCDPlugin   = "argocd-unprune"
+	displayKubectl     = "kubectl unprune"
+	displayArgoCD      = "argocd unprune"
+	defaultArgoCDSpace = "argocd"
+)
+
+// NewRootCommand builds a fresh command tree. name is the binary (unprune, kubectl-unprune or
+// argocd-unprune): plugins name themselves as their host shows them, in help, errors and completion.
 func NewRootCommand(name string, streams genericiooptions.IOStreams) *cobra.Command {
 	g := &GlobalOptions{
 		ConfigFlags: genericclioptions.NewConfigFlags(true),
-		QPS:         50,
-		Burst:       100,
-	}
-	use := name
-	if name == "kubectl-unprune" {
-		use = "kubectl unprune"
+		QPS:         200,
+		Burst:       400,
+		streams:     streams,
 	}
 	cmd := &cobra.Command{
-		Use:   use,
+		Use:   name,
 		Short: "Release Argo CD resources stuck on \"requires pruning\" without deleting anything",
 		Long: `unprune finds Argo CD Applications stuck OutOfSync because a resource "requires pruning"
 (it was removed from git but still exists), and releases such resources from Argo CD without
 deleting or otherwise changing them: it removes exactly the tracking metadata Argo CD reads, for
 the tracking method and settings of your installation, with a preview, a server-side dry-run,
-optimistic concurrency, a journal and an exact undo.
+optimistic concurrency, a journal and an exact undo. It also shows what any prune would delete
+and puts guards in place.
 
 ` + exitCodesHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	switch name {
+	case NameKubectlPlugin, NameArgoCDPlugin:
+		display := map[string]string{NameKubectlPlugin: displayKubectl, NameArgoCDPlugin: displayArgoCD}[name]
+		cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: display}
+		// A completion script generated here would be registered for kubectl (or argocd) itself and
+		// replace that command's own: plugins complete through kubectl_complete-unprune instead
+		// (kubectl 1.26+), which calls this binary's hidden __complete command.
+		cmd.CompletionOptions.DisableDefaultCmd = true
+	}
 	flags := cmd.PersistentFlags()
 	g.ConfigFlags.AddFlags(flags)
 	flags.StringVar(&g.ArgoCDNamespace, "argocd-namespace", "", "namespace Argo CD runs in (default: found by the labels of argocd-cm, else \"argocd\")")
 	flags.StringVar(&g.ArgoCDVersion, "argocd-version", "", "Argo CD version (e.g. v2.14.11) when it cannot be read from the application controller's image")
-	flags.Float32Var(&g.QPS, "qps", g.QPS, "maximum requests per second to the API server")
-	flags.IntVar(&g.Burst, "burst", g.Burst, "maximum burst of requests to the API server")
+	flags.Float32Var(&g.QPS, "qps", g.QPS, "maximum requests per second to each API server")
+	flags.IntVar(&g.Burst, "burst", g.Burst, "maximum burst of requests to each API server")
 	flags.StringVar(&g.JournalDir, "journal-dir", "", "where journals are written (default $XDG_STATE_HOME/unprune/journal)")
+	flags.StringVar(&g.FieldManager, "field-manager", kube.FieldManager, "name of the manager of unprune's writes (managedFields)")
+	flags.StringVar(&g.ArgoCDContext, "argocd-context", "", "kubeconfig context of the cluster Argo CD runs in (default: --context, else the current context)")
+	flags.StringArrayVar(&g.ClusterContexts, "cluster-context", nil, "reach a destination cluster with a context of your kubeconfig, as NAME_OR_SERVER=CONTEXT (Argo CD's cluster name or server URL); repeatable")
+	flags.StringVar(&g.ClustersFile, "clusters-file", "", "a file mapping many destination clusters to kubeconfig contexts (see docs/clusters.md)")
+	flags.StringVar(&g.ClusterCredentials, "cluster-credentials", "", `"argocd": reach destination clusters with the credentials in Argo CD's cluster Secrets (reads Secrets; never the default)`)
+	addVerbosity(cmd)
 
 	cmd.AddCommand(
 		NewScanCommand(g, streams),
@@ -74,17 +117,18 @@ optimistic concurrency, a journal and an exact undo.
 		NewUndoCommand(g, streams),
 		NewAuditCommand(g, streams),
 		NewGuardCommand(g, streams),
+		NewVersionCommand(g, streams),
 	)
 	return cmd
 }
 
-// session is what a command needs to talk to the cluster and Argo CD, resolved in Complete.
-type session struct {
-	Client          *cluster.Client
-	Settings        argocd.Settings
-	ArgoCDNamespace string
-	Server          string
-	Context         string
+// addVerbosity adds kubectl's -v: client-go logs each request from level 6 on.
+func addVerbosity(cmd *cobra.Command) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	if v := fs.Lookup("v"); v != nil {
+		cmd.PersistentFlags().AddGoFlag(v)
+	}
 }
 
 func (g *GlobalOptions) now() time.Time {
@@ -101,69 +145,218 @@ func (g *GlobalOptions) getenv(k string) string {
 	return os.Getenv(k)
 }
 
-// connect builds the clients and reads Argo CD's settings. Notes go to stderr.
-func (g *GlobalOptions) connect(ctx context.Context, streams genericiooptions.IOStreams) (*session, error) {
-	var version *argocd.Version
-	if g.ArgoCDVersion != "" {
-		v, err := argocd.ParseVersion(g.ArgoCDVersion)
-		if err != nil {
-			return nil, usageError("--argocd-version: %v", err)
-		}
-		version = &v
+// requestTimeout is --request-timeout, or 0.
+func (g *GlobalOptions) requestTimeout() time.Duration {
+	if g.ConfigFlags.Timeout == nil || *g.ConfigFlags.Timeout == "" || *g.ConfigFlags.Timeout == "0" {
+		return 0
+	}
+	d, err := time.ParseDuration(*g.ConfigFlags.Timeout)
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+// Clients connects to the cluster of the kubeconfig's context, once, checking with one request that
+// it answers.
+func (g *GlobalOptions) Clients(ctx context.Context) (*kube.Clients, error) {
+	if g.clients != nil {
+		return g.clients, nil
 	}
 	if g.QPS <= 0 || g.Burst <= 0 {
 		return nil, usageError("--qps and --burst must be positive")
 	}
-	restCfg, err := g.ConfigFlags.ToRESTConfig()
+	if g.ArgoCDContext != "" {
+		g.ConfigFlags.Context = &g.ArgoCDContext
+	}
+	cfg, err := g.ConfigFlags.ToRESTConfig()
 	if err != nil {
 		return nil, usageError("cannot build a client from your kubeconfig: %v (set --kubeconfig or --context)", err)
 	}
-	restCfg.QPS, restCfg.Burst = g.QPS, g.Burst
-	restCfg.UserAgent = "unprune"
 	mapper, err := g.ConfigFlags.ToRESTMapper()
 	if err != nil {
-		return nil, err
+		return nil, failure(err)
 	}
-	dyn, err := dynamicFor(restCfg)
+	info := cluster.Info{Name: argocd.InClusterName, Server: argocd.InClusterServer, URL: cfg.Host, Via: cluster.ViaKubeconfig, Context: g.contextName()}
+	c, err := kube.NewClients(cfg, info, mapper, kube.Options{QPS: g.QPS, Burst: g.Burst})
 	if err != nil {
-		return nil, err
+		return nil, failure(err)
 	}
-	c := &cluster.Client{Dynamic: dyn, Mapper: mapper}
-	s := &session{Client: c, Server: restCfg.Host}
-	if raw, err := g.ConfigFlags.ToRawKubeConfigLoader().RawConfig(); err == nil {
-		s.Context = raw.CurrentContext
-		if g.ConfigFlags.Context != nil && *g.ConfigFlags.Context != "" {
-			s.Context = *g.ConfigFlags.Context
-		}
+	if err := c.Ping(ctx, g.requestTimeout()); err != nil {
+		return nil, failure(fmt.Errorf("%w (check --context/--kubeconfig, the network or VPN)", err))
 	}
-	s.ArgoCDNamespace = g.ArgoCDNamespace
-	if s.ArgoCDNamespace == "" {
-		ns, note := c.FindArgoCDNamespace(ctx, "argocd")
-		if note != "" {
-			fmt.Fprintln(streams.ErrOut, "warning:", note)
-		}
-		s.ArgoCDNamespace = ns
-	}
-	s.Settings, err = c.Settings(ctx, s.ArgoCDNamespace, version)
-	if err != nil {
-		return nil, &ExitError{Code: ExitFailure, Err: err}
-	}
-	if s.Settings.Ambiguous {
-		fmt.Fprintf(streams.ErrOut, "warning: %s; pass --argocd-version to be exact\n", s.Settings.MethodSource)
-	}
-	return s, nil
+	g.clients = c
+	return c, nil
 }
 
-func (g *GlobalOptions) journalStore() (*journal.Store, error) {
+func (g *GlobalOptions) contextName() string {
+	if g.ConfigFlags.Context != nil && *g.ConfigFlags.Context != "" {
+		return *g.ConfigFlags.Context
+	}
+	if raw, err := g.ConfigFlags.ToRawKubeConfigLoader().RawConfig(); err == nil {
+		return raw.CurrentContext
+	}
+	return ""
+}
+
+// ArgoCD finds the Argo CD installation in the current context's cluster.
+func (g *GlobalOptions) ArgoCD(ctx context.Context) (*kube.ArgoCD, error) {
+	if g.argo != nil {
+		return g.argo, nil
+	}
+	c, err := g.Clients(ctx)
+	if err != nil {
+		return nil, err
+	}
+	objects := kube.NewObjects(c, g.FieldManager)
+	ns := g.ArgoCDNamespace
+	if ns == "" {
+		var note string
+		ns, note = kube.FindNamespace(ctx, objects, defaultArgoCDSpace)
+		if note != "" {
+			fmt.Fprintln(g.streams.ErrOut, "warning:", note)
+		}
+	}
+	dests, err := g.destinations(objects, ns)
+	if err != nil {
+		return nil, err
+	}
+	g.argo = &kube.ArgoCD{Objects: objects, Ns: ns, Destinations: dests}
+	return g.argo, nil
+}
+
+// destinations builds the resolver of destination clusters from the flags.
+func (g *GlobalOptions) destinations(management *kube.Objects, namespace string) (*kube.Destinations, error) {
+	contexts, err := g.clusterContexts()
+	if err != nil {
+		return nil, err
+	}
+	return &kube.Destinations{
+		Management: management, Namespace: namespace, Contexts: contexts,
+		ArgoCDCredentials: g.ClusterCredentials == "argocd", FromContext: g.fromContext,
+		Options: kube.Options{QPS: g.QPS, Burst: g.Burst}, FieldManager: g.FieldManager,
+	}, nil
+}
+
+// validateClusterFlags checks the destination-cluster flags before anything connects.
+func (g *GlobalOptions) validateClusterFlags() error {
+	switch g.ClusterCredentials {
+	case "", "argocd":
+	default:
+		return usageError(`--cluster-credentials=%q: the only value is "argocd" (use Argo CD's cluster Secrets); leave it out to use your kubeconfig`, g.ClusterCredentials)
+	}
+	_, err := g.clusterContexts()
+	return err
+}
+
+// clusterContexts reads --cluster-context and --clusters-file.
+func (g *GlobalOptions) clusterContexts() (map[string]string, error) {
+	out := map[string]string{}
+	for _, m := range g.ClusterContexts {
+		key, context, ok := strings.Cut(m, "=")
+		if !ok || key == "" || context == "" {
+			return nil, usageError("--cluster-context %q: use NAME_OR_SERVER=CONTEXT, e.g. prod-eu=prod-eu-admin", m)
+		}
+		out[key] = context
+	}
+	if g.ClustersFile != "" {
+		file, err := readClustersFile(g.ClustersFile)
+		if err != nil {
+			return nil, usageError("--clusters-file: %v", err)
+		}
+		for k, v := range file {
+			if _, set := out[k]; !set {
+				out[k] = v
+			}
+		}
+	}
+	return out, nil
+}
+
+// fromContext builds a client configuration from the user's kubeconfig with another context.
+func (g *GlobalOptions) fromContext(context string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if g.ConfigFlags.KubeConfig != nil && *g.ConfigFlags.KubeConfig != "" {
+		rules.ExplicitPath = *g.ConfigFlags.KubeConfig
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
+	if d := g.requestTimeout(); d > 0 {
+		overrides.Timeout = d.String()
+	}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+}
+
+// Settings reads Argo CD's tracking settings, once.
+func (g *GlobalOptions) Settings(ctx context.Context, argo cluster.ArgoCD) (argocd.Settings, error) {
+	if g.settings != nil {
+		return g.settings.Settings, nil
+	}
+	var v *argocd.Version
+	if g.ArgoCDVersion != "" {
+		parsed, err := argocd.ParseVersion(g.ArgoCDVersion)
+		if err != nil {
+			return argocd.Settings{}, usageError("--argocd-version: %v", err)
+		}
+		v = &parsed
+	}
+	s, err := argo.Settings(ctx, v)
+	if err != nil {
+		return argocd.Settings{}, failure(err)
+	}
+	for _, w := range s.Warnings {
+		fmt.Fprintln(g.streams.ErrOut, "warning:", printer.Line(w))
+	}
+	g.settings = &s
+	return s.Settings, nil
+}
+
+// validateArgoCDVersion checks --argocd-version (and the cluster flags) before anything connects.
+func (g *GlobalOptions) validateArgoCDVersion() error {
+	if err := g.validateClusterFlags(); err != nil {
+		return err
+	}
+	if g.ArgoCDVersion == "" {
+		return nil
+	}
+	if _, err := argocd.ParseVersion(g.ArgoCDVersion); err != nil {
+		return usageError("--argocd-version: %v", err)
+	}
+	return nil
+}
+
+// journals is the journal store.
+func (g *GlobalOptions) journals() (*journal.Store, error) {
 	dir := g.JournalDir
 	if dir == "" {
 		var err error
-		dir, err = journal.DefaultDir(g.getenv, os.UserHomeDir)
-		if err != nil {
-			return nil, err
+		if dir, err = journal.DefaultDir(g.getenv, os.UserHomeDir); err != nil {
+			return nil, usageError("%v (set --journal-dir)", err)
 		}
 	}
 	return journal.NewStore(dir, g.now), nil
+}
+
+// engine builds the engine for a command.
+func (g *GlobalOptions) engine(argo cluster.ArgoCD, s argocd.Settings, workers int) (*engine.Engine, error) {
+	store, err := g.journals()
+	if err != nil {
+		return nil, err
+	}
+	e := &engine.Engine{ArgoCD: argo, Settings: s, Journals: store, Workers: workers, ToolVersion: version.Get().String(), Now: g.Now}
+	if isTerminal(g.streams.ErrOut) {
+		e.Progress = g.streams.ErrOut
+	}
+	return e, nil
+}
+
+// metadata starts every document.
+func (g *GlobalOptions) metadata(c *cluster.Info) printer.Metadata {
+	m := printer.Metadata{GeneratedAt: g.now().UTC().Truncate(time.Second), ToolVersion: version.Get().String()}
+	if c != nil {
+		ref := printer.NewClusterRef(*c)
+		m.Cluster = &ref
+	}
+	return m
 }
 
 // namespaceFlag returns -n when the user set it.
@@ -173,31 +366,3 @@ func (g *GlobalOptions) namespaceFlag() (string, bool) {
 	}
 	return "", false
 }
-
-// applicationScope is where to list Applications: -A for all namespaces, else -n, else Argo CD's own.
-func (g *GlobalOptions) applicationScope(s *session, all bool) string {
-	if all {
-		return ""
-	}
-	if ns, set := g.namespaceFlag(); set {
-		return ns
-	}
-	return s.ArgoCDNamespace
-}
-
-func (g *GlobalOptions) validateScope(all bool) error {
-	if _, set := g.namespaceFlag(); set && all {
-		return usageError("-n and -A exclude each other: pick one")
-	}
-	return nil
-}
-
-// splitAppRef accepts NAME or NAMESPACE/NAME.
-func splitAppRef(s string) (ns, name string) {
-	if i := strings.Index(s, "/"); i >= 0 {
-		return s[:i], s[i+1:]
-	}
-	return "", s
-}
-
-func dynamicFor(cfg *rest.Config) (dynamic.Interface, error) { return dynamic.NewForConfig(cfg) }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/printer"
 	"github.com/unprune/unprune/internal/scan"
 )
@@ -16,107 +17,107 @@ type ScanOptions struct {
 	*GlobalOptions
 	genericiooptions.IOStreams
 
-	AllNamespaces bool
-	Output        string
-
-	format  printer.Format
-	session *session
-	appNS   string
+	Apps      []engine.AppName
+	selection selectionFlags
+	output    outputFlags
 }
 
 // NewScanCommand builds `unprune scan`.
 func NewScanCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &ScanOptions{GlobalOptions: g, IOStreams: streams}
 	cmd := &cobra.Command{
-		Use:   "scan",
+		Use:   "scan [APP...]",
 		Short: "List Applications stuck on resources that require pruning",
 		Long: `List every Argo CD Application with resources that "require pruning" (gone from git, still
-on the cluster), and for each resource: the tracking metadata on the live object, whether the app
-prunes automatically, how dangerous a prune would be, and what already guards it.
+live), and for each resource: the cluster it lives in, the tracking metadata on the live object,
+whether the app prunes automatically, how dangerous a prune would be, and what already guards it.
+Hooks are left out: Argo CD lists every live hook as requiring pruning, but never prunes them.
 
-Applications are read from Argo CD's namespace, or from -n NAMESPACE, or from all namespaces with -A
-(apps in any namespace).
+Applications are the APPs named (NAME or NAMESPACE/NAME), else those of Argo CD's namespace, of
+-n NAMESPACE, or of all namespaces with -A, narrowed by -l SELECTOR and --project.
 
 ` + exitCodesHelp,
 		Example: `  # Stuck apps in Argo CD's namespace
   unprune scan
 
   # Across all namespaces, as JSON for a script
-  unprune scan -A -o json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			if err := o.Complete(cmd.Context()); err != nil {
+  unprune scan -A -o json
+
+  # Only the names of the resources
+  unprune scan -A -o jsonpath='{.items[*].resource.name}'`,
+		ValidArgsFunction: completeApps(g),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(args); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().BoolVarP(&o.AllNamespaces, "all-namespaces", "A", false, "scan Applications in all namespaces")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "output format: table, wide, json or yaml")
+	o.selection.add(cmd)
+	o.output.add(cmd, true)
 	return cmd
 }
 
-// Complete parses the output format and connects to the cluster.
-func (o *ScanOptions) Complete(ctx context.Context) error {
-	f, err := printer.ParseFormat(o.Output, printer.Table, printer.Wide, printer.JSON, printer.YAML)
+// Validate checks flags; it needs no cluster.
+func (o *ScanOptions) Validate(args []string) error {
+	if err := o.output.validate(); err != nil {
+		return err
+	}
+	if err := o.selection.validate(o.GlobalOptions); err != nil {
+		return err
+	}
+	if len(args) > 0 && o.selection.any() {
+		return usageError("name APPs, or select them with -A, -l or --project, not both")
+	}
+	apps, err := parseApps(args, o.GlobalOptions)
 	if err != nil {
-		return usageError("%v", err)
-	}
-	o.format = f
-	if o.session, err = o.connect(ctx, o.IOStreams); err != nil {
 		return err
 	}
-	o.appNS = o.applicationScope(o.session, o.AllNamespaces)
-	return nil
-}
-
-// Validate checks flag combinations.
-func (o *ScanOptions) Validate() error {
-	if err := o.validateScope(o.AllNamespaces); err != nil {
-		return err
-	}
-	return nil
+	o.Apps = apps
+	return o.validateArgoCDVersion()
 }
 
 // Run scans and prints. The exit code is 1 when stuck apps were found.
 func (o *ScanOptions) Run(ctx context.Context) error {
-	apps, err := o.session.Client.ListApplications(ctx, o.appNS)
+	argo, err := o.ArgoCD(ctx)
 	if err != nil {
-		return &ExitError{Code: ExitFailure, Err: err}
+		return err
 	}
-	rep := scan.Run(ctx, o.session.Client, o.session.Settings, o.session.ArgoCDNamespace, apps, 8)
-	doc := printer.NewScanReport(rep)
+	s, err := o.Settings(ctx, argo)
+	if err != nil {
+		return err
+	}
+	apps, scope, err := listApps(ctx, o.GlobalOptions, argo, o.Apps, o.selection)
+	if err != nil {
+		return failure(err)
+	}
+	rep, err := scan.Run(ctx, argo, s, apps)
+	if err != nil {
+		return failure(fmt.Errorf("scan interrupted after reading %d Applications; nothing was changed: %w", len(apps), err))
+	}
+	info := argo.Cluster()
+	doc := printer.NewScanReport(o.metadata(&info), rep)
 	for _, w := range rep.Warnings {
-		fmt.Fprintln(o.ErrOut, "warning:", w)
+		fmt.Fprintln(o.ErrOut, "warning:", printer.Line(w))
 	}
-	if o.format.Machine() {
-		if err := printer.Document(o.Out, o.format, doc); err != nil {
+	if o.output.out.Document() {
+		if err := o.output.out.Print(o.Out, doc, doc.Names); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(o.ErrOut, "Argo CD in namespace %s: %s\n", o.session.ArgoCDNamespace, o.session.Settings)
-		if len(doc.Findings) == 0 {
-			fmt.Fprintf(o.ErrOut, "No Application requires pruning (%d scanned in %s).\n", len(apps), scope(o.appNS))
+		fmt.Fprintf(o.ErrOut, "Argo CD in namespace %s: %s\n", argo.Namespace(), printer.Line(s.String()))
+		if len(doc.Items) == 0 {
+			fmt.Fprintf(o.ErrOut, "No Application requires pruning (%d scanned in %s).\n", len(apps), scope)
 			return nil
 		}
-		if err := printer.ScanTable(o.Out, doc, o.format == printer.Wide); err != nil {
+		if err := printer.ScanTable(o.Out, o.output.out, doc); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.ErrOut, "%d of %d Applications have resources that require pruning. Release them with: unprune detach APP --all\n",
-			doc.StuckApplications, len(apps))
+			doc.Summary.StuckApplications, len(apps))
 	}
-	if len(doc.Findings) > 0 {
+	if len(doc.Items) > 0 {
 		return Silent(ExitFindings)
 	}
 	return nil
-}
-
-func scope(ns string) string {
-	if ns == "" {
-		return "all namespaces"
-	}
-	return "namespace " + ns
 }

@@ -3,16 +3,16 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/unprune/unprune/internal/apply"
+	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/kube"
 	"github.com/unprune/unprune/internal/printer"
-	"github.com/unprune/unprune/internal/verify"
 )
 
 // UndoOptions are `unprune undo`'s inputs.
@@ -23,25 +23,29 @@ type UndoOptions struct {
 	Journal string
 	Latest  bool
 	List    bool
-	DryRun  string
-	Yes     bool
-	Output  string
+	Workers int
 
-	format printer.Format
+	change changeFlags
+	output outputFlags
 }
 
 // NewUndoCommand builds `unprune undo`.
 func NewUndoCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UndoOptions{GlobalOptions: g, IOStreams: streams}
+	o := &UndoOptions{GlobalOptions: g, IOStreams: streams, Workers: 32}
 	cmd := &cobra.Command{
 		Use:   "undo JOURNAL | --latest | --list",
 		Short: "Restore exactly what a journal says unprune changed",
-		Long: `Restore the labels and annotations a detach (or guard) journal records, exactly as they were.
+		Long: `Restore the labels and annotations a detach (or guard) journal records, exactly as they were,
+in the cluster each entry was changed in.
 
 Each object is matched by UID: an object deleted and recreated under the same name is refused. Each
 key is restored only while it still holds what unprune wrote; a key someone has set differently
-since is left alone and reported. Without --yes this is a preview; --dry-run=server asks the API
-server. Afterwards the journal's Application gets a refresh so Argo CD sees the restored tracking.
+since is left alone and reported. Tracking metadata that would name another app or another object
+than the entry's own is never restored (a journal is an input: one edited to hand an object to
+another app is refused). Journals others can write are refused, as ssh refuses loose keys.
+
+Without --yes this is a preview; --dry-run=server asks the API server. Undo needs no Argo CD: it
+works from the journal alone; when Argo CD is reachable, the journal's Applications get a refresh.
 
 ` + exitCodesHelp,
 		Example: `  # Journals, newest first
@@ -50,7 +54,8 @@ server. Afterwards the journal's Application gets a refresh so Argo CD sees the 
   # Preview, then restore, the last run
   unprune undo --latest
   unprune undo --latest --yes`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeJournals(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.Journal = args[0]
@@ -63,19 +68,17 @@ server. Afterwards the journal's Application gets a refresh so Argo CD sees the 
 	}
 	cmd.Flags().BoolVar(&o.Latest, "latest", false, "undo the newest journal")
 	cmd.Flags().BoolVar(&o.List, "list", false, "list journals, newest first")
-	cmd.Flags().StringVar(&o.DryRun, "dry-run", "", `"client" previews (the default without --yes); "server" asks the API server with dryRun=All`)
-	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "restore without asking")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "table", "output format: table, json or yaml")
+	cmd.Flags().IntVar(&o.Workers, "workers", o.Workers, "objects restored concurrently (within --qps/--burst)")
+	o.change.add(cmd)
+	o.output.add(cmd, false)
 	return cmd
 }
 
-// Validate checks flag combinations.
+// Validate checks flag combinations; it needs no cluster.
 func (o *UndoOptions) Validate() error {
-	f, err := printer.ParseFormat(o.Output, printer.Table, printer.JSON, printer.YAML)
-	if err != nil {
-		return usageError("%v", err)
+	if err := o.output.validate(); err != nil {
+		return err
 	}
-	o.format = f
 	n := 0
 	for _, set := range []bool{o.Journal != "", o.Latest, o.List} {
 		if set {
@@ -85,38 +88,15 @@ func (o *UndoOptions) Validate() error {
 	if n != 1 {
 		return usageError("name one JOURNAL file, or use --latest or --list")
 	}
-	switch o.DryRun {
-	case "", "client", "server", "none":
-	default:
-		return usageError(`--dry-run=%q: use "client", "server" or "none"`, o.DryRun)
+	if o.Workers <= 0 {
+		return usageError("--workers must be positive")
 	}
-	if o.DryRun == "none" && !o.Yes {
-		return usageError("--dry-run=none restores: add --yes to confirm")
-	}
-	return nil
+	return o.change.validate()
 }
 
-// UndoReport is `unprune undo -o json|yaml`.
-type UndoReport struct {
-	APIVersion string          `json:"apiVersion"`
-	Kind       string          `json:"kind"`
-	Journal    string          `json:"journal"`
-	Mode       string          `json:"mode"`
-	Items      []UndoReportRow `json:"items"`
-}
-
-// UndoReportRow is one journal entry's fate.
-type UndoReportRow struct {
-	Object   string           `json:"object"`
-	Outcome  string           `json:"outcome"`
-	Restored []printer.Change `json:"restored"`
-	Refused  []string         `json:"refused,omitempty"`
-	Error    string           `json:"error,omitempty"`
-}
-
-// Run previews or restores.
+// Run lists, previews or restores.
 func (o *UndoOptions) Run(ctx context.Context) error {
-	store, err := o.journalStore()
+	store, err := o.journals()
 	if err != nil {
 		return err
 	}
@@ -125,118 +105,167 @@ func (o *UndoOptions) Run(ctx context.Context) error {
 	}
 	path := o.Journal
 	if o.Latest {
-		if path, _, err = store.Latest(); err != nil {
-			return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%w (journals are in %s; pass a JOURNAL path or --journal-dir)", err, store.Dir)}
+		if path, err = store.Latest(); err != nil {
+			return usageError("%v (journals are in %s; pass a JOURNAL path or --journal-dir)", err, store.Dir)
 		}
 	}
-	j, err := store.Load(path)
+	rec, err := store.Open(path)
 	if err != nil {
-		return &ExitError{Code: ExitFailure, Err: err}
+		return usageError("%v; nothing was changed", err)
 	}
-	s, err := o.connect(ctx, o.IOStreams)
+	e, err := o.engine(nil, argocd.Settings{}, o.Workers)
 	if err != nil {
+		_ = rec.Close()
 		return err
 	}
-	if j.Cluster != "" && j.Cluster != s.Server {
-		return refused("journal %s was written against %s, but your context talks to %s: switch with --context", path, j.Cluster, s.Server)
+	u, err := e.PlanUndo(ctx, rec, o.connect)
+	if err != nil {
+		_ = rec.Close()
+		return engineError(err)
 	}
-	mode := changeMode(o.DryRun, o.Yes)
-	undoMode := map[string]apply.UndoMode{"client": apply.UndoPreview, "server": apply.UndoDryRun, "none": apply.UndoApply}[mode]
-	rec := store.NewRecorder(path, j)
-	doc := UndoReport{APIVersion: printer.APIVersion, Kind: "UndoReport", Journal: path, Mode: mode, Items: []UndoReportRow{}}
-	var refusedKeys, failed, restored int
-	for _, r := range apply.Undo(ctx, s.Client.Dynamic, rec, undoMode) {
-		row := UndoReportRow{Object: r.Object, Restored: printer.Changes(r.Restored), Refused: r.Refused}
-		switch {
-		case r.Skipped != "":
-			row.Outcome = "already-undone"
-		case r.Err != nil:
-			row.Outcome, row.Error = printer.OutcomeFailed, r.Err.Error()
-			failed++
-		case mode == "client":
-			row.Outcome = printer.OutcomePlanned
-		case mode == "server":
-			row.Outcome = printer.OutcomeDryRunOK
-		default:
-			row.Outcome = printer.OutcomeRestored
+	e.Restore(ctx, u, o.change.dryRun)
+	if u.Mode == engine.ModeApply && u.Counts()[engine.OutcomeRestored] > 0 {
+		o.refresh(ctx, u.Journal)
+	}
+	return o.finish(u, path)
+}
+
+func (o *UndoOptions) finish(u *engine.UndoRun, path string) error {
+	u.Run.Journal = path
+	doc := printer.NewChangeReport("UndoReport", o.metadata(nil), nil, u.Run)
+	if o.output.out.Document() {
+		if err := o.output.out.Print(o.Out, doc, doc.Names); err != nil {
+			return err
 		}
-		refusedKeys += len(r.Refused)
-		restored += len(r.Restored)
-		doc.Items = append(doc.Items, row)
-	}
-	if err := o.print(doc); err != nil {
+	} else if err := printer.ChangeTable(o.Out, o.output.out, doc); err != nil {
 		return err
 	}
-	if mode == "none" && restored > 0 && j.Application != nil {
-		app := cluster.Application{Namespace: j.Application.Namespace, Name: j.Application.Name}
-		if err := verify.Refresh(ctx, s.Client, app); err != nil {
-			fmt.Fprintln(o.ErrOut, "warning:", err)
-		} else {
-			fmt.Fprintf(o.ErrOut, "Asked Argo CD to refresh Application %s.\n", app.Ref())
-		}
+	if u.JournalErr != nil {
+		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", u.JournalErr)
 	}
-	switch {
-	case failed > 0:
-		return &ExitError{Code: ExitFailure, Err: fmt.Errorf("%d objects could not be restored (see above)", failed)}
-	case refusedKeys > 0:
-		return refused("%d keys were left alone because they changed since unprune wrote them (see above)", refusedKeys)
-	case mode == "client" && restored > 0:
+	if u.Mode == engine.ModePreview && doc.Summary.Planned > 0 && !o.output.out.Document() {
 		fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Restore with --yes.")
-		return Silent(ExitFindings)
-	case mode == "server":
-		return Silent(ExitFindings)
+	}
+	code, msg := runExit(doc, false)
+	if msg != "" {
+		return &ExitError{Code: code, Err: fmt.Errorf("%s", msg)}
+	}
+	return Silent(code)
+}
+
+// connect reaches the cluster a journal entry lives in, the way it was reached when the entry was
+// written: the same kubeconfig context (checked to talk to the same API server), or Argo CD's
+// credentials when the user says so again.
+func (o *UndoOptions) connect(ctx context.Context, c cluster.Info) (cluster.Objects, error) {
+	switch c.Via {
+	case cluster.ViaKubeconfig, "":
+		if c.Name == argocd.InClusterName || c.Server == argocd.InClusterServer {
+			clients, err := o.Clients(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if err := sameServer(c, clients.Config.Host, clients.Info.Context); err != nil {
+				return nil, err
+			}
+			return kube.NewObjects(clients, o.FieldManager), nil
+		}
+		return o.connectContext(ctx, c)
+	case cluster.ViaArgoCDCredentials:
+		if o.ClusterCredentials != "argocd" {
+			return nil, fmt.Errorf("the journal reached cluster %s with Argo CD's credentials: add --cluster-credentials=argocd to use them again, or --cluster-context %s=CONTEXT",
+				c.Name, c.Name)
+		}
+		argo, err := o.ArgoCD(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return argo.Destinations.Resolve(ctx, argocd.Destination{Name: c.Name, Server: c.Server})
+	}
+	return nil, fmt.Errorf("the journal reached cluster %s %s; undo it the same way", c.Name, c.Via)
+}
+
+// connectContext reaches a destination through a kubeconfig context: the one the journal recorded,
+// unless --cluster-context maps the cluster to another.
+func (o *UndoOptions) connectContext(ctx context.Context, c cluster.Info) (cluster.Objects, error) {
+	contexts, err := o.clusterContexts()
+	if err != nil {
+		return nil, err
+	}
+	context := c.Context
+	for _, k := range []string{c.Name, c.Server} {
+		if mapped, ok := contexts[k]; ok && k != "" {
+			context = mapped
+		}
+	}
+	cfg, err := o.fromContext(context)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: kubeconfig context %q: %w (map it with --cluster-context %s=CONTEXT)", c.Name, context, err, c.Name)
+	}
+	if err := sameServer(c, cfg.Host, context); err != nil {
+		return nil, err
+	}
+	info := c
+	info.Context = context
+	clients, err := kube.NewClients(cfg, info, nil, kube.Options{QPS: o.QPS, Burst: o.Burst})
+	if err != nil {
+		return nil, err
+	}
+	if err := clients.Ping(ctx, o.requestTimeout()); err != nil {
+		return nil, err
+	}
+	return kube.NewObjects(clients, o.FieldManager), nil
+}
+
+// sameServer refuses to undo against another API server than the one the journal changed.
+func sameServer(c cluster.Info, host, context string) error {
+	want := c.URL
+	if want == "" {
+		want = c.Server
+	}
+	if want != "" && want != argocd.InClusterServer && host != want {
+		return fmt.Errorf("the journal's objects live in cluster %s at %s, but context %q talks to %s: switch with --context (or --cluster-context %s=CONTEXT)",
+			c.Name, want, context, host, c.Name)
 	}
 	return nil
 }
 
-func (o *UndoOptions) print(doc UndoReport) error {
-	if o.format.Machine() {
-		return printer.Document(o.Out, o.format, doc)
+// refresh asks Argo CD to compare the journal's apps again, when it can be reached; undo does not
+// need it.
+func (o *UndoOptions) refresh(ctx context.Context, j *journal.Journal) {
+	apps := j.Applications()
+	if len(apps) == 0 || j.ArgoCD == nil {
+		return
 	}
-	rows := make([][]string, 0, len(doc.Items))
-	for _, it := range doc.Items {
-		var what []string
-		for _, c := range it.Restored {
-			switch {
-			case c.After == nil:
-				what = append(what, "remove "+c.Field+" "+c.Key)
-			default:
-				what = append(what, "restore "+c.Field+" "+c.Key+"="+*c.After)
-			}
-		}
-		what = append(what, it.Refused...)
-		if it.Error != "" {
-			what = append(what, it.Error)
-		}
-		detail := strings.Join(what, "; ")
-		if detail == "" {
-			detail = "<nothing to restore>"
-		}
-		rows = append(rows, []string{it.Object, strings.ToUpper(it.Outcome), detail})
+	o.ArgoCDNamespace = j.ArgoCD.Namespace
+	argo, err := o.ArgoCD(ctx)
+	if err != nil {
+		return
 	}
-	return printer.Rows(o.Out, []string{"OBJECT", "OUTCOME", "DETAIL"}, rows)
+	for _, a := range apps {
+		app, err := argo.GetApplication(ctx, a.Namespace, a.Name)
+		if err == nil {
+			err = argo.Refresh(ctx, app, false)
+		}
+		if err != nil {
+			fmt.Fprintf(o.ErrOut, "warning: could not ask Argo CD to refresh Application %s: %v\n", a, err)
+			continue
+		}
+		fmt.Fprintf(o.ErrOut, "Asked Argo CD to refresh Application %s.\n", a)
+	}
 }
 
 func (o *UndoOptions) list(store *journal.Store) error {
 	sums, err := store.List()
 	if err != nil {
-		return err
+		return failure(err)
+	}
+	doc := printer.NewJournalList(o.metadata(nil), store.Dir, sums)
+	if o.output.out.Document() {
+		return o.output.out.Print(o.Out, doc, doc.Names)
 	}
 	if len(sums) == 0 {
 		fmt.Fprintf(o.ErrOut, "No journals in %s.\n", store.Dir)
 		return nil
 	}
-	rows := make([][]string, 0, len(sums))
-	for _, s := range sums {
-		app := "<none>"
-		if s.Application != nil {
-			app = s.Application.Namespace + "/" + s.Application.Name
-		}
-		state := fmt.Sprintf("%d applied, %d failed, %d undone", s.Applied, s.Failed, s.Undone)
-		if s.Err != nil {
-			state = "unreadable: " + s.Err.Error()
-		}
-		rows = append(rows, []string{s.Path, s.CreatedAt.Format("2006-01-02T15:04:05Z07:00"), s.Command + "/" + s.Strategy, app, state})
-	}
-	return printer.Rows(o.Out, []string{"JOURNAL", "CREATED", "COMMAND", "APPLICATION", "ENTRIES"}, rows)
+	return printer.JournalTable(o.Out, o.output.out, doc)
 }

@@ -16,7 +16,13 @@ import (
 
 // Names and keys of what guard installs; audit recognises them.
 const (
-	PolicyName     = "unprune-protect-deletion"
+	PolicyName = "unprune-protect-deletion"
+	// The API resources of the policy and its binding.
+	PolicyGroup     = "admissionregistration.k8s.io"
+	PolicyVersion   = "v1"
+	PolicyResource  = "validatingadmissionpolicies"
+	BindingResource = "validatingadmissionpolicybindings"
+
 	ProtectLabel   = "unprune.dev/protected"
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedBy      = "unprune"

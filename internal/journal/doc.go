@@ -1,53 +1,40 @@
-// Package journal records what unprune changes on live Kubernetes objects, so
-// that `unprune undo` can put back exactly what was there.
+// Package journal records what unprune changes on live Kubernetes objects, so that `unprune undo`
+// can put back exactly what was there.
 //
 // # Why a journal
 //
-// `unprune detach` removes Argo CD tracking labels and annotations from live
-// objects (or, with --strategy keep, adds and merges annotations); `unprune
-// guard` adds labels and annotations. Neither change can be reconstructed
-// after the fact: once a tracking annotation is gone, nothing on the cluster
-// remembers its value. The journal is that memory. For every object it holds
-// the identity of the object (group/version/resource, namespace, name and UID)
-// and, for every label or annotation touched, the exact value before and after
-// the patch (nil meaning "absent"). Undo applies the inverse of each change
-// (see [Change.Inverse]) and is guarded twice: by UID, so an object that was
-// deleted and recreated under the same name is refused, and by current value,
-// so a key someone has since set to something else is not overwritten.
+// `unprune detach` removes Argo CD tracking labels and annotations from live objects (or, with
+// --strategy keep, merges sync and compare options); `unprune guard` adds labels and annotations.
+// Once a tracking annotation is gone, nothing on the cluster remembers its value: the journal is
+// that memory. For every object it holds the cluster it lives in, the Application it belonged to,
+// its identity (group/version/resource, namespace, name, UID) and, for every label or annotation
+// touched, the exact value before and after the patch (nil meaning "absent").
 //
-// # Crash safety
+// # What a journal may contain
 //
-// The journal is written before anything is sent to the API server: every
-// entry starts in state "planned" ([StatePlanned]), and the file is on disk
-// (fsynced) before the first patch. After each patch the entry is marked
-// "applied" or "failed" and the file is saved again. A crash, a killed
-// process or a lost connection between the two therefore leaves a record of
-// every object that may have been changed; undo treats a planned entry as
-// "maybe applied" and relies on its value guards to decide.
+// Label and annotation keys and values unprune changed: Argo CD tracking values, sync and compare
+// options, unprune's protection label. A change of kubectl's last-applied-configuration annotation
+// (--scrub-last-applied), which embeds the whole object as it was applied (a Secret's data
+// included), is recorded only as the keys removed from the embedded metadata and SHA-256 digests of
+// the value before and after: no value of the object's data reaches the journal. The journal also
+// names the clusters (API server URL, kubeconfig context, Argo CD server) and the tool version.
+// It never holds credentials.
 //
-// Every write is atomic, modelled on krew's installation receipts: the
-// document is written to a temporary file in the same directory, fsynced,
-// renamed over the target and the directory is fsynced. A reader sees either
-// the previous version or the new one, never a torn file. Files are created
-// 0600 and the journal directory 0700, whatever the umask: label and
-// annotation values (for example a last-applied-configuration) can carry
-// sensitive data.
+// # Crash safety and speed
 //
-// # Format
+// Every entry is written as "planned" before anything is sent to the API server, and the file is on
+// disk (fsynced) before the first patch. Outcomes are appended to the same file as one-line
+// records (group-committed: many marks share one write and fsync), so a run of thousands of patches
+// does not rewrite the file thousands of times. A crash leaves the header and the marks written so
+// far; at most the patches in flight remain "planned", which undo treats as "maybe applied" and
+// decides from the live values. A re-planned entry (after a conflict) is appended and fsynced
+// before its patch is sent. When a run ends the file is compacted into one document, atomically
+// (temporary file, fsync, rename, directory fsync, as krew writes its receipts).
 //
-// A journal is a typed, versioned YAML document (apiVersion
-// unprune.dev/v1alpha1, kind Journal), one file per run, named <id>.yaml in
-// the journal directory ([DefaultDir]: $XDG_STATE_HOME/unprune/journal or
-// ~/.local/state/unprune/journal). IDs start with a UTC timestamp, so they
-// sort chronologically. Loading is strict: unknown fields, another kind or a
-// newer apiVersion are errors that say what is wrong, since guessing while
-// undoing changes on a cluster is worse than refusing.
+// # A journal is an input
 //
-// # Concurrency
-//
-// A [Journal] is a plain value and not safe for concurrent use. Commands that
-// patch objects concurrently go through a [Recorder], which serialises the
-// Mark* transitions and saves the file atomically after each one (concurrent
-// marks are coalesced into one write, and each call returns only once its own
-// transition is on disk).
+// Undo acts on what a journal says, so a journal is checked like a key file: it must be owned by
+// the user (or root) and writable by nobody else, as must its directory; loading is strict (unknown
+// fields, another kind or a newer apiVersion are refused); and undo refuses to restore tracking
+// metadata that names another app or another object than the entry's.
 package journal

@@ -3,16 +3,17 @@ package journal
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/unprune/unprune/internal/cluster"
 )
 
 // Group is the API group of unprune's own documents.
 const Group = "unprune.dev"
 
 // Version is the journal document version this package reads and writes.
-const Version = "v1alpha1"
+const Version = "v1alpha2"
 
 // APIVersion and Kind identify a journal document.
 const (
@@ -20,63 +21,76 @@ const (
 	Kind       = "Journal"
 )
 
-// Field says whether a change concerns a label or an annotation.
-type Field string
-
-// Fields a change can touch.
-const (
-	FieldLabel      Field = "label"
-	FieldAnnotation Field = "annotation"
-)
-
 // State is where an entry is in its life cycle.
 type State string
 
-// Entry states. An entry is written as planned before its patch is sent, then
-// becomes applied or failed; undo turns it into undone.
+// Entry states. An entry is written as planned before its patch is sent, then becomes applied,
+// failed, or skipped (nothing was sent, or nothing was left to change); undo turns it into undone.
 const (
 	StatePlanned State = "planned"
 	StateApplied State = "applied"
 	StateFailed  State = "failed"
+	StateSkipped State = "skipped"
 	StateUndone  State = "undone"
 )
 
 // Valid reports whether s is one of the known states.
 func (s State) Valid() bool {
 	switch s {
-	case StatePlanned, StateApplied, StateFailed, StateUndone:
+	case StatePlanned, StateApplied, StateFailed, StateSkipped, StateUndone:
 		return true
 	}
 	return false
 }
 
-// ErrInvalidTransition is returned (wrapped) by the Mark* methods when the
-// entry is not in a state the transition starts from.
+// ErrInvalidTransition is returned (wrapped) by the Mark* methods when the entry is not in a state
+// the transition starts from.
 var ErrInvalidTransition = errors.New("invalid journal entry state transition")
 
-// Journal is one run of a mutating command: which objects it changed and how.
+// Journal is one run of a changing command: which objects it changed, where, and how.
 type Journal struct {
 	APIVersion string    `json:"apiVersion"`
 	Kind       string    `json:"kind"`
 	ID         string    `json:"id"`
 	CreatedAt  time.Time `json:"createdAt"`
-	// Command is the unprune command that wrote the journal: detach, guard, ...
-	Command string `json:"command"`
-	// Strategy is the command's strategy, e.g. untrack, keep, protect.
+	// ToolVersion is the unprune build that wrote the journal.
+	ToolVersion string `json:"toolVersion"`
+	// Command is the unprune command that wrote the journal: detach, guard; Strategy its strategy,
+	// e.g. untrack, keep, protect, confirm.
+	Command  string `json:"command"`
 	Strategy string `json:"strategy,omitempty"`
-	// Cluster is the API server URL, Context the kubeconfig context name.
-	Cluster         string `json:"cluster,omitempty"`
-	Context         string `json:"context,omitempty"`
-	ArgoCDNamespace string `json:"argoCDNamespace,omitempty"`
-	// Application is the Argo CD Application the objects belonged to, if any.
-	Application *AppRef `json:"application,omitempty"`
-	Entries     []Entry `json:"entries"`
+	// ArgoCD is the installation whose settings planned the changes; undo checks restored tracking
+	// values against them.
+	ArgoCD *ArgoCDRef `json:"argocd,omitempty"`
+	// Clusters are the clusters the entries live in, each named once.
+	Clusters []cluster.Info `json:"clusters"`
+	Entries  []Entry        `json:"entries"`
 }
 
-// AppRef names an Argo CD Application.
+// ArgoCDRef is what a journal remembers of the Argo CD installation.
+type ArgoCDRef struct {
+	Namespace        string `json:"namespace"`
+	TrackingMethod   string `json:"trackingMethod,omitempty"`
+	InstanceLabelKey string `json:"instanceLabelKey,omitempty"`
+	InstallationID   string `json:"installationID,omitempty"`
+	// Cluster is where the installation's Applications live.
+	Cluster string `json:"cluster,omitempty"`
+}
+
+// AppRef names the Argo CD Application an entry's object belonged to.
 type AppRef struct {
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`
+	// Instance is the name Argo CD tracked the object by.
+	Instance string `json:"instance,omitempty"`
+}
+
+// String is namespace/name.
+func (a AppRef) String() string {
+	if a.Namespace == "" {
+		return a.Name
+	}
+	return a.Namespace + "/" + a.Name
 }
 
 // ObjectRef identifies a live object as it was read before the patch.
@@ -92,33 +106,30 @@ type ObjectRef struct {
 	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
-// String renders the object as group/version/resource namespace/name.
+// String renders KIND[.GROUP]/[NAMESPACE/]NAME.
 func (o ObjectRef) String() string {
-	gvr := o.Version + "/" + o.Resource
-	if o.Group != "" {
-		gvr = o.Group + "/" + gvr
-	}
-	if o.Namespace == "" {
-		return gvr + " " + o.Name
-	}
-	return gvr + " " + o.Namespace + "/" + o.Name
+	return o.Ref().String()
+}
+
+// Ref is the object as the cluster package addresses it.
+func (o ObjectRef) Ref() cluster.Ref {
+	return cluster.Ref{Group: o.Group, Version: o.Version, Resource: o.Resource, Kind: o.Kind,
+		Namespace: o.Namespace, Name: o.Name, Namespaced: o.Namespace != ""}
 }
 
 // Entry is one object and the changes made (or planned) on it.
 type Entry struct {
-	Object  ObjectRef `json:"object"`
-	Changes []Change  `json:"changes"`
-	State   State     `json:"state"`
+	// Cluster is the Name of the entry's cluster in Journal.Clusters.
+	Cluster     string    `json:"cluster"`
+	Application *AppRef   `json:"application,omitempty"`
+	Object      ObjectRef `json:"object"`
+	Changes     []Change  `json:"changes"`
+	State       State     `json:"state"`
 	// Error is the error message when State is failed.
 	Error string `json:"error,omitempty"`
 	// AppliedResourceVersion is the object's resourceVersion after the patch.
 	AppliedResourceVersion string    `json:"appliedResourceVersion,omitempty"`
 	UpdatedAt              time.Time `json:"updatedAt,omitzero"`
-}
-
-// NewEntry returns a planned entry for obj.
-func NewEntry(obj ObjectRef, changes ...Change) Entry {
-	return Entry{Object: obj, Changes: changes, State: StatePlanned}
 }
 
 // Inverse returns the changes that undo e, in reverse order.
@@ -130,82 +141,46 @@ func (e Entry) Inverse() []Change {
 	return out
 }
 
-// Change is one label or annotation key as it was before and after the patch.
-// A nil Before or After means the key is absent: a removal has Before set and
-// After nil, an addition the opposite, a rewrite both.
-type Change struct {
-	Field  Field   `json:"field"`
-	Key    string  `json:"key"`
-	Before *string `json:"before,omitempty"`
-	After  *string `json:"after,omitempty"`
+// New returns an empty journal for command and strategy, written by toolVersion. Store.Create
+// fills in the ID and creation time.
+func New(command, strategy, toolVersion string) *Journal {
+	return &Journal{APIVersion: APIVersion, Kind: Kind, Command: command, Strategy: strategy, ToolVersion: toolVersion}
 }
 
-// Removal records that key (whose value was before) is removed.
-func Removal(field Field, key, before string) Change {
-	return Change{Field: field, Key: key, Before: &before}
-}
-
-// Addition records that key is added with value after.
-func Addition(field Field, key, after string) Change {
-	return Change{Field: field, Key: key, After: &after}
-}
-
-// Rewrite records that key's value changes from before to after.
-func Rewrite(field Field, key, before, after string) Change {
-	return Change{Field: field, Key: key, Before: &before, After: &after}
-}
-
-// Inverse returns the change that undoes c: Before and After swapped.
-func (c Change) Inverse() Change {
-	return Change{Field: c.Field, Key: c.Key, Before: clonePtr(c.After), After: clonePtr(c.Before)}
-}
-
-// IsRemoval reports whether c removes a key that was present.
-func (c Change) IsRemoval() bool { return c.Before != nil && c.After == nil }
-
-// IsAddition reports whether c adds a key that was absent.
-func (c Change) IsAddition() bool { return c.Before == nil && c.After != nil }
-
-// IsRewrite reports whether c changes the value of a key that stays present.
-func (c Change) IsRewrite() bool { return c.Before != nil && c.After != nil }
-
-// String renders c for humans, e.g. `annotation "a/b": "x" -> <absent>`.
-func (c Change) String() string {
-	return fmt.Sprintf("%s %q: %s -> %s", c.Field, c.Key, showValue(c.Before), showValue(c.After))
-}
-
-func showValue(p *string) string {
-	if p == nil {
-		return "<absent>"
+// AddCluster records a cluster (once) and returns the name entries refer to it by.
+func (j *Journal) AddCluster(c cluster.Info) string {
+	key := c.Name
+	if key == "" {
+		key = c.Server
 	}
-	return strconv.Quote(*p)
+	for _, existing := range j.Clusters {
+		name := existing.Name
+		if name == "" {
+			name = existing.Server
+		}
+		if name == key {
+			return key
+		}
+	}
+	if c.Name == "" {
+		c.Name = key
+	}
+	j.Clusters = append(j.Clusters, c)
+	return key
 }
 
-func (c Change) validate() error {
-	var errs []error
-	if c.Field != FieldLabel && c.Field != FieldAnnotation {
-		errs = append(errs, fmt.Errorf("field %q is not %q or %q", c.Field, FieldLabel, FieldAnnotation))
+// ClusterOf returns the cluster an entry lives in.
+func (j *Journal) ClusterOf(e Entry) (cluster.Info, bool) {
+	for _, c := range j.Clusters {
+		if c.Name == e.Cluster {
+			return c, true
+		}
 	}
-	if c.Key == "" {
-		errs = append(errs, errors.New("key is empty"))
-	}
-	switch {
-	case c.Before == nil && c.After == nil:
-		errs = append(errs, errors.New("before and after are both absent"))
-	case c.Before != nil && c.After != nil && *c.Before == *c.After:
-		errs = append(errs, errors.New("before and after are equal"))
-	}
-	return errors.Join(errs...)
+	return cluster.Info{}, false
 }
 
-// New returns an empty journal for command and strategy. Store.Create fills
-// in the ID and creation time.
-func New(command, strategy string) *Journal {
-	return &Journal{APIVersion: APIVersion, Kind: Kind, Command: command, Strategy: strategy}
-}
-
-// Validate checks that j is a well-formed journal this package understands.
-// All problems are reported, joined.
+// Validate checks that j is a well-formed journal this package understands. All problems are
+// reported, joined.
 func (j *Journal) Validate() error {
 	if j == nil {
 		return errors.New("journal is nil")
@@ -223,96 +198,130 @@ func (j *Journal) Validate() error {
 	if j.Command == "" {
 		errs = append(errs, errors.New("command is empty"))
 	}
-	if j.Application != nil && j.Application.Name == "" {
-		errs = append(errs, errors.New("application: name is empty"))
+	clusters := map[string]bool{}
+	for i, c := range j.Clusters {
+		if c.Name == "" {
+			errs = append(errs, fmt.Errorf("clusters[%d]: name is empty", i))
+		}
+		if clusters[c.Name] {
+			errs = append(errs, fmt.Errorf("clusters[%d]: name %q appears twice", i, c.Name))
+		}
+		clusters[c.Name] = true
 	}
 	for i, e := range j.Entries {
-		var ee []error
-		o := e.Object
-		for _, f := range []struct{ name, val string }{
-			{"uid", o.UID}, {"name", o.Name}, {"resource", o.Resource}, {"version", o.Version},
-		} {
-			if f.val == "" {
-				ee = append(ee, fmt.Errorf("object %s is empty", f.name))
-			}
-		}
-		if !e.State.Valid() {
-			ee = append(ee, fmt.Errorf("state %q is not one of planned, applied, failed, undone", e.State))
-		}
-		seen := make(map[Change]int, len(e.Changes)) // keyed by field+key only
-		for k, c := range e.Changes {
-			if err := c.validate(); err != nil {
-				ee = append(ee, fmt.Errorf("changes[%d]: %w", k, err))
-			}
-			id := Change{Field: c.Field, Key: c.Key}
-			if prev, dup := seen[id]; dup {
-				ee = append(ee, fmt.Errorf("changes[%d]: %s %q already changed by changes[%d]", k, c.Field, c.Key, prev))
-			} else {
-				seen[id] = k
-			}
-		}
-		for _, err := range ee {
-			errs = append(errs, fmt.Errorf("entries[%d] (%s): %w", i, o, err))
+		for _, err := range e.validate(clusters) {
+			errs = append(errs, fmt.Errorf("entries[%d] (%s): %w", i, e.Object, err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func (e Entry) validate(clusters map[string]bool) []error {
+	var errs []error
+	o := e.Object
+	for _, f := range []struct{ name, val string }{
+		{"uid", o.UID}, {"name", o.Name}, {"resource", o.Resource}, {"version", o.Version},
+	} {
+		if f.val == "" {
+			errs = append(errs, fmt.Errorf("object %s is empty", f.name))
+		}
+	}
+	if !clusters[e.Cluster] {
+		errs = append(errs, fmt.Errorf("cluster %q is not among the journal's clusters", e.Cluster))
+	}
+	if e.Application != nil && e.Application.Name == "" {
+		errs = append(errs, errors.New("application: name is empty"))
+	}
+	if !e.State.Valid() {
+		errs = append(errs, fmt.Errorf("state %q is not one of planned, applied, failed, skipped, undone", e.State))
+	}
+	seen := make(map[string]int, len(e.Changes))
+	for k, c := range e.Changes {
+		if err := c.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("changes[%d]: %w", k, err))
+		}
+		id := string(c.Field) + "/" + c.Key
+		if prev, dup := seen[id]; dup {
+			errs = append(errs, fmt.Errorf("changes[%d]: %s %q already changed by changes[%d]", k, c.Field, c.Key, prev))
+		} else {
+			seen[id] = k
+		}
+	}
+	return errs
 }
 
 func checkID(id string) error {
 	switch {
 	case id == "":
 		return errors.New("id is empty")
-	case id == "." || id == ".." || strings.HasPrefix(id, "."):
+	case strings.HasPrefix(id, "."):
 		return fmt.Errorf("id %q must not start with a dot", id)
-	case strings.ContainsAny(id, `/\`+"\x00"):
+	case strings.ContainsAny(id, `/\`+"\x00\n"):
 		return fmt.Errorf("id %q must not contain a path separator", id)
 	}
 	return nil
 }
 
-// MarkApplied records that entry i was patched; resourceVersion is the
-// object's resourceVersion returned by the patch. The entry must be planned
-// or failed (a retry).
+// MarkApplied records that entry i was patched; resourceVersion is the object's resourceVersion
+// returned by the patch. The entry must be planned or failed (a retry).
 func (j *Journal) MarkApplied(i int, resourceVersion string, now time.Time) error {
 	e, err := j.transition(i, StateApplied, StatePlanned, StateFailed)
 	if err != nil {
 		return err
 	}
-	e.State = StateApplied
-	e.AppliedResourceVersion = resourceVersion
-	e.Error = ""
-	e.UpdatedAt = now.UTC()
+	e.State, e.AppliedResourceVersion, e.Error, e.UpdatedAt = StateApplied, resourceVersion, "", now.UTC()
 	return nil
 }
 
-// MarkFailed records that the patch of entry i failed with cause. The entry
-// must be planned or failed.
-func (j *Journal) MarkFailed(i int, cause error, now time.Time) error {
+// MarkFailed records that the patch of entry i did not happen, with why. The entry must be planned
+// or failed. clearChanges records that nothing of the plan reached the object (the API server
+// refused every patch), so that undo never "restores" keys unprune did not remove.
+func (j *Journal) MarkFailed(i int, cause string, clearChanges bool, now time.Time) error {
 	e, err := j.transition(i, StateFailed, StatePlanned, StateFailed)
 	if err != nil {
 		return err
 	}
-	msg := "unknown error"
-	if cause != nil {
-		msg = cause.Error()
+	if cause == "" {
+		cause = "unknown error"
 	}
-	e.State = StateFailed
-	e.Error = msg
-	e.UpdatedAt = now.UTC()
+	e.State, e.Error, e.UpdatedAt = StateFailed, cause, now.UTC()
+	if clearChanges {
+		e.Changes = []Change{}
+	}
 	return nil
 }
 
-// MarkUndone records that entry i was restored by undo. Planned and failed
-// entries can be undone too: after a crash or a timeout the patch may have
-// gone through, and undo decides from the live values.
+// MarkSkipped records that nothing was changed for entry i — its patch was never sent (an
+// interruption, the object gone) or a re-plan found nothing left to change — and why.
+func (j *Journal) MarkSkipped(i int, why string, now time.Time) error {
+	e, err := j.transition(i, StateSkipped, StatePlanned)
+	if err != nil {
+		return err
+	}
+	e.State, e.Error, e.Changes, e.UpdatedAt = StateSkipped, why, []Change{}, now.UTC()
+	return nil
+}
+
+// MarkUndone records that entry i was restored by undo. Planned and failed entries can be undone
+// too: after a crash or a timeout the patch may have gone through, and undo decides from the live
+// values.
 func (j *Journal) MarkUndone(i int, now time.Time) error {
 	e, err := j.transition(i, StateUndone, StatePlanned, StateApplied, StateFailed)
 	if err != nil {
 		return err
 	}
-	e.State = StateUndone
-	e.Error = ""
-	e.UpdatedAt = now.UTC()
+	e.State, e.Error, e.UpdatedAt = StateUndone, "", now.UTC()
+	return nil
+}
+
+// Replan records that entry i will be patched with other changes, planned from the object at
+// resourceVersion after a conflict. The entry must be planned.
+func (j *Journal) Replan(i int, resourceVersion string, changes []Change, now time.Time) error {
+	e, err := j.transition(i, StatePlanned, StatePlanned)
+	if err != nil {
+		return err
+	}
+	e.Object.ResourceVersion, e.Changes, e.UpdatedAt = resourceVersion, cloneChanges(changes), now.UTC()
 	return nil
 }
 
@@ -338,24 +347,34 @@ func (j *Journal) Clone() *Journal {
 		return nil
 	}
 	c := *j
-	if j.Application != nil {
-		a := *j.Application
-		c.Application = &a
+	if j.ArgoCD != nil {
+		a := *j.ArgoCD
+		c.ArgoCD = &a
 	}
+	c.Clusters = append([]cluster.Info(nil), j.Clusters...)
 	if j.Entries != nil {
 		c.Entries = make([]Entry, len(j.Entries))
 		for i, e := range j.Entries {
-			if e.Changes != nil {
-				cs := make([]Change, len(e.Changes))
-				for k, ch := range e.Changes {
-					cs[k] = Change{Field: ch.Field, Key: ch.Key, Before: clonePtr(ch.Before), After: clonePtr(ch.After)}
-				}
-				e.Changes = cs
+			if e.Application != nil {
+				a := *e.Application
+				e.Application = &a
 			}
+			e.Changes = cloneChanges(e.Changes)
 			c.Entries[i] = e
 		}
 	}
 	return &c
+}
+
+func cloneChanges(cs []Change) []Change {
+	if cs == nil {
+		return nil
+	}
+	out := make([]Change, len(cs))
+	for i, c := range cs {
+		out[i] = c.clone()
+	}
+	return out
 }
 
 // Counts returns how many entries are in each state.
@@ -367,10 +386,16 @@ func (j *Journal) Counts() map[State]int {
 	return m
 }
 
-func clonePtr(p *string) *string {
-	if p == nil {
-		return nil
+// Applications lists the distinct applications of the entries, in order of appearance.
+func (j *Journal) Applications() []AppRef {
+	var out []AppRef
+	seen := map[string]bool{}
+	for _, e := range j.Entries {
+		if e.Application == nil || seen[e.Application.String()] {
+			continue
+		}
+		seen[e.Application.String()] = true
+		out = append(out, *e.Application)
 	}
-	v := *p
-	return &v
+	return out
 }

@@ -1,237 +1,344 @@
 package journal
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/unprune/unprune/internal/cluster"
 )
 
-func ptr(s string) *string { return &s }
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func val(p *string) string {
-	if p == nil {
-		return "<nil>"
-	}
-	return "=" + *p
+func testStore(t *testing.T) *Store {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "journal")
+	return &Store{Dir: dir, Now: func() time.Time { return t0 }, Rand: bytes.NewReader([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18})}
 }
 
-func TestChangeInverse(t *testing.T) {
-	tests := []struct {
-		name       string
-		in         Change
-		wantBefore *string
-		wantAfter  *string
-		removal    bool
-		addition   bool
-		rewrite    bool
-	}{
-		{"removal becomes addition", Removal(FieldLabel, "app.kubernetes.io/instance", "guestbook"), nil, ptr("guestbook"), true, false, false},
-		{"addition becomes removal", Addition(FieldAnnotation, "argocd.argoproj.io/sync-options", "Prune=false"), ptr("Prune=false"), nil, false, true, false},
-		{"rewrite swaps", Rewrite(FieldAnnotation, "argocd.argoproj.io/sync-options", "Validate=false", "Validate=false,Prune=false"), ptr("Validate=false,Prune=false"), ptr("Validate=false"), false, false, true},
-		{"empty value is not absent", Removal(FieldLabel, "k", ""), nil, ptr(""), true, false, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.in.IsRemoval() != tt.removal || tt.in.IsAddition() != tt.addition || tt.in.IsRewrite() != tt.rewrite {
-				t.Errorf("kind predicates of %s: removal=%v addition=%v rewrite=%v", tt.in, tt.in.IsRemoval(), tt.in.IsAddition(), tt.in.IsRewrite())
-			}
-			inv := tt.in.Inverse()
-			if inv.Field != tt.in.Field || inv.Key != tt.in.Key {
-				t.Errorf("inverse changed field/key: %s", inv)
-			}
-			if val(inv.Before) != val(tt.wantBefore) || val(inv.After) != val(tt.wantAfter) {
-				t.Errorf("inverse of %s = %s", tt.in, inv)
-			}
-			back := inv.Inverse()
-			if val(back.Before) != val(tt.in.Before) || val(back.After) != val(tt.in.After) {
-				t.Errorf("double inverse of %s = %s", tt.in, back)
-			}
-			// The inverse must not alias the original's values.
-			if inv.Before != nil && tt.in.After != nil && inv.Before == tt.in.After {
-				t.Error("inverse shares a pointer with the original")
-			}
+func testJournal(n int) *Journal {
+	j := New("detach", "untrack", "v0.0.0-test")
+	j.ArgoCD = &ArgoCDRef{Namespace: "argocd", TrackingMethod: "annotation"}
+	name := j.AddCluster(cluster.Info{Name: "in-cluster", Server: "https://127.0.0.1:6443", Via: cluster.ViaKubeconfig, Context: "lab"})
+	for i := range n {
+		j.Entries = append(j.Entries, Entry{
+			Cluster:     name,
+			Application: &AppRef{Namespace: "argocd", Name: "guestbook", Instance: "guestbook"},
+			Object:      ObjectRef{Version: "v1", Resource: "namespaces", Kind: "Namespace", Name: fmt.Sprintf("ns-%d", i), UID: fmt.Sprintf("uid-%d", i), ResourceVersion: "10"},
+			Changes:     []Change{Removal(FieldAnnotation, "argocd.argoproj.io/tracking-id", fmt.Sprintf("guestbook:/Namespace:argocd/ns-%d", i))},
 		})
-	}
-}
-
-func TestEntryInverseReversesOrder(t *testing.T) {
-	e := NewEntry(testObject("a"), Removal(FieldLabel, "x", "1"), Addition(FieldAnnotation, "y", "2"))
-	inv := e.Inverse()
-	if len(inv) != 2 || inv[0].Key != "y" || !inv[0].IsRemoval() || inv[1].Key != "x" || !inv[1].IsAddition() {
-		t.Fatalf("Inverse = %v", inv)
-	}
-}
-
-func TestChangeString(t *testing.T) {
-	got := Removal(FieldAnnotation, "a/b", "x\"y").String()
-	want := `annotation "a/b": "x\"y" -> <absent>`
-	if got != want {
-		t.Errorf("String = %s, want %s", got, want)
-	}
-}
-
-func testObject(name string) ObjectRef {
-	return ObjectRef{Group: "apps", Version: "v1", Resource: "deployments", Kind: "Deployment",
-		Namespace: "default", Name: name, UID: "uid-" + name, ResourceVersion: "100"}
-}
-
-func validJournal() *Journal {
-	j := New("detach", "untrack")
-	j.ID = "20261130T031500Z-detach-guestbook-abcd"
-	j.CreatedAt = time.Date(2026, 11, 30, 3, 15, 0, 0, time.UTC)
-	j.Cluster = "https://127.0.0.1:6443"
-	j.Context = "kind-lab"
-	j.ArgoCDNamespace = "argocd"
-	j.Application = &AppRef{Namespace: "argocd", Name: "guestbook"}
-	j.Entries = []Entry{
-		NewEntry(testObject("web"),
-			Removal(FieldLabel, "app.kubernetes.io/instance", "guestbook"),
-			Removal(FieldAnnotation, "argocd.argoproj.io/tracking-id", "guestbook:apps/Deployment:default/web"),
-			Rewrite(FieldAnnotation, "kubectl.kubernetes.io/last-applied-configuration", "{\"a\":1}\n", "{}\n"),
-		),
-		NewEntry(ObjectRef{Version: "v1", Resource: "namespaces", Kind: "Namespace", Name: "guestbook", UID: "uid-ns"},
-			Addition(FieldAnnotation, "argocd.argoproj.io/sync-options", "Prune=false"),
-		),
 	}
 	return j
 }
 
-func TestValidate(t *testing.T) {
-	tests := []struct {
-		name   string
-		mutate func(j *Journal)
-		want   []string // substrings of the error; none means valid
-	}{
-		{"valid", func(j *Journal) {}, nil},
-		{"no entries is valid", func(j *Journal) { j.Entries = nil }, nil},
-		{"wrong apiVersion", func(j *Journal) { j.APIVersion = "unprune.dev/v2" }, []string{`apiVersion "unprune.dev/v2"`}},
-		{"wrong kind", func(j *Journal) { j.Kind = "Receipt" }, []string{`kind "Receipt"`}},
-		{"no id", func(j *Journal) { j.ID = "" }, []string{"id is empty"}},
-		{"id with slash", func(j *Journal) { j.ID = "../x" }, []string{"id"}},
-		{"no command", func(j *Journal) { j.Command = "" }, []string{"command is empty"}},
-		{"object without uid, name, resource, version", func(j *Journal) { j.Entries[0].Object = ObjectRef{} },
-			[]string{"object uid is empty", "object name is empty", "object resource is empty", "object version is empty"}},
-		{"bad state", func(j *Journal) { j.Entries[1].State = "done" }, []string{`entries[1]`, `state "done"`}},
-		{"bad field", func(j *Journal) { j.Entries[0].Changes[0].Field = "finalizer" }, []string{`changes[0]`, `field "finalizer"`}},
-		{"empty key", func(j *Journal) { j.Entries[0].Changes[1].Key = "" }, []string{`changes[1]`, "key is empty"}},
-		{"both absent", func(j *Journal) { j.Entries[0].Changes[0].After = nil; j.Entries[0].Changes[0].Before = nil }, []string{"both absent"}},
-		{"before equals after", func(j *Journal) { j.Entries[0].Changes[2].After = ptr("{\"a\":1}\n") }, []string{"changes[2]", "equal"}},
-		{"duplicate key", func(j *Journal) {
-			j.Entries[1].Changes = append(j.Entries[1].Changes, Removal(FieldAnnotation, "argocd.argoproj.io/sync-options", "x"))
-		}, []string{"already changed by changes[0]"}},
-		{"same key as label and annotation is fine", func(j *Journal) {
-			j.Entries[1].Changes = append(j.Entries[1].Changes, Removal(FieldLabel, "argocd.argoproj.io/sync-options", "x"))
-		}, nil},
-		{"application without name", func(j *Journal) { j.Application = &AppRef{Namespace: "argocd"} }, []string{"application"}},
+func TestCreateMarkReloadCompact(t *testing.T) {
+	s := testStore(t)
+	rec, err := s.Create(testJournal(3))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			j := validJournal()
-			tt.mutate(j)
-			err := j.Validate()
-			if len(tt.want) == 0 {
-				if err != nil {
-					t.Fatalf("Validate() = %v, want nil", err)
-				}
-				return
+	if err := rec.MarkApplied(0, "11"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.MarkFailed(1, "forbidden", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	// Before Close the file is the document plus appended records, and it loads as such.
+	raw, _ := os.ReadFile(rec.Path())
+	if got := strings.Count(string(raw), "\n"+markSeparator); got != 2 {
+		t.Fatalf("want 2 appended records, got %d:\n%s", got, raw)
+	}
+	j, torn, err := s.Load(rec.Path())
+	if err != nil || torn {
+		t.Fatalf("load: %v (torn %v)", err, torn)
+	}
+	if j.Entries[0].State != StateApplied || j.Entries[0].AppliedResourceVersion != "11" ||
+		j.Entries[1].State != StateFailed || len(j.Entries[1].Changes) != 0 || j.Entries[2].State != StatePlanned {
+		t.Fatalf("entries after replay: %+v", j.Entries)
+	}
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = os.ReadFile(rec.Path())
+	if strings.Contains(string(raw), "\n"+markSeparator) {
+		t.Fatalf("compacted journal still has records:\n%s", raw)
+	}
+	again, _, err := s.Load(rec.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Entries[0].State != StateApplied || again.ToolVersion != "v0.0.0-test" || again.Clusters[0].Context != "lab" {
+		t.Fatalf("compacted journal: %+v", again)
+	}
+	if !strings.Contains(filepath.Base(rec.Path()), "-detach-guestbook-") {
+		t.Fatalf("journal name %s does not say command and app", rec.Path())
+	}
+}
+
+// TestTornLastRecord: a process killed while appending leaves a last line without a newline; the
+// entry keeps its earlier state. Any other damaged record is refused.
+func TestTornLastRecord(t *testing.T) {
+	s := testStore(t)
+	rec, err := s.Create(testJournal(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rec.MarkApplied(0, "11")
+	_ = rec.Sync()
+	path := rec.Path()
+	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	_, _ = f.WriteString(`--- {"entry":1,"state":"appl`)
+	_ = f.Close()
+	j, torn, err := s.Load(path)
+	if err != nil || !torn {
+		t.Fatalf("load torn: %v, torn %v", err, torn)
+	}
+	if j.Entries[0].State != StateApplied || j.Entries[1].State != StatePlanned {
+		t.Fatalf("entries: %+v", j.Entries)
+	}
+
+	raw, _ := os.ReadFile(path)
+	damaged := strings.Replace(string(raw), `"state":"applied"`, `"state":"applied","extra":1`, 1)
+	if err := os.WriteFile(path, []byte(damaged+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Load(path); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("an edited record must be refused, got %v", err)
+	}
+}
+
+func TestLoadRefusesTruncatedAndForeign(t *testing.T) {
+	s := testStore(t)
+	rec, err := s.Create(testJournal(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rec.Close()
+	raw, _ := os.ReadFile(rec.Path())
+	cases := map[string]string{
+		"truncated":     string(raw[:len(raw)/2]),
+		"other kind":    strings.Replace(string(raw), "kind: Journal", "kind: ConfigMap", 1),
+		"newer":         strings.Replace(string(raw), "unprune.dev/v1alpha2", "unprune.dev/v1", 1),
+		"older":         strings.Replace(string(raw), "unprune.dev/v1alpha2", "unprune.dev/v1alpha1", 1),
+		"bad state":     strings.Replace(string(raw), "state: planned", "state: done", 1),
+		"unknown field": strings.Replace(string(raw), "command: detach", "command: detach\nextra: 1", 1),
+	}
+	for name, content := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(s.Dir, "x-"+strings.ReplaceAll(name, " ", "-")+".yaml")
+			if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
 			}
-			if err == nil {
-				t.Fatalf("Validate() = nil, want error containing %q", tt.want)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("Validate() = %v, want it to contain %q", err, w)
-				}
+			if _, _, err := s.Load(path); err == nil {
+				t.Fatalf("loaded a %s journal", name)
 			}
 		})
 	}
-	var nilJ *Journal
-	if nilJ.Validate() == nil {
-		t.Error("nil journal validated")
+	_, _, err = s.Load(filepath.Join(s.Dir, "x-newer.yaml"))
+	if !errors.Is(err, ErrNewerVersion) {
+		t.Fatalf("newer: %v", err)
+	}
+}
+
+func TestLoadRefusesJournalsOthersCanWrite(t *testing.T) {
+	if os.Getenv("GOOS") == "windows" {
+		t.Skip("file modes")
+	}
+	s := testStore(t)
+	rec, err := s.Create(testJournal(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rec.Close()
+	for _, mode := range []os.FileMode{0o666, 0o620, 0o602} {
+		if err := os.Chmod(rec.Path(), mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.Load(rec.Path()); !errors.Is(err, ErrNotPrivate) {
+			t.Fatalf("mode %o: want ErrNotPrivate, got %v", mode, err)
+		}
+	}
+	_ = os.Chmod(rec.Path(), 0o600)
+	if err := os.Chmod(s.Dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.Load(rec.Path()); !errors.Is(err, ErrNotPrivate) {
+		t.Fatalf("world-writable directory: want ErrNotPrivate, got %v", err)
+	}
+	if _, err := s.Create(testJournal(1)); !errors.Is(err, ErrNotPrivate) {
+		t.Fatalf("create in a world-writable directory: want ErrNotPrivate, got %v", err)
+	}
+}
+
+func TestFilesArePrivateWhateverTheUmask(t *testing.T) {
+	s := testStore(t)
+	rec, err := s.Create(testJournal(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rec.Close()
+	for path, want := range map[string]os.FileMode{rec.Path(): FileMode, s.Dir: DirMode} {
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode().Perm() != want {
+			t.Errorf("%s: mode %o, want %o", path, info.Mode().Perm(), want)
+		}
+	}
+}
+
+// TestConcurrentMarks: every mark made from many goroutines ends in the file, and Replan is on disk
+// when it returns.
+func TestConcurrentMarks(t *testing.T) {
+	s := testStore(t)
+	s.FlushInterval = time.Millisecond
+	const n = 500
+	rec, err := s.Create(testJournal(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if i%50 == 0 {
+				if err := rec.Replan(i, "12", []Change{Removal(FieldLabel, "app.kubernetes.io/instance", "guestbook")}); err != nil {
+					t.Error(err)
+				}
+				j, _, err := s.Load(rec.Path())
+				if err != nil || j.Entries[i].Object.ResourceVersion != "12" {
+					t.Errorf("replan of %d not on disk when Replan returned: %v", i, err)
+				}
+			}
+			if err := rec.MarkApplied(i, "13"); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	j, _, err := s.Load(rec.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := j.Counts(); c[StateApplied] != n {
+		t.Fatalf("counts %v, want %d applied", c, n)
 	}
 }
 
 func TestMarkTransitions(t *testing.T) {
-	now := time.Date(2026, 11, 30, 3, 16, 0, 0, time.FixedZone("X", 3600))
-	apply := func(j *Journal) error { return j.MarkApplied(0, "101", now) }
-	fail := func(j *Journal) error { return j.MarkFailed(0, errors.New("conflict"), now) }
-	undo := func(j *Journal) error { return j.MarkUndone(0, now) }
-	tests := []struct {
-		name      string
-		from      State
-		op        func(*Journal) error
-		wantState State
-		wantErr   bool
-	}{
-		{"planned to applied", StatePlanned, apply, StateApplied, false},
-		{"failed to applied (retry)", StateFailed, apply, StateApplied, false},
-		{"applied to applied", StateApplied, apply, StateApplied, true},
-		{"undone to applied", StateUndone, apply, StateUndone, true},
-		{"planned to failed", StatePlanned, fail, StateFailed, false},
-		{"failed to failed", StateFailed, fail, StateFailed, false},
-		{"applied to failed", StateApplied, fail, StateApplied, true},
-		{"applied to undone", StateApplied, undo, StateUndone, false},
-		{"planned to undone", StatePlanned, undo, StateUndone, false},
-		{"failed to undone", StateFailed, undo, StateUndone, false},
-		{"undone to undone", StateUndone, undo, StateUndone, true},
+	j := testJournal(1)
+	j.ID = "x"
+	j.Entries[0].State = StatePlanned
+	if err := j.MarkUndone(0, t0); err != nil {
+		t.Fatalf("planned -> undone: %v", err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			j := validJournal()
-			j.Entries[0].State = tt.from
-			err := tt.op(j)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
-			}
-			if err != nil && !errors.Is(err, ErrInvalidTransition) {
-				t.Errorf("err = %v, want ErrInvalidTransition", err)
-			}
-			e := j.Entries[0]
-			if e.State != tt.wantState {
-				t.Errorf("state = %s, want %s", e.State, tt.wantState)
-			}
-			if err == nil {
-				if !e.UpdatedAt.Equal(now) || e.UpdatedAt.Location() != time.UTC {
-					t.Errorf("updatedAt = %v, want %v in UTC", e.UpdatedAt, now)
-				}
-				switch e.State {
-				case StateApplied:
-					if e.AppliedResourceVersion != "101" || e.Error != "" {
-						t.Errorf("applied entry = %+v", e)
-					}
-				case StateFailed:
-					if e.Error != "conflict" {
-						t.Errorf("error = %q", e.Error)
-					}
-				case StateUndone:
-					if e.Error != "" {
-						t.Errorf("error = %q", e.Error)
-					}
-				}
-			}
-		})
+	if err := j.MarkApplied(0, "1", t0); !errors.Is(err, ErrInvalidTransition) {
+		t.Fatalf("undone -> applied: %v", err)
 	}
-	j := validJournal()
-	for _, i := range []int{-1, 2} {
-		if err := j.MarkApplied(i, "1", now); err == nil || !strings.Contains(err.Error(), "out of range") {
-			t.Errorf("MarkApplied(%d) = %v, want out of range", i, err)
-		}
-	}
-	if err := j.MarkFailed(1, nil, now); err != nil || j.Entries[1].Error != "unknown error" {
-		t.Errorf("MarkFailed(nil) = %v, error %q", err, j.Entries[1].Error)
+	if err := j.Replan(0, "1", nil, t0); !errors.Is(err, ErrInvalidTransition) {
+		t.Fatalf("undone -> replan: %v", err)
 	}
 }
 
-func TestCloneIsDeep(t *testing.T) {
-	j := validJournal()
-	c := j.Clone()
-	*c.Entries[0].Changes[0].Before = "changed"
-	c.Entries[0].Changes[1].Key = "changed"
-	c.Entries[1].State = StateApplied
-	c.Application.Name = "changed"
-	if *j.Entries[0].Changes[0].Before != "guestbook" || j.Entries[0].Changes[1].Key == "changed" ||
-		j.Entries[1].State != StatePlanned || j.Application.Name != "guestbook" {
-		t.Errorf("Clone shares memory with the original: %+v", j)
+// TestEmbeddedChangeKeepsNoValues: a last-applied rewrite is recorded as keys and digests only.
+func TestEmbeddedChangeKeepsNoValues(t *testing.T) {
+	const secret = "c3VwZXItc2VjcmV0LXBhc3N3b3Jk"
+	before := `{"apiVersion":"v1","data":{"password":"` + secret + `"},"kind":"Secret","metadata":{"labels":{"app.kubernetes.io/instance":"guestbook"},"name":"db"}}` + "\n"
+	after := `{"apiVersion":"v1","data":{"password":"` + secret + `"},"kind":"Secret","metadata":{"name":"db"}}` + "\n"
+	c := EmbeddedRewrite("kubectl.kubernetes.io/last-applied-configuration", before, after,
+		[]EmbeddedKey{{Field: FieldLabel, Key: "app.kubernetes.io/instance", Value: "guestbook"}})
+	if v, has := c.Value(); !has || v != after {
+		t.Fatal("the planning run must keep the value to patch with")
+	}
+	if !c.Expects(after, true) || c.Expects(before, true) || !c.Found(before, true) {
+		t.Fatal("digest checks")
+	}
+	s := testStore(t)
+	j := testJournal(1)
+	j.Entries[0].Changes = append(j.Entries[0].Changes, c)
+	rec, err := s.Create(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rec.Replan(0, "12", []Change{c})
+	_ = rec.Close()
+	raw, _ := os.ReadFile(rec.Path())
+	if strings.Contains(string(raw), secret) || strings.Contains(string(raw), "password") {
+		t.Fatalf("the journal holds the Secret's data:\n%s", raw)
+	}
+	loaded, _, err := s.Load(rec.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := loaded.Entries[0].Changes[0].Inverse()
+	if _, has := inv.Value(); has && inv.Embedded != nil && inv.Embedded.after != "" {
+		t.Fatal("a loaded embedded change cannot know its values")
+	}
+	if _, err := inv.Embedded.WithValues(after, before); err != nil {
+		t.Fatalf("inverse digests: %v", err)
+	}
+	if !strings.Contains(c.String(), "remove label app.kubernetes.io/instance") || strings.Contains(c.String(), secret) {
+		t.Fatalf("String(): %s", c.String())
+	}
+}
+
+func TestListAndLatest(t *testing.T) {
+	s := testStore(t)
+	if _, err := s.Latest(); !errors.Is(err, ErrNoJournals) {
+		t.Fatalf("empty: %v", err)
+	}
+	var paths []string
+	for i := range 3 {
+		now := t0.Add(time.Duration(i) * time.Minute)
+		s.Now = func() time.Time { return now }
+		rec, err := s.Create(testJournal(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			_ = rec.MarkApplied(0, "2")
+		}
+		_ = rec.Close()
+		paths = append(paths, rec.Path())
+	}
+	list, err := s.List()
+	if err != nil || len(list) != 3 {
+		t.Fatalf("list: %v %v", list, err)
+	}
+	if list[0].Path != paths[2] || list[1].Applied != 1 || list[1].Planned != 1 || list[2].Planned != 2 {
+		t.Fatalf("list: %+v", list)
+	}
+	latest, err := s.Latest()
+	if err != nil || latest != paths[2] {
+		t.Fatalf("latest %s %v", latest, err)
+	}
+}
+
+func TestDefaultDir(t *testing.T) {
+	env := func(v string) func(string) string { return func(string) string { return v } }
+	home := func() (string, error) { return "/home/u", nil }
+	for _, tt := range []struct{ xdg, want string }{
+		{"/state", "/state/unprune/journal"},
+		{"", "/home/u/.local/state/unprune/journal"},
+		{"relative", "/home/u/.local/state/unprune/journal"},
+	} {
+		got, err := DefaultDir(env(tt.xdg), home)
+		if err != nil || got != tt.want {
+			t.Errorf("XDG_STATE_HOME=%q: %q %v, want %q", tt.xdg, got, err, tt.want)
+		}
 	}
 }

@@ -1,43 +1,65 @@
 package journal
 
 import (
+	"errors"
 	"fmt"
-	"sigs.k8s.io/yaml"
+	"os"
 	"sync"
+	"time"
+
+	"sigs.k8s.io/yaml"
 )
 
-// Recorder makes a journal file follow a run whose patches happen
-// concurrently. Every Mark* call updates the entry under a mutex and returns
-// once a file containing that update has been atomically saved; marks made
-// while another save is in flight are written together by the next save.
+// Recorder follows a run whose patches happen concurrently: it keeps the journal in memory and
+// appends each outcome to the file as a one-line record. Outcomes are group-committed — written and
+// fsynced together every FlushInterval — so that recording costs no more than a few fsyncs a second
+// whatever the patch rate. A re-plan is written and fsynced before Replan returns, because the
+// patch that follows it must never be on the cluster without its changes in the journal. Close
+// writes what is left and compacts the file into one document.
 //
-// Once a Journal is handed to a Recorder, use it only through the Recorder
-// (Snapshot returns a copy).
+// Once a Journal is handed to a Recorder, use it only through the Recorder (Snapshot returns a copy).
 type Recorder struct {
 	store *Store
 	path  string
+	file  *os.File
 
-	mu  sync.Mutex // guards j and gen
+	mu  sync.Mutex // guards j, buf, err, closed
 	j   *Journal
-	gen uint64 // incremented by every update
+	buf []byte
+	err error // the first failure to write; every later Sync and Close returns it
 
-	saveMu sync.Mutex // serialises saves; guards saved
-	saved  uint64     // generation last written successfully
+	writeMu sync.Mutex // serialises writes to file
+	stop    chan struct{}
+	stopped chan struct{}
+	closed  bool
 }
 
-// NewRecorder returns a Recorder saving j to path (typically the path
-// returned by Store.Create) through s.
-func (s *Store) NewRecorder(path string, j *Journal) *Recorder {
-	return &Recorder{store: s, path: path, j: j}
-}
-
-// Begin creates j in the store (see Store.Create) and returns a Recorder for it.
-func (s *Store) Begin(j *Journal) (*Recorder, error) {
-	path, err := s.Create(j)
+func newRecorder(s *Store, path string, j *Journal) (*Recorder, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
 	}
-	return s.NewRecorder(path, j), nil
+	r := &Recorder{store: s, path: path, file: f, j: j, stop: make(chan struct{}), stopped: make(chan struct{})}
+	interval := s.FlushInterval
+	if interval <= 0 {
+		interval = 20 * time.Millisecond
+	}
+	go r.flushEvery(interval)
+	return r, nil
+}
+
+func (r *Recorder) flushEvery(interval time.Duration) {
+	defer close(r.stopped)
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+			_ = r.Sync()
+		}
+	}
 }
 
 // Path returns the journal file's path.
@@ -50,82 +72,115 @@ func (r *Recorder) Snapshot() *Journal {
 	return r.j.Clone()
 }
 
-// MarkApplied marks entry i applied (see Journal.MarkApplied) and saves.
+// MarkApplied records that entry i was patched (see Journal.MarkApplied).
 func (r *Recorder) MarkApplied(i int, resourceVersion string) error {
-	return r.Update(func(j *Journal) error {
-		return j.MarkApplied(i, resourceVersion, r.store.now())
-	})
+	return r.record(mark{Entry: i, State: StateApplied, ResourceVersion: resourceVersion})
 }
 
-// MarkFailed marks entry i failed with cause (see Journal.MarkFailed) and saves.
-func (r *Recorder) MarkFailed(i int, cause error) error {
-	return r.Update(func(j *Journal) error {
-		return j.MarkFailed(i, cause, r.store.now())
-	})
+// MarkFailed records that entry i was not patched (see Journal.MarkFailed).
+func (r *Recorder) MarkFailed(i int, cause string, clearChanges bool) error {
+	return r.record(mark{Entry: i, State: StateFailed, Error: cause, ClearChanges: clearChanges})
 }
 
-// MarkUndone marks entry i undone (see Journal.MarkUndone) and saves.
+// MarkSkipped records that nothing was changed for entry i.
+func (r *Recorder) MarkSkipped(i int, why string) error {
+	return r.record(mark{Entry: i, State: StateSkipped, Error: why})
+}
+
+// MarkUndone records that entry i was restored.
 func (r *Recorder) MarkUndone(i int) error {
-	return r.Update(func(j *Journal) error {
-		return j.MarkUndone(i, r.store.now())
-	})
+	return r.record(mark{Entry: i, State: StateUndone})
 }
 
-// Update runs fn on the journal under the Recorder's lock and then saves the
-// file. If fn returns an error nothing is saved (fn should leave the journal
-// unchanged in that case). If the save fails the in-memory journal keeps the
-// update and a later successful save writes it.
-func (r *Recorder) Update(fn func(*Journal) error) error {
-	r.mu.Lock()
-	if err := fn(r.j); err != nil {
-		r.mu.Unlock()
+// Replan records the changes entry i will be patched with after a conflict, durably, before the
+// caller sends that patch.
+func (r *Recorder) Replan(i int, resourceVersion string, changes []Change) error {
+	if err := r.record(mark{Entry: i, Replan: true, ResourceVersion: resourceVersion, Changes: changes}); err != nil {
 		return err
 	}
-	r.gen++
-	mine := r.gen
-	r.mu.Unlock()
-	return r.flush(mine)
+	return r.Sync()
 }
 
-// Flush saves the journal as it is now.
-func (r *Recorder) Flush() error {
-	r.mu.Lock()
-	g := r.gen
-	r.mu.Unlock()
-	r.saveMu.Lock()
-	defer r.saveMu.Unlock()
-	return r.saveLocked(g, true)
-}
-
-// flush makes sure generation want (or a later one) is on disk.
-func (r *Recorder) flush(want uint64) error {
-	r.saveMu.Lock()
-	defer r.saveMu.Unlock()
-	return r.saveLocked(want, false)
-}
-
-func (r *Recorder) saveLocked(want uint64, force bool) error {
-	if !force && r.saved >= want {
-		return nil // a save that started after our update already wrote it
+func (r *Recorder) record(m mark) error {
+	m.At = r.store.now()
+	line, err := m.encode()
+	if err != nil {
+		return err
 	}
 	r.mu.Lock()
-	gen := r.gen
+	defer r.mu.Unlock()
+	if r.closed {
+		return errors.New("journal is closed")
+	}
+	if err := m.apply(r.j); err != nil {
+		return err
+	}
+	r.buf = append(r.buf, line...)
+	return r.err
+}
+
+// Sync writes and fsyncs every record made so far.
+func (r *Recorder) Sync() error {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
+	r.mu.Lock()
+	buf := r.buf
+	r.buf = nil
+	failed := r.err
+	r.mu.Unlock()
+	if failed != nil || len(buf) == 0 {
+		return failed
+	}
+	_, err := r.file.Write(buf)
+	if err == nil {
+		err = r.file.Sync()
+	}
+	if err != nil {
+		err = fmt.Errorf("write journal %s: %w", r.path, err)
+		r.mu.Lock()
+		if r.err == nil {
+			r.err = err
+		}
+		r.mu.Unlock()
+	}
+	return err
+}
+
+// Err returns the first failure to write the journal, if any.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// Close writes what is left and compacts the file into one document with every outcome in its
+// entries. After a failure to write, the file keeps what it has and Close returns that failure.
+func (r *Recorder) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return r.err
+	}
+	r.closed = true
+	r.mu.Unlock()
+	close(r.stop)
+	<-r.stopped
+	err := r.Sync()
+	if cerr := r.file.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close journal %s: %w", r.path, cerr)
+	}
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
 	verr := r.j.Validate()
-	var data []byte
-	var eerr error
-	if verr == nil {
-		data, eerr = yaml.Marshal(r.j)
-	}
+	data, eerr := yaml.Marshal(r.j)
 	r.mu.Unlock()
 	switch {
 	case verr != nil:
-		return fmt.Errorf("write journal %s: invalid journal: %w", r.path, verr)
+		return fmt.Errorf("compact journal %s: %w", r.path, verr)
 	case eerr != nil:
-		return fmt.Errorf("write journal %s: encode: %w", r.path, eerr)
+		return fmt.Errorf("compact journal %s: %w", r.path, eerr)
 	}
-	if err := r.store.writeAtomic(r.path, data, true); err != nil {
-		return err
-	}
-	r.saved = gen
-	return nil
+	return writeAtomic(r.path, data, true, r.store.write)
 }

@@ -8,13 +8,13 @@
 package plan
 
 import (
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/lastapplied"
 )
 
 // Strategy is how an object is released.
@@ -42,7 +42,11 @@ type Target struct {
 	Annotations     map[string]string
 	OwnerReferences []string // "Kind/name" of each owner
 	Deleting        bool     // metadata.deletionTimestamp is set
-	RequiresPruning bool     // the app's status says so
+	// RequiresPruning is what the app's status row says. The row is the authority: Argo CD only
+	// sets it for an object it matched to the app.
+	RequiresPruning bool
+	// Hook is true when the status row marks the object a hook, or (without a row) its annotations do.
+	Hook bool
 }
 
 // Options change what a plan may do.
@@ -65,6 +69,13 @@ const (
 	RefuseNamesOtherObject   RefusalCode = "TrackingNamesOtherObject"
 	RefuseHasOwner           RefusalCode = "HasOwnerReferences"
 	RefuseDeleting           RefusalCode = "BeingDeleted"
+	RefuseHook               RefusalCode = "Hook"
+	// RefuseTrackingNotFound: Argo CD lists the object as this app's, but it carries none of the
+	// tracking metadata unprune knows, under any setting: unprune's view of Argo CD is wrong, or the
+	// status predates a release.
+	RefuseTrackingNotFound RefusalCode = "TrackingNotFound"
+	// RefuseOtherInstallation: the object's installation-id names another Argo CD installation.
+	RefuseOtherInstallation RefusalCode = "OtherInstallation"
 )
 
 // Refusal is why an object is left alone.
@@ -84,9 +95,6 @@ type Plan struct {
 	Refusal *Refusal
 }
 
-// Done reports an object that needs no change: it is already released.
-func (p Plan) Done() bool { return p.Refusal == nil && len(p.Changes) == 0 }
-
 // Build plans the release of one object under Argo CD's settings.
 func Build(s argocd.Settings, t Target, o Options) Plan {
 	p := Plan{Target: t}
@@ -97,22 +105,37 @@ func Build(s argocd.Settings, t Target, o Options) Plan {
 	if t.Deleting {
 		return refuse(RefuseDeleting, "%s is being deleted already; nothing can keep it now", t.Ref)
 	}
+	if t.Hook {
+		return refuse(RefuseHook, "%s is a hook: Argo CD lists every live hook as requiring pruning, but never prunes it and it never "+
+			"makes the app OutOfSync; its delete policy only deletes hooks the app still tracks, so untracking it would break the next hook run", t.Ref)
+	}
 	if len(t.OwnerReferences) > 0 {
 		return refuse(RefuseHasOwner, "%s is owned by %s: Argo CD never prunes objects with owners, so detach its owner instead",
 			t.Ref, strings.Join(t.OwnerReferences, ", "))
 	}
+	if s.Method == argocd.MethodLabel && !argocd.LabelValueFits(t.Instance) {
+		p.Notes = append(p.Notes, fmt.Sprintf("the instance %q is longer than 63 characters: with label tracking Argo CD cannot apply "+
+			"this app's resources at all (the label value is refused); use annotation tracking", t.Instance))
+	}
 	own := s.Owner(t.Labels, t.Annotations, t.Ref)
 	if !own.TrackedBy(t.Instance) {
-		if own.Reason == argocd.ReasonNoTrackingMetadata && !own.Tracked {
-			// Released already (by an earlier run, or by hand): nothing to do, even while the app's
-			// status still lists it (it refreshes within seconds).
-			p.Notes = append(p.Notes, "not tracked by Argo CD any more: "+own.Detail)
-			return p
-		}
 		if own.Reason == argocd.ReasonTrackingIDNamesOtherObject {
 			return refuse(RefuseNamesOtherObject, "%s: %s; its metadata belongs to that object: fix the copy by hand if needed", t.Ref, own.Detail)
 		}
-		return refuse(RefuseOtherOwner, "%s: %s", t.Ref, own.Refusal(t.Instance))
+		if own.Tracked {
+			return refuse(RefuseOtherOwner, "%s: %s", t.Ref, own.Refusal(t.Instance))
+		}
+		if !t.RequiresPruning {
+			if o.Force {
+				p.Notes = append(p.Notes, "not tracked by Argo CD: "+own.Detail)
+				return p
+			}
+			return refuse(RefuseNotRequiresPruning, "%s is not tracked by this app (%s)", t.Ref, own.Detail)
+		}
+		// The app's status says Argo CD matched the object to this app, yet the settings find no
+		// tracking of it: unprune's model of the installation is wrong (an unknown version, a
+		// method read wrongly). Fall back to every kind of tracking metadata naming this app.
+		return planFromRow(s, p, own, o)
 	}
 	if !t.RequiresPruning && !o.Force {
 		return refuse(RefuseNotRequiresPruning, "%s does not require pruning in the app (it is still in git, or the app has not refreshed); use --force to detach it anyway", t.Ref)
@@ -123,6 +146,52 @@ func Build(s argocd.Settings, t Target, o Options) Plan {
 	default:
 		return planUntrack(s, own, p, o)
 	}
+}
+
+// planFromRow handles an object the app's status lists although the settings see no tracking: it
+// removes whatever tracking metadata of any method names this app and this object, or refuses.
+func planFromRow(s argocd.Settings, p Plan, own argocd.Ownership, o Options) Plan {
+	t := p.Target
+	if id, ok := t.Annotations[argocd.AnnotationInstallationID]; ok && s.InstallationID != "" && id != s.InstallationID {
+		// Its tracking belongs to another Argo CD installation, whatever this one's status says:
+		// never take it away from there.
+		p.Refusal = &Refusal{Code: RefuseOtherInstallation, Message: fmt.Sprintf(
+			"%s carries installation-id %q, while this Argo CD's is %q: it belongs to another Argo CD installation; detach it there", t.Ref, id, s.InstallationID)}
+		return p
+	}
+	any := argocd.NewSettings(map[string]string{
+		argocd.SettingInstanceLabelKey: s.InstanceLabelKey, argocd.SettingInstallationID: s.InstallationID,
+	}, nil)
+	fallback := any.Owner(t.Labels, t.Annotations, t.Ref)
+	fields := fallback.FieldsFor(t.Instance)
+	if value, ok := t.Labels[s.InstanceLabelKey]; ok && value != t.Instance && isTruncatedInstance(value, t.Instance) {
+		fields = append(fields, argocd.Field{Kind: argocd.FieldLabel, Key: s.InstanceLabelKey, Value: value})
+	}
+	if len(fields) == 0 {
+		p.Refusal = &Refusal{Code: RefuseTrackingNotFound, Message: fmt.Sprintf(
+			"Argo CD lists %s as requiring pruning in this app, but it carries no tracking metadata naming %q under any tracking method (%s). "+
+				"If it was released moments ago, Argo CD has not compared since: run `unprune scan` again in a few seconds. "+
+				"Otherwise unprune's view of Argo CD is wrong: pass --argocd-version (the version Argo CD really runs) or --argocd-namespace",
+			t.Ref, t.Instance, own.Detail)}
+		return p
+	}
+	p.Notes = append(p.Notes, fmt.Sprintf("Argo CD lists this object as the app's although, with %s, unprune expected no tracking (%s): "+
+		"unprune's view of the settings is wrong, so it removes every kind of tracking metadata naming this app (pass --argocd-version to be exact)",
+		s, own.Detail))
+	if o.Strategy == StrategyKeep {
+		return planKeep(p)
+	}
+	for _, f := range dedupe(fields) {
+		p.Changes = append(p.Changes, journal.Removal(journal.Field(f.Kind), f.Key, f.Value))
+	}
+	return scrub(p, o)
+}
+
+// isTruncatedInstance reports whether value is the instance label Argo CD writes in
+// annotation+label mode for an instance too long for a label.
+func isTruncatedInstance(value, instance string) bool {
+	truncated, ok := argocd.TruncatedLabelValue(instance)
+	return ok && value == truncated
 }
 
 func planUntrack(s argocd.Settings, own argocd.Ownership, p Plan, o Options) Plan {
@@ -137,13 +206,13 @@ func planUntrack(s argocd.Settings, own argocd.Ownership, p Plan, o Options) Pla
 			continue
 		}
 		switch {
-		case f.Kind == argocd.FieldLabel && f.Value == t.Instance && s.WritesLabel():
+		case f.Kind == argocd.FieldLabel && (f.Value == t.Instance || isTruncatedInstance(f.Value, t.Instance)) && s.WritesLabel():
 			// annotation+label: Argo CD wrote the label too; it no longer means anything once
 			// the annotation is gone.
 			fields = append(fields, f)
 		case f.Kind == argocd.FieldLabel:
-			p.Notes = append(p.Notes, fmt.Sprintf("label %s=%s left alone: %s tracking does not use it, and other tools (Helm) set it for their own purposes",
-				f.Key, f.Value, s.Method))
+			p.Notes = append(p.Notes, fmt.Sprintf("label %s=%s left alone: %s tracking does not read it, and other tools (Helm) set it for their own purposes",
+				f.Key, f.Value, orAmbiguous(s.Method)))
 		case f.Kind == argocd.FieldAnnotation && f.Key == argocd.AnnotationTrackingID:
 			if id, ok := argocd.ParseTrackingID(f.Value); ok && id.Instance == t.Instance && id.RefersTo(t.Ref) {
 				// Label tracking ignores it, but a later switch to annotation tracking would not.
@@ -160,12 +229,25 @@ func planUntrack(s argocd.Settings, own argocd.Ownership, p Plan, o Options) Pla
 	if !own.Certain {
 		p.Notes = append(p.Notes, "ownership is uncertain ("+own.Detail+"); removing every candidate that names this app")
 	}
-	if o.ScrubLastApplied && len(p.Changes) > 0 {
-		if c, note, ok := scrubLastApplied(t, p.Changes); ok {
-			p.Changes = append(p.Changes, c)
-		} else if note != "" {
-			p.Notes = append(p.Notes, note)
-		}
+	return scrub(p, o)
+}
+
+func orAmbiguous(m argocd.Method) string {
+	if m == "" {
+		return "the configured"
+	}
+	return string(m)
+}
+
+func scrub(p Plan, o Options) Plan {
+	if !o.ScrubLastApplied || len(p.Changes) == 0 {
+		return p
+	}
+	c, note, ok := scrubLastApplied(p.Target, p.Changes)
+	if ok {
+		p.Changes = append(p.Changes, c)
+	} else if note != "" {
+		p.Notes = append(p.Notes, note)
 	}
 	return p
 }
@@ -189,13 +271,25 @@ func dedupe(fields []argocd.Field) []argocd.Field {
 	return out
 }
 
+// planKeep leaves tracking alone and makes the object safe to keep in the app: IgnoreExtraneous so
+// it no longer makes the app OutOfSync, Prune=false so no sync prunes it, and Delete=false so that
+// deleting the Application with cascade (its resources finalizer) keeps it too — Prune=false does
+// nothing there.
 func planKeep(p Plan) Plan {
-	for _, want := range []struct{ key, option string }{
-		{argocd.AnnotationCompareOptions, argocd.OptionIgnoreExtraneous},
-		{argocd.AnnotationSyncOptions, argocd.OptionPruneDisabled},
+	for _, want := range []struct {
+		key     string
+		options []string
+	}{
+		{argocd.AnnotationCompareOptions, []string{argocd.OptionIgnoreExtraneous}},
+		{argocd.AnnotationSyncOptions, []string{argocd.OptionPruneDisabled, argocd.OptionDeleteDisabled}},
 	} {
 		before, had := p.Target.Annotations[want.key]
-		merged, changed := argocd.SetOption(before, want.option)
+		merged, changed := before, false
+		for _, option := range want.options {
+			var c bool
+			merged, c = argocd.SetOption(merged, option)
+			changed = changed || c
+		}
 		if !changed {
 			continue
 		}
@@ -209,49 +303,35 @@ func planKeep(p Plan) Plan {
 }
 
 // scrubLastApplied removes the removed keys from the copy kubectl keeps in its annotation, leaving
-// every other byte of meaning intact. Objects without the annotation need nothing.
+// every other byte intact. The annotation embeds the whole object as applied — for a Secret, its
+// data — so the change is recorded as the keys it removes and digests (journal.EmbeddedRewrite),
+// never as values. It is only done when the value is in the canonical form kubectl and Argo CD
+// write (Go's JSON encoding of the object: sorted keys), which undo can reproduce byte for byte.
 func scrubLastApplied(t Target, removals []journal.Change) (journal.Change, string, bool) {
 	const key = argocd.AnnotationLastAppliedConfiguration
 	raw, ok := t.Annotations[key]
 	if !ok {
 		return journal.Change{}, "", false
 	}
-	var doc map[string]any
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.UseNumber() // keep numbers exactly as written, however large
-	if err := dec.Decode(&doc); err != nil {
-		return journal.Change{}, fmt.Sprintf("%s left as is: it is not JSON (%v)", key, err), false
-	}
-	meta, _ := doc["metadata"].(map[string]any)
-	if meta == nil {
-		return journal.Change{}, "", false
-	}
-	changed := false
-	for _, r := range removals {
-		section := "labels"
-		if r.Field == journal.FieldAnnotation {
-			section = "annotations"
-		}
-		m, _ := meta[section].(map[string]any)
-		if _, ok := m[r.Key]; ok {
-			delete(m, r.Key)
-			changed = true
-			if len(m) == 0 {
-				delete(meta, section)
-			}
-		}
-	}
-	if !changed {
-		return journal.Change{}, "", false
-	}
-	b, err := json.Marshal(doc)
+	doc, err := lastapplied.Parse(raw)
 	if err != nil {
-		return journal.Change{}, err.Error(), false
+		return journal.Change{}, fmt.Sprintf("%s left as is: %v", key, err), false
 	}
-	// kubectl writes the annotation with a trailing newline; keep that shape.
-	after := string(b)
-	if strings.HasSuffix(raw, "\n") {
-		after += "\n"
+	var removed []journal.EmbeddedKey
+	for _, r := range removals {
+		if r.Embedded != nil {
+			continue
+		}
+		if value, ok := doc.Remove(string(r.Field), r.Key); ok {
+			removed = append(removed, journal.EmbeddedKey{Field: r.Field, Key: r.Key, Value: value})
+		}
 	}
-	return journal.Rewrite(journal.FieldAnnotation, key, raw, after), "", true
+	if len(removed) == 0 {
+		return journal.Change{}, "", false
+	}
+	after, err := doc.Encode()
+	if err != nil {
+		return journal.Change{}, fmt.Sprintf("%s left as is: %v", key, err), false
+	}
+	return journal.EmbeddedRewrite(key, raw, after, removed), "", true
 }

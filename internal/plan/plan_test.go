@@ -131,7 +131,7 @@ func TestBuildUntrack(t *testing.T) {
 			annotations: map[string]string{keyTracking: uiID},
 			want:        []string{removed(journal.FieldAnnotation, keyTracking, uiID)},
 			wantNotes: []string{
-				"label app.kubernetes.io/instance=guestbook left alone: annotation tracking does not use it, and other tools (Helm) set it for their own purposes",
+				"label app.kubernetes.io/instance=guestbook left alone: annotation tracking does not read it, and other tools (Helm) set it for their own purposes",
 			},
 		},
 		{
@@ -162,7 +162,7 @@ func TestBuildUntrack(t *testing.T) {
 			labels:      map[string]string{keyInstance: "my-release"},
 			annotations: map[string]string{keyTracking: uiID},
 			want:        []string{removed(journal.FieldAnnotation, keyTracking, uiID)},
-			wantNotes:   []string{"label app.kubernetes.io/instance=my-release left alone: annotation+label tracking does not use it"},
+			wantNotes:   []string{"label app.kubernetes.io/instance=my-release left alone: annotation+label tracking does not read it"},
 		},
 		{
 			name:        "ambiguous settings remove both candidates when they agree",
@@ -262,7 +262,7 @@ func TestBuildUntrack(t *testing.T) {
 					t.Errorf("note %d = %q, want it to contain %q", i, p.Notes[i], want)
 				}
 			}
-			if p.Done() {
+			if p.Refusal == nil && len(p.Changes) == 0 {
 				t.Error("Done() = true for a plan with changes")
 			}
 			for _, c := range p.Changes {
@@ -377,8 +377,8 @@ func TestBuildRefusals(t *testing.T) {
 			settings: settings("annotation", argocd.SettingInstallationID, "prod"),
 			target: Target{Ref: ui, RequiresPruning: true,
 				Annotations: map[string]string{keyTracking: uiID, keyInstallID: "staging"}},
-			wantCode:    RefuseOtherOwner,
-			wantMessage: []string{"not tracked by Argo CD", `"staging"`},
+			wantCode:    RefuseOtherInstallation,
+			wantMessage: []string{"another Argo CD installation", `"staging"`},
 		},
 		{
 			name:        "not requiring pruning without --force",
@@ -417,7 +417,7 @@ func TestBuildRefusals(t *testing.T) {
 			if len(p.Changes) != 0 {
 				t.Errorf("refused plan has changes %q", changeStrings(p.Changes))
 			}
-			if p.Done() {
+			if p.Refusal == nil && len(p.Changes) == 0 {
 				t.Error("Done() = true for a refused plan")
 			}
 		})
@@ -436,34 +436,74 @@ func TestBuildForce(t *testing.T) {
 	}
 }
 
-func TestBuildAlreadyReleased(t *testing.T) {
+// TestBuildStatusRowIsAuthority: a row requiring pruning means Argo CD matched the object to the
+// app. When the settings find no tracking, unprune's model is wrong: it removes what names this app
+// under any method, or refuses — never "released already".
+func TestBuildStatusRowIsAuthority(t *testing.T) {
 	tests := []struct {
-		name     string
-		settings argocd.Settings
-		target   Target
-		opts     Options
+		name        string
+		settings    argocd.Settings
+		target      Target
+		opts        Options
+		wantCode    RefusalCode
+		wantChanges []string
+		wantNote    string
 	}{
-		{name: "no metadata at all", settings: labelMode, target: Target{Ref: ui}},
-		{name: "no metadata, --force", settings: labelMode, target: Target{Ref: ui}, opts: Options{Force: true}},
-		{name: "no metadata, keep", settings: annotationMode, target: Target{Ref: ui}, opts: Options{Strategy: StrategyKeep}},
-		{name: "ambiguous, no metadata", settings: ambiguousMode, target: Target{Ref: ui, Labels: map[string]string{keyPartOf: "guestbook"}}},
-		{
-			name:     "annotation mode, only Helm's label left",
-			settings: annotationMode,
-			target:   Target{Ref: ui, Labels: map[string]string{keyInstance: "guestbook"}},
-		},
+		{name: "no metadata at all", settings: labelMode, target: Target{Ref: ui, RequiresPruning: true}, wantCode: RefuseTrackingNotFound},
+		{name: "ambiguous, part-of only", settings: ambiguousMode, target: Target{Ref: ui, RequiresPruning: true, Labels: map[string]string{keyPartOf: "guestbook"}},
+			wantCode: RefuseTrackingNotFound},
+		{name: "annotation mode read, label tracking real", settings: annotationMode,
+			target:      Target{Ref: ui, RequiresPruning: true, Labels: map[string]string{keyInstance: "guestbook"}},
+			wantChanges: []string{removed(journal.FieldLabel, keyInstance, "guestbook")}, wantNote: "unprune's view of the settings is wrong"},
+		{name: "label mode read, annotation tracking real", settings: labelMode,
+			target:      Target{Ref: ui, RequiresPruning: true, Annotations: map[string]string{keyTracking: uiID}},
+			wantChanges: []string{removed(journal.FieldAnnotation, keyTracking, uiID)}, wantNote: "unprune's view of the settings is wrong"},
+		{name: "another installation's object", settings: settings("annotation", argocd.SettingInstallationID, "prod"),
+			target:   Target{Ref: ui, RequiresPruning: true, Annotations: map[string]string{keyTracking: uiID, keyInstallID: "staging"}},
+			wantCode: RefuseOtherInstallation},
+		{name: "no row, no metadata, --force", settings: labelMode, target: Target{Ref: ui}, opts: Options{Force: true}, wantNote: "not tracked by Argo CD"},
+		{name: "no row, no metadata", settings: labelMode, target: Target{Ref: ui}, wantCode: RefuseNotRequiresPruning},
+		{name: "hook", settings: annotationMode, target: Target{Ref: ui, RequiresPruning: true, Hook: true, Annotations: map[string]string{keyTracking: uiID}},
+			wantCode: RefuseHook},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.target.Instance = "guestbook"
 			p := Build(tt.settings, tt.target, tt.opts)
-			if !p.Done() {
-				t.Fatalf("Done() = false; refusal %+v, changes %q", p.Refusal, changeStrings(p.Changes))
+			switch {
+			case tt.wantCode != "" && (p.Refusal == nil || p.Refusal.Code != tt.wantCode):
+				t.Fatalf("refusal %+v, want %s", p.Refusal, tt.wantCode)
+			case tt.wantCode == "" && p.Refusal != nil:
+				t.Fatalf("refused: %s", p.Refusal.Message)
 			}
-			if len(p.Notes) != 1 || !strings.HasPrefix(p.Notes[0], "not tracked by Argo CD any more: ") {
-				t.Errorf("notes = %q, want one 'not tracked by Argo CD any more' note", p.Notes)
+			if got := changeStrings(p.Changes); !slices.Equal(got, tt.wantChanges) {
+				t.Errorf("changes %q, want %q", got, tt.wantChanges)
+			}
+			if tt.wantNote != "" && !strings.Contains(strings.Join(p.Notes, "\n"), tt.wantNote) {
+				t.Errorf("notes %q lack %q", p.Notes, tt.wantNote)
 			}
 		})
+	}
+}
+
+// TestBuildTruncatedLabel: in annotation+label mode Argo CD writes the instance label cut to 63
+// characters; detach removes that value too.
+func TestBuildTruncatedLabel(t *testing.T) {
+	instance := "team-apps_" + strings.Repeat("a", 50) + "-guestbook-long"
+	truncated, _ := argocd.TruncatedLabelValue(instance)
+	ref := argocd.ObjectRef{Kind: "Namespace", Name: "x", ClusterScoped: true}
+	id := instance + ":/Namespace:dest/x"
+	target := Target{Instance: instance, Ref: ref, RequiresPruning: true,
+		Labels: map[string]string{keyInstance: truncated}, Annotations: map[string]string{keyTracking: id}}
+	p := Build(annotationAndLabel, target, Options{})
+	want := []string{removed(journal.FieldLabel, keyInstance, truncated), removed(journal.FieldAnnotation, keyTracking, id)}
+	if got := changeStrings(p.Changes); p.Refusal != nil || !slices.Equal(got, want) {
+		t.Fatalf("changes %q (refusal %+v), want %q", got, p.Refusal, want)
+	}
+	// In label mode nothing is truncated: such an instance cannot be tracked at all, and unprune says so.
+	p = Build(labelMode, Target{Instance: instance, Ref: ref, RequiresPruning: true, Labels: map[string]string{keyInstance: instance}}, Options{})
+	if !strings.Contains(strings.Join(p.Notes, "\n"), "longer than 63 characters") {
+		t.Fatalf("notes %q do not say label tracking cannot write this instance", p.Notes)
 	}
 }
 
@@ -485,7 +525,7 @@ func TestBuildKeep(t *testing.T) {
 			annotations: trackedAnnotations(),
 			want: []journal.Change{
 				journal.Addition(journal.FieldAnnotation, keyCompare, "IgnoreExtraneous"),
-				journal.Addition(journal.FieldAnnotation, keySync, "Prune=false"),
+				journal.Addition(journal.FieldAnnotation, keySync, "Prune=false,Delete=false"),
 			},
 		},
 		{
@@ -493,14 +533,14 @@ func TestBuildKeep(t *testing.T) {
 			annotations: trackedAnnotations(keySync, "ServerSideApply=true"),
 			want: []journal.Change{
 				journal.Addition(journal.FieldAnnotation, keyCompare, "IgnoreExtraneous"),
-				journal.Rewrite(journal.FieldAnnotation, keySync, "ServerSideApply=true", "ServerSideApply=true,Prune=false"),
+				journal.Rewrite(journal.FieldAnnotation, keySync, "ServerSideApply=true", "ServerSideApply=true,Prune=false,Delete=false"),
 			},
 		},
 		{
 			name:        "replaces Prune=confirm",
 			annotations: trackedAnnotations(keySync, "Prune=confirm", keyCompare, "IgnoreExtraneous"),
 			want: []journal.Change{
-				journal.Rewrite(journal.FieldAnnotation, keySync, "Prune=confirm", "Prune=false"),
+				journal.Rewrite(journal.FieldAnnotation, keySync, "Prune=confirm", "Prune=false,Delete=false"),
 			},
 		},
 		{
@@ -508,26 +548,33 @@ func TestBuildKeep(t *testing.T) {
 			annotations: trackedAnnotations(keySync, "ServerSideApply=true, Prune=confirm,Validate=false"),
 			want: []journal.Change{
 				journal.Addition(journal.FieldAnnotation, keyCompare, "IgnoreExtraneous"),
-				journal.Rewrite(journal.FieldAnnotation, keySync, "ServerSideApply=true, Prune=confirm,Validate=false", "ServerSideApply=true,Prune=false,Validate=false"),
+				journal.Rewrite(journal.FieldAnnotation, keySync, "ServerSideApply=true, Prune=confirm,Validate=false", "ServerSideApply=true,Prune=false,Validate=false,Delete=false"),
 			},
 		},
 		{
 			name:        "merges into an existing compare-options list",
-			annotations: trackedAnnotations(keyCompare, "ServerSideDiff=true", keySync, "Prune=false"),
+			annotations: trackedAnnotations(keyCompare, "ServerSideDiff=true", keySync, "Prune=false,Delete=false"),
 			want: []journal.Change{
 				journal.Rewrite(journal.FieldAnnotation, keyCompare, "ServerSideDiff=true", "ServerSideDiff=true,IgnoreExtraneous"),
 			},
 		},
 		{
 			name:        "already present: no change",
-			annotations: trackedAnnotations(keyCompare, "IgnoreExtraneous", keySync, "ServerSideApply=true, Prune=false"),
+			annotations: trackedAnnotations(keyCompare, "IgnoreExtraneous", keySync, "ServerSideApply=true, Prune=false,Delete=false"),
+		},
+		{
+			name:        "Delete=false added beside an existing Prune=false",
+			annotations: trackedAnnotations(keyCompare, "IgnoreExtraneous", keySync, "Prune=false"),
+			want: []journal.Change{
+				journal.Rewrite(journal.FieldAnnotation, keySync, "Prune=false", "Prune=false,Delete=false"),
+			},
 		},
 		{
 			name:        "empty values are rewritten, not added",
 			annotations: trackedAnnotations(keyCompare, "", keySync, ""),
 			want: []journal.Change{
 				journal.Rewrite(journal.FieldAnnotation, keyCompare, "", "IgnoreExtraneous"),
-				journal.Rewrite(journal.FieldAnnotation, keySync, "", "Prune=false"),
+				journal.Rewrite(journal.FieldAnnotation, keySync, "", "Prune=false,Delete=false"),
 			},
 		},
 	}
@@ -542,8 +589,8 @@ func TestBuildKeep(t *testing.T) {
 			if got, want := changeStrings(p.Changes), changeStrings(tt.want); !slices.Equal(got, want) {
 				t.Errorf("changes:\n got %q\nwant %q", got, want)
 			}
-			if p.Done() != (len(tt.want) == 0) {
-				t.Errorf("Done() = %v with %d changes", p.Done(), len(tt.want))
+			if (p.Refusal == nil && len(p.Changes) == 0) != (len(tt.want) == 0) {
+				t.Errorf("Done() = %v with %d changes", (p.Refusal == nil && len(p.Changes) == 0), len(tt.want))
 			}
 			if len(p.Notes) != 0 {
 				t.Errorf("notes = %q, want none", p.Notes)
@@ -684,14 +731,17 @@ func TestBuildScrubLastApplied(t *testing.T) {
 				if p.Changes[len(p.Changes)-1].Key != keyLastApplied {
 					t.Errorf("the rewrite is not the last change: %q", changeStrings(p.Changes))
 				}
-				if !c.IsRewrite() || c.Field != journal.FieldAnnotation || *c.Before != tt.annotations[keyLastApplied] {
-					t.Errorf("rewrite %s does not start from the live value", c)
+				// The change records digests and removed keys, never the value (it may hold a Secret's data).
+				if c.Embedded == nil || c.Before != nil || c.After != nil || c.Field != journal.FieldAnnotation ||
+					c.Embedded.BeforeSHA256 != journal.Digest(tt.annotations[keyLastApplied]) {
+					t.Errorf("rewrite %s is not an embedded change of the live value", c)
 				}
-				if *c.After != tt.wantAfter {
-					t.Errorf("last-applied after:\n got %s\nwant %s", *c.After, tt.wantAfter)
+				after, _ := c.Value()
+				if after != tt.wantAfter {
+					t.Errorf("last-applied after:\n got %s\nwant %s", after, tt.wantAfter)
 				}
-				if !json.Valid([]byte(*c.After)) {
-					t.Errorf("last-applied after is not JSON: %s", *c.After)
+				if !json.Valid([]byte(after)) {
+					t.Errorf("last-applied after is not JSON: %s", after)
 				}
 			}
 			if tt.wantNote == "" {

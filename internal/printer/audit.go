@@ -1,6 +1,7 @@
 package printer
 
 import (
+	"fmt"
 	"io"
 	"strings"
 
@@ -8,85 +9,166 @@ import (
 	"github.com/unprune/unprune/internal/risk"
 )
 
-// AuditRow is one resource a prune could delete.
-type AuditRow struct {
-	Application AppRef       `json:"application"`
-	AutoPrune   bool         `json:"autoPrune"`
-	Resource    ResourceRef  `json:"resource"`
-	When        audit.When   `json:"when"`
-	Risk        risk.Class   `json:"risk"`
-	RiskReason  string       `json:"riskReason,omitempty"`
-	Contents    string       `json:"contents,omitempty"`
-	Guards      []risk.Guard `json:"guards"`
-	Guarded     bool         `json:"guarded"`
-	Probe       string       `json:"probe,omitempty"`
-	LiveError   string       `json:"liveError,omitempty"`
-}
-
 // AuditReport is `unprune audit -o json|yaml`.
 type AuditReport struct {
-	APIVersion        string     `json:"apiVersion"`
-	Kind              string     `json:"kind"`
-	ArgoCDNamespace   string     `json:"argocdNamespace"`
-	ApplicationsAudit int        `json:"applicationsAudited"`
-	Rows              []AuditRow `json:"rows"`
-	Unguarded         int        `json:"unguarded"`
-	UnguardedHigh     int        `json:"unguardedHigh"`
-	Softened          []string   `json:"softenedApplications,omitempty"`
-	Warnings          []string   `json:"warnings,omitempty"`
+	APIVersion string       `json:"apiVersion"`
+	Kind       string       `json:"kind"`
+	Metadata   Metadata     `json:"metadata"`
+	ArgoCD     *ArgoCD      `json:"argocd"`
+	Summary    AuditSummary `json:"summary"`
+	Items      []AuditItem  `json:"items"`
+	Warnings   []string     `json:"warnings,omitempty"`
+}
+
+// AuditSummary counts an audit.
+type AuditSummary struct {
+	ApplicationsAudited int `json:"applicationsAudited"`
+	Deletions           int `json:"deletions"`
+	Unguarded           int `json:"unguarded"`
+	UnguardedHigh       int `json:"unguardedHigh"`
+	// Inconclusive counts probes that could not judge.
+	Inconclusive int `json:"inconclusive"`
+}
+
+// AuditItem is one resource a prune could delete.
+type AuditItem struct {
+	Application AppRef         `json:"application"`
+	Cluster     ClusterRef     `json:"cluster"`
+	AutoPrune   bool           `json:"autoPrune"`
+	Resource    ResourceRef    `json:"resource"`
+	Deleted     string         `json:"deleted"`
+	Risk        string         `json:"risk"`
+	RiskReason  string         `json:"riskReason,omitempty"`
+	Contents    *AuditContents `json:"contents,omitempty"`
+	Guards      []string       `json:"guards"`
+	Guarded     bool           `json:"guarded"`
+	Probe       *AuditProbe    `json:"probe,omitempty"`
+	Notes       []string       `json:"notes,omitempty"`
+	Error       string         `json:"error,omitempty"`
+}
+
+// AuditContents is what goes with a deletion; counts are absent when not counted.
+type AuditContents struct {
+	Objects         *int64 `json:"objects,omitempty"`
+	CustomResources *int64 `json:"customResources,omitempty"`
+	Partial         string `json:"partial,omitempty"`
+}
+
+// AuditProbe is the API server's answer to the dry-run DELETE.
+type AuditProbe struct {
+	Result  string `json:"result"`
+	Message string `json:"message,omitempty"`
+	As      string `json:"as,omitempty"`
 }
 
 // NewAuditReport converts an audit into its document.
-func NewAuditReport(r audit.Report) AuditReport {
-	doc := AuditReport{APIVersion: APIVersion, Kind: "AuditReport", ArgoCDNamespace: r.ArgoCDNamespace,
-		ApplicationsAudit: r.AppsAudited, Rows: []AuditRow{}, Softened: r.Softened, Warnings: r.Warnings}
+func NewAuditReport(meta Metadata, argo *ArgoCD, r audit.Report) AuditReport {
+	doc := AuditReport{APIVersion: APIVersion, Kind: "AuditReport", Metadata: meta, ArgoCD: argo, Items: []AuditItem{}, Warnings: r.Warnings}
 	for _, row := range r.Rows {
-		guards := row.Guards
-		if guards == nil {
-			guards = []risk.Guard{}
+		item := AuditItem{
+			Application: AppRef{row.App.Namespace, row.App.Name}, Cluster: NewClusterRef(row.Cluster), AutoPrune: row.App.AutoPrune,
+			Resource: fromRow(row.Resource), Deleted: string(row.When), Risk: string(row.Risk), RiskReason: row.RiskWhy,
+			Guards: []string{}, Guarded: row.Guarded, Notes: row.Notes, Error: row.LiveError,
 		}
-		doc.Rows = append(doc.Rows, AuditRow{
-			Application: AppRef{row.App.Namespace, row.App.Name}, AutoPrune: row.App.AutoPrune,
-			Resource: ResourceRef{row.Resource.Group, row.Resource.Version, row.Resource.Kind, row.Resource.Namespace, row.Resource.Name},
-			When:     row.When, Risk: row.Risk, RiskReason: row.RiskWhy, Contents: row.Contents, Guards: guards,
-			Guarded: row.Guarded, Probe: row.Probe, LiveError: row.LiveError,
-		})
-		if !row.Guarded {
-			doc.Unguarded++
-			if row.Risk == risk.High {
-				doc.UnguardedHigh++
+		for _, g := range row.Guards {
+			item.Guards = append(item.Guards, string(g))
+		}
+		if c := row.Contents; c != nil {
+			item.Contents = &AuditContents{Partial: c.Partial}
+			if c.Objects >= 0 {
+				n := c.Objects
+				item.Contents.Objects = &n
+			}
+			if c.CustomResources >= 0 {
+				n := c.CustomResources
+				item.Contents.CustomResources = &n
 			}
 		}
+		if p := row.Probe; p != nil {
+			item.Probe = &AuditProbe{Result: string(p.Result), Message: p.Message, As: p.As}
+			if p.Result == audit.ProbeInconclusive {
+				doc.Summary.Inconclusive++
+			}
+		}
+		if !row.Guarded {
+			doc.Summary.Unguarded++
+			if row.Risk == risk.High {
+				doc.Summary.UnguardedHigh++
+			}
+		}
+		doc.Items = append(doc.Items, item)
 	}
+	doc.Summary.ApplicationsAudited, doc.Summary.Deletions = r.AppsAudited, len(doc.Items)
 	return doc
 }
 
-// AuditTable writes the human table; wide adds why each is risky and the probe's answer.
-func AuditTable(w io.Writer, doc AuditReport, wide bool) error {
+// Names are the -o name lines.
+func (d AuditReport) Names() []string {
+	out := make([]string, 0, len(d.Items))
+	for _, it := range d.Items {
+		out = append(out, it.Resource.NameLine())
+	}
+	return out
+}
+
+// AuditTable writes the human table; wide adds the cluster, why each is risky and the probe's answer.
+func AuditTable(w io.Writer, o Output, doc AuditReport) error {
+	wide := o.Format == Wide
 	header := []string{"APPLICATION", "RESOURCE", "DELETED", "RISK", "CONTENTS", "GUARDS", "GUARDED"}
 	if wide {
+		header = append([]string{"CLUSTER"}, header...)
 		header = append(header, "WHY-RISKY", "PROBE")
 	}
-	rows := make([][]string, 0, len(doc.Rows))
-	for _, r := range doc.Rows {
-		var guards []string
-		for _, g := range r.Guards {
-			guards = append(guards, string(g))
-		}
+	rows := make([][]string, 0, len(doc.Items))
+	for _, r := range doc.Items {
 		when := "by any prune sync now"
-		if r.When == audit.AutoPrune {
+		if r.Deleted == string(audit.WhenRemovedFromGit) {
 			when = "when removed from git"
 		}
-		contents := r.Contents
-		if r.LiveError != "" {
-			contents = "<unreadable: " + firstLine(r.LiveError) + ">"
+		contents := describeContents(r.Contents)
+		if r.Error != "" {
+			contents = "<unreadable: " + firstLine(r.Error) + ">"
 		}
-		row := []string{r.Application.Namespace + "/" + r.Application.Name, resourceString(r.Resource), when, string(r.Risk),
-			orNone(contents), orNone(strings.Join(guards, ",")), yesNo(r.Guarded)}
+		guarded := yesNo(r.Guarded)
+		if r.Probe != nil && r.Probe.Result == string(audit.ProbeInconclusive) && !r.Guarded {
+			guarded = "unknown"
+		}
+		row := []string{r.Application.Namespace + "/" + r.Application.Name, r.Resource.String(), when, r.Risk,
+			orNone(contents), orNone(strings.Join(r.Guards, ",")), guarded}
 		if wide {
-			row = append(row, orNone(r.RiskReason), orNone(r.Probe))
+			probe := ""
+			if r.Probe != nil {
+				probe = r.Probe.Result + ": " + r.Probe.Message
+			}
+			row = append([]string{r.Cluster.Name}, row...)
+			row = append(row, orNone(r.RiskReason), orNone(probe))
 		}
 		rows = append(rows, row)
 	}
-	return Rows(w, header, rows)
+	return o.Rows(w, header, rows)
+}
+
+func describeContents(c *AuditContents) string {
+	if c == nil {
+		return ""
+	}
+	var parts []string
+	if c.Objects != nil {
+		parts = append(parts, plural(*c.Objects, "object"))
+	}
+	if c.CustomResources != nil {
+		parts = append(parts, plural(*c.CustomResources, "custom resource"))
+	}
+	s := strings.Join(parts, ", ")
+	if c.Partial != "" {
+		s += " (" + c.Partial + ")"
+	}
+	return s
+}
+
+func plural(n int64, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -4,121 +4,86 @@ import (
 	"io"
 	"strings"
 
-	"github.com/unprune/unprune/internal/argocd"
-	"github.com/unprune/unprune/internal/risk"
 	"github.com/unprune/unprune/internal/scan"
 )
 
-// ArgoCDInfo describes the installation and the settings a result was computed with.
-type ArgoCDInfo struct {
-	Namespace        string `json:"namespace"`
-	Version          string `json:"version,omitempty"`
-	TrackingMethod   string `json:"trackingMethod,omitempty"`
-	MethodSource     string `json:"methodSource"`
-	Ambiguous        bool   `json:"ambiguous,omitempty"`
-	InstanceLabelKey string `json:"instanceLabelKey"`
-	InstallationID   string `json:"installationID,omitempty"`
-}
-
-// NewArgoCDInfo summarises settings.
-func NewArgoCDInfo(ns string, s argocd.Settings) ArgoCDInfo {
-	i := ArgoCDInfo{Namespace: ns, TrackingMethod: string(s.Method), MethodSource: s.MethodSource, Ambiguous: s.Ambiguous,
-		InstanceLabelKey: s.InstanceLabelKey, InstallationID: s.InstallationID}
-	if s.Version != nil {
-		i.Version = s.Version.String()
-	}
-	return i
-}
-
-// AppRef names an Application.
-type AppRef struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-}
-
-// ResourceRef names a resource as Argo CD's status does.
-type ResourceRef struct {
-	Group     string `json:"group,omitempty"`
-	Version   string `json:"version"`
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-}
-
-// MetadataField is a label or annotation.
-type MetadataField struct {
-	Field string `json:"field"`
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
-
-// ScanFinding is one resource requiring pruning.
-type ScanFinding struct {
-	Application AppRef          `json:"application"`
-	Instance    string          `json:"instance"`
-	AutoPrune   bool            `json:"autoPrune"`
-	Resource    ResourceRef     `json:"resource"`
-	Tracking    []MetadataField `json:"tracking"`
-	Ownership   string          `json:"ownership,omitempty"`
-	Risk        risk.Class      `json:"risk"`
-	RiskReason  string          `json:"riskReason,omitempty"`
-	Guards      []risk.Guard    `json:"guards"`
-	LiveError   string          `json:"liveError,omitempty"`
-}
-
 // ScanReport is `unprune scan -o json|yaml`.
 type ScanReport struct {
-	APIVersion          string        `json:"apiVersion"`
-	Kind                string        `json:"kind"`
-	ArgoCD              ArgoCDInfo    `json:"argocd"`
-	ApplicationsScanned int           `json:"applicationsScanned"`
-	StuckApplications   int           `json:"stuckApplications"`
-	Findings            []ScanFinding `json:"findings"`
-	Warnings            []string      `json:"warnings,omitempty"`
+	APIVersion string      `json:"apiVersion"`
+	Kind       string      `json:"kind"`
+	Metadata   Metadata    `json:"metadata"`
+	ArgoCD     *ArgoCD     `json:"argocd"`
+	Summary    ScanSummary `json:"summary"`
+	Items      []ScanItem  `json:"items"`
+	Warnings   []string    `json:"warnings,omitempty"`
+}
+
+// ScanSummary counts a scan.
+type ScanSummary struct {
+	ApplicationsScanned int `json:"applicationsScanned"`
+	StuckApplications   int `json:"stuckApplications"`
+	Resources           int `json:"resources"`
+}
+
+// ScanItem is one resource requiring pruning.
+type ScanItem struct {
+	Application   AppRef      `json:"application"`
+	Instance      string      `json:"instance"`
+	Cluster       ClusterRef  `json:"cluster"`
+	AutoPrune     bool        `json:"autoPrune"`
+	Resource      ResourceRef `json:"resource"`
+	Risk          string      `json:"risk"`
+	RiskReason    string      `json:"riskReason,omitempty"`
+	Guards        []string    `json:"guards"`
+	Tracking      []Field     `json:"tracking"`
+	Ownership     string      `json:"ownership,omitempty"`
+	ModelMismatch bool        `json:"modelMismatch,omitempty"`
+	Notes         []string    `json:"notes,omitempty"`
+	Error         string      `json:"error,omitempty"`
 }
 
 // NewScanReport converts a scan into its document.
-func NewScanReport(r scan.Report) ScanReport {
-	doc := ScanReport{APIVersion: APIVersion, Kind: "ScanReport", ArgoCD: NewArgoCDInfo(r.ArgoCDNamespace, r.Settings),
-		ApplicationsScanned: r.AppsScanned, Findings: []ScanFinding{}, Warnings: r.Warnings}
-	stuck := map[string]bool{}
+func NewScanReport(meta Metadata, r scan.Report) ScanReport {
+	doc := ScanReport{APIVersion: APIVersion, Kind: "ScanReport", Metadata: meta, ArgoCD: NewArgoCD(r.ArgoCDNamespace, r.Settings),
+		Items: []ScanItem{}, Warnings: r.Warnings}
 	for _, f := range r.Findings {
-		stuck[f.App.Ref()] = true
-		sf := ScanFinding{
-			Application: AppRef{f.App.Namespace, f.App.Name}, Instance: f.Instance, AutoPrune: f.App.AutoPrune,
-			Resource: ResourceRef{f.Resource.Group, f.Resource.Version, f.Resource.Kind, f.Resource.Namespace, f.Resource.Name},
-			Tracking: fields(f.Tracking), Ownership: f.Ownership, Risk: f.Risk, RiskReason: f.RiskWhy,
-			Guards: f.Guards, LiveError: f.LiveError,
+		item := ScanItem{
+			Application: AppRef{f.App.Namespace, f.App.Name}, Instance: f.Instance, Cluster: NewClusterRef(f.Cluster),
+			AutoPrune: f.App.AutoPrune, Resource: fromRow(f.Resource), Risk: string(f.Risk), RiskReason: f.RiskWhy,
+			Guards: []string{}, Tracking: fields(f.Tracking), Ownership: f.Ownership, ModelMismatch: f.ModelMismatch,
+			Notes: f.Notes, Error: f.LiveError,
 		}
-		if sf.Guards == nil {
-			sf.Guards = []risk.Guard{}
+		for _, g := range f.Guards {
+			item.Guards = append(item.Guards, string(g))
 		}
-		doc.Findings = append(doc.Findings, sf)
+		doc.Items = append(doc.Items, item)
 	}
-	doc.StuckApplications = len(stuck)
+	doc.Summary = ScanSummary{ApplicationsScanned: r.AppsScanned, StuckApplications: r.StuckApps(), Resources: len(doc.Items)}
 	return doc
 }
 
-func fields(fs []argocd.Field) []MetadataField {
-	out := []MetadataField{}
-	for _, f := range fs {
-		out = append(out, MetadataField{Field: string(f.Kind), Key: f.Key, Value: f.Value})
+// Names are the -o name lines.
+func (d ScanReport) Names() []string {
+	out := make([]string, 0, len(d.Items))
+	for _, it := range d.Items {
+		out = append(out, it.Resource.NameLine())
 	}
 	return out
 }
 
-// ScanTable writes the human table; wide adds values and explanations.
-func ScanTable(w io.Writer, doc ScanReport, wide bool) error {
+// ScanTable writes the human table; wide adds the cluster, why each is risky and what Argo CD
+// makes of the tracking.
+func ScanTable(w io.Writer, o Output, doc ScanReport) error {
+	wide := o.Format == Wide
 	header := []string{"APPLICATION", "RESOURCE", "RISK", "AUTO-PRUNE", "GUARDS", "TRACKING"}
+	if wide || manyClusters(doc) {
+		header = append([]string{"CLUSTER"}, header...)
+	}
 	if wide {
 		header = append(header, "WHY-RISKY", "OWNERSHIP")
 	}
-	rows := make([][]string, 0, len(doc.Findings))
-	for _, f := range doc.Findings {
-		var guards []string
-		for _, g := range f.Guards {
-			guards = append(guards, string(g))
-		}
+	rows := make([][]string, 0, len(doc.Items))
+	for _, f := range doc.Items {
 		var tracking []string
 		for _, t := range f.Tracking {
 			if wide {
@@ -128,34 +93,32 @@ func ScanTable(w io.Writer, doc ScanReport, wide bool) error {
 			}
 		}
 		track := strings.Join(tracking, ",")
-		if f.LiveError != "" {
-			track = "<unreadable: " + firstLine(f.LiveError) + ">"
+		switch {
+		case f.Error != "":
+			track = "<unreadable: " + firstLine(f.Error) + ">"
+		case f.ModelMismatch:
+			track = "<none unprune expects: pass --argocd-version> " + track
 		}
-		row := []string{
-			f.Application.Namespace + "/" + f.Application.Name,
-			resourceString(f.Resource),
-			string(f.Risk),
-			yesNo(f.AutoPrune),
-			orNone(strings.Join(guards, ",")),
-			orNone(track),
+		row := []string{f.Application.Namespace + "/" + f.Application.Name, f.Resource.String(), f.Risk, yesNo(f.AutoPrune),
+			orNone(strings.Join(f.Guards, ",")), orNone(track)}
+		if wide || manyClusters(doc) {
+			row = append([]string{f.Cluster.Name}, row...)
 		}
 		if wide {
 			row = append(row, orNone(f.RiskReason), orNone(f.Ownership))
 		}
 		rows = append(rows, row)
 	}
-	return Rows(w, header, rows)
+	return o.Rows(w, header, rows)
 }
 
-func resourceString(r ResourceRef) string {
-	kind := r.Kind
-	if r.Group != "" {
-		kind += "." + r.Group
+func manyClusters(doc ScanReport) bool {
+	for _, it := range doc.Items {
+		if it.Cluster.Name != doc.Items[0].Cluster.Name {
+			return true
+		}
 	}
-	if r.Namespace != "" {
-		return kind + "/" + r.Namespace + "/" + r.Name
-	}
-	return kind + "/" + r.Name
+	return false
 }
 
 func firstLine(s string) string {

@@ -12,8 +12,8 @@ import (
 type Class string
 
 const (
-	High   Class = "high"
-	Normal Class = "normal"
+	High   Class = "High"
+	Normal Class = "Normal"
 )
 
 // Object is what classification needs to know about an object.
@@ -67,25 +67,39 @@ type Guard string
 
 const (
 	GuardImmortalNamespace Guard = "ImmortalNamespace" // the API server refuses
-	GuardPruneDisabled     Guard = "Prune=false"       // Argo CD skips the prune, app stays OutOfSync
-	GuardPruneConfirm      Guard = "Prune=confirm"     // Argo CD waits for approval on the app
+	GuardPruneDisabled     Guard = "PruneDisabled"     // the object's Prune=false: Argo CD skips the prune, app stays OutOfSync
+	GuardPruneConfirm      Guard = "PruneConfirm"      // the object's Prune=confirm: Argo CD waits for approval on the app
+	GuardAppPruneDisabled  Guard = "AppPruneDisabled"  // the app's syncOptions Prune=false (v3.4+); a sync request with its own options replaces it
+	GuardAppPruneConfirm   Guard = "AppPruneConfirm"   // the app's syncOptions Prune=confirm (v3.4+)
 )
 
-// Guards lists what protects o from a prune today, read from the object alone. Admission policies
-// are the caller's to add: they need the cluster.
-func Guards(o Object) []Guard {
-	var gs []Guard
+// Guards lists what protects o from a prune today, read from the object and its app alone, under
+// the Argo CD version (nil when unknown: then only what holds for every version counts). Notes say
+// why options that look like guards are not. Admission policies are the caller's to add: they need
+// the cluster.
+func Guards(o Object, version *argocd.Version, appSyncOptions []string) (gs []Guard, notes []string) {
 	if o.Kind == "Namespace" && o.Group == "" && ImmortalNamespaces[o.Name] {
 		gs = append(gs, GuardImmortalNamespace)
 	}
-	opts := o.Annotations[argocd.AnnotationSyncOptions]
-	if argocd.HasOption(opts, argocd.OptionPruneDisabled) {
+	p := argocd.EffectivePrune(version, o.Annotations[argocd.AnnotationSyncOptions], appSyncOptions)
+	switch {
+	case p.Value == argocd.PruneDisabled && p.Source == argocd.PruneSourceApp:
+		gs = append(gs, GuardAppPruneDisabled)
+	case p.Value == argocd.PruneConfirm && p.Source == argocd.PruneSourceApp:
+		gs = append(gs, GuardAppPruneConfirm)
+	case p.Value == argocd.PruneDisabled:
 		gs = append(gs, GuardPruneDisabled)
-	}
-	if argocd.HasOption(opts, argocd.OptionPruneConfirm) {
+	case p.Value == argocd.PruneConfirm:
 		gs = append(gs, GuardPruneConfirm)
 	}
-	return gs
+	return gs, p.Notes
+}
+
+// Hard reports guards that hold whatever the sync request says: the object's own options and the
+// API server's refusal. App-level options are soft: a sync request carrying its own option list
+// replaces them.
+func (g Guard) Hard() bool {
+	return g != GuardAppPruneDisabled && g != GuardAppPruneConfirm
 }
 
 // Describe is a short human explanation of a guard.
@@ -97,6 +111,10 @@ func (g Guard) Describe() string {
 		return "sync-options Prune=false: Argo CD never prunes it"
 	case GuardPruneConfirm:
 		return "sync-options Prune=confirm: a prune waits for approval on the Application"
+	case GuardAppPruneDisabled:
+		return "the app's syncOptions Prune=false (Argo CD v3.4+): soft, a sync request with its own options replaces it"
+	case GuardAppPruneConfirm:
+		return "the app's syncOptions Prune=confirm (Argo CD v3.4+): soft, a sync request with its own options replaces it"
 	}
 	return fmt.Sprint(string(g))
 }

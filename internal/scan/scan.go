@@ -1,12 +1,11 @@
 // Package scan finds the Applications stuck on "requires pruning" and describes each such resource:
-// the tracking metadata actually on the live object, whether a sync would prune it automatically, how
-// bad that deletion would be, and what already guards it.
+// the tracking metadata actually on the live object, what Argo CD's rules make of it, whether a sync
+// would prune it automatically, how bad that deletion would be, and what already guards it.
 package scan
 
 import (
 	"context"
-
-	"k8s.io/apimachinery/pkg/api/meta"
+	"fmt"
 	"sort"
 	"sync"
 
@@ -18,15 +17,23 @@ import (
 
 // Finding is one resource that requires pruning.
 type Finding struct {
-	App       cluster.Application
-	Instance  string
-	Resource  cluster.Resource
-	Tracking  []argocd.Field // tracking metadata found on the live object
-	Ownership string         // Argo CD's view of the object, for humans
-	Risk      risk.Class
-	RiskWhy   string
-	Guards    []risk.Guard
-	// LiveError is why the live object could not be read (gone, forbidden, kind not served).
+	App      argocd.Application
+	Instance string
+	// Cluster is the destination the object lives in.
+	Cluster  cluster.Info
+	Resource argocd.Resource
+	// Tracking is the tracking metadata found on the live object.
+	Tracking []argocd.Field
+	// Ownership is Argo CD's view of the object under the settings, for humans.
+	Ownership string
+	// ModelMismatch: Argo CD lists the object as the app's, but the settings find no tracking of
+	// it — unprune's view of the installation is wrong, or the status predates a release.
+	ModelMismatch bool
+	Risk          risk.Class
+	RiskWhy       string
+	Guards        []risk.Guard
+	Notes         []string
+	// LiveError is why the live object could not be read (gone, forbidden, cluster unreachable).
 	LiveError string
 }
 
@@ -39,83 +46,118 @@ type Report struct {
 	Warnings        []string
 }
 
-// Run reads the live object behind every requires-pruning row of apps, with bounded concurrency.
-func Run(ctx context.Context, c *cluster.Client, s argocd.Settings, argocdNamespace string, apps []cluster.Application, workers int) Report {
-	rep := Report{Settings: s, ArgoCDNamespace: argocdNamespace, AppsScanned: len(apps)}
-	type job struct {
-		app cluster.Application
-		res cluster.Resource
+// StuckApps counts the apps with findings.
+func (r Report) StuckApps() int {
+	seen := map[string]bool{}
+	for _, f := range r.Findings {
+		seen[f.App.Ref()] = true
 	}
-	var jobs []job
-	for _, a := range apps {
-		if !a.InCluster() {
-			if len(a.Pruning()) > 0 {
-				rep.Warnings = append(rep.Warnings, "Application "+a.Ref()+" deploys to another cluster ("+dest(a)+"); its resources requiring pruning live there: run unprune with that cluster's --context")
-			}
+	return len(seen)
+}
+
+type group struct {
+	objects cluster.Objects
+	idx     []int
+}
+
+// Run reads, in bulk per destination cluster, the live object behind every requires-pruning row of
+// apps (hooks are never pruned and are left out). A destination that cannot be reached is a
+// warning on its rows, not a failed scan. It returns ctx's error when interrupted.
+func Run(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []argocd.Application) (Report, error) {
+	rep := Report{Settings: s, ArgoCDNamespace: argo.Namespace(), AppsScanned: len(apps)}
+	groups := map[string]*group{}
+	var order []string
+	for _, app := range apps {
+		rows := app.Pruning()
+		if len(rows) == 0 {
 			continue
 		}
-		for _, r := range a.Pruning() {
-			jobs = append(jobs, job{a, r})
+		instance := app.Instance(argo.Namespace())
+		if s.Method == argocd.MethodLabel && !argocd.LabelValueFits(instance) {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("Application %s: its instance %q is longer than 63 characters, which label tracking cannot write: Argo CD cannot apply its resources", app.Ref(), instance))
+		}
+		objects, err := argo.Destination(ctx, app)
+		first := len(rep.Findings)
+		for _, r := range rows {
+			f := Finding{App: app, Instance: instance, Resource: r}
+			if err != nil {
+				f.LiveError = err.Error()
+				f.Cluster = cluster.Info{Name: app.Destination.Name, Server: app.Destination.Server}
+			} else {
+				f.Cluster = objects.Info()
+			}
+			rep.Findings = append(rep.Findings, f)
+		}
+		if err != nil {
+			rep.Warnings = append(rep.Warnings, err.Error())
+			continue
+		}
+		key := objects.Info().Name + "|" + objects.Info().Server
+		g := groups[key]
+		if g == nil {
+			g = &group{objects: objects}
+			groups[key] = g
+			order = append(order, key)
+		}
+		for k := first; k < len(rep.Findings); k++ {
+			g.idx = append(g.idx, k)
 		}
 	}
-	if workers <= 0 {
-		workers = 8
-	}
-	findings := make([]Finding, len(jobs))
-	forbidden := map[string]bool{}
 	var mu sync.Mutex
-	parallel.ForEach(len(jobs), workers, func(i int) {
-		j := jobs[i]
-		f := describe(ctx, c, s, argocdNamespace, j.app, j.res)
-		if f.LiveError != "" && f.forbidden {
-			mu.Lock()
-			forbidden[j.res.GroupVersionKind().GroupKind().String()] = true
-			mu.Unlock()
+	forbidden := map[string]bool{}
+	parallel.ForEach(len(order), len(order), func(i int) {
+		g := groups[order[i]]
+		refs := make([]cluster.Ref, len(g.idx))
+		for k, fi := range g.idx {
+			r := rep.Findings[fi].Resource
+			ref, err := g.objects.Resolve(ctx, r.Group, r.Kind, r.Version, r.Namespace, r.Name)
+			if err != nil {
+				ref = cluster.Ref{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+			}
+			refs[k] = ref
 		}
-		findings[i] = f.Finding
+		for k, res := range g.objects.Read(ctx, refs) {
+			f := &rep.Findings[g.idx[k]]
+			describe(f, s, argo.Namespace(), refs[k], res)
+			if cluster.IsForbidden(res.Err) {
+				mu.Lock()
+				forbidden[fmt.Sprintf("%s in cluster %s", refs[k].Kind, f.Cluster.Name)] = true
+				mu.Unlock()
+			}
+		}
 	})
-	for gk := range forbidden {
-		rep.Warnings = append(rep.Warnings, "forbidden to read "+gk+": those rows show no live metadata (ask for get permission on that kind)")
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	for what := range forbidden {
+		rep.Warnings = append(rep.Warnings, "forbidden to read "+what+": those rows show no live metadata (ask for get/list permission on that kind)")
 	}
 	sort.Strings(rep.Warnings)
-	rep.Findings = findings
-	return rep
+	return rep, nil
 }
 
-func dest(a cluster.Application) string {
-	if a.DestName != "" {
-		return a.DestName
-	}
-	return a.DestServer
-}
-
-type described struct {
-	Finding
-	forbidden bool
-}
-
-// describe reads one resource's live object and classifies it.
-func describe(ctx context.Context, c *cluster.Client, s argocd.Settings, argocdNamespace string, a cluster.Application, r cluster.Resource) described {
-	f := Finding{App: a, Resource: r, Instance: argocd.InstanceName(a.Namespace, a.Name, argocdNamespace)}
-	obj := risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
-	live, m, err := c.Live(ctx, r)
-	d := described{}
-	if err != nil {
-		f.LiveError = err.Error()
-		d.forbidden = cluster.IsForbidden(err)
+// describe classifies one finding from its live object.
+func describe(f *Finding, s argocd.Settings, argocdNamespace string, ref cluster.Ref, res cluster.ReadResult) {
+	obj := risk.Object{Group: f.Resource.Group, Kind: f.Resource.Kind, Namespace: f.Resource.Namespace, Name: f.Resource.Name}
+	if res.Err != nil {
+		f.LiveError = res.Err.Error()
 	} else {
-		obj.Labels, obj.Annotations = live.GetLabels(), live.GetAnnotations()
-		ref := argocd.ObjectRef{Group: r.Group, Kind: r.Kind, Namespace: live.GetNamespace(), Name: r.Name,
-			ClusterScoped: m.Scope.Name() == meta.RESTScopeNameRoot}
-		own := s.Owner(obj.Labels, obj.Annotations, ref)
+		live := res.Object
+		obj.Labels, obj.Annotations = live.Labels, live.Annotations
+		own := s.Owner(live.Labels, live.Annotations, ref.ObjectRef())
 		f.Ownership = own.Detail
 		for _, cl := range own.Claims {
 			f.Tracking = append(f.Tracking, cl.Fields...)
 		}
 		f.Tracking = append(f.Tracking, own.Informational...)
+		if !own.Tracked {
+			f.ModelMismatch = true
+			f.Notes = append(f.Notes, "Argo CD lists it as this app's, but under the settings unprune read it is not tracked: "+
+				"the settings or version are not what Argo CD runs with (pass --argocd-version), or Argo CD has not compared since it was released")
+		}
 	}
 	f.Risk, f.RiskWhy = risk.Classify(obj, argocdNamespace)
-	f.Guards = risk.Guards(obj)
-	d.Finding = f
-	return d
+	var notes []string
+	f.Guards, notes = risk.Guards(obj, s.Version, f.App.SyncOptions)
+	f.Notes = append(f.Notes, notes...)
 }

@@ -1,15 +1,12 @@
 // Package verify proves a release worked the way Argo CD itself reports it: it asks the application
-// controller for a refresh and waits until the Application's own status shows the objects released
-// and the app Synced — or says exactly what still keeps it OutOfSync.
+// controller for a refresh and waits for a comparison that started after the patch, then judges the
+// app's own status — the released objects gone (or no longer making the app OutOfSync) — and says
+// exactly what else, if anything, keeps the app OutOfSync.
 package verify
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
@@ -27,77 +24,106 @@ const (
 
 // Outcome is what the app's status said last.
 type Outcome struct {
-	Synced    bool
-	Elapsed   time.Duration
-	App       cluster.Application
-	Lingering []cluster.Resource // released objects still counted as the expectation forbids
-	OutOfSync []cluster.Resource // other rows keeping the app OutOfSync
+	// Verified: a comparison after the patch shows the expectation met.
+	Verified bool
+	// Fresh: the status comes from a comparison that started after the patch.
+	Fresh bool
+	App   argocd.Application
+	// Lingering are released objects Argo CD still counts as the expectation forbids.
+	Lingering []argocd.Resource
+	// OutOfSync are other rows keeping the app OutOfSync (hooks never do).
+	OutOfSync []argocd.Resource
 }
 
-// Refresh asks Argo CD to compare the app again, the way `argocd app get --refresh` does: the
-// controller removes the annotation when it has done so.
-func Refresh(ctx context.Context, c *cluster.Client, app cluster.Application) error {
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"normal"}}}`, argocd.AnnotationRefresh)
-	_, err := c.Dynamic.Resource(cluster.GVRApplication).Namespace(app.Namespace).Patch(ctx, app.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "unprune"})
-	if err != nil {
-		return fmt.Errorf("request a refresh of Application %s: %w", app.Ref(), err)
-	}
-	return nil
-}
-
-// Wait polls the app until the released objects meet the expectation and the app is Synced, or the
-// timeout passes; the last status is returned either way. A refresh the controller consumed with a
-// comparison already under way (it clears the annotation when that ends) is asked for again.
-func Wait(ctx context.Context, c *cluster.Client, app cluster.Application, released []cluster.Resource, want Expectation, timeout, interval time.Duration) (Outcome, error) {
-	start := time.Now()
-	deadline := start.Add(timeout)
-	asked := start
-	for {
-		a, err := c.GetApplication(ctx, app.Namespace, app.Name)
-		if err != nil {
-			return Outcome{}, err
-		}
-		o := Judge(a, released, want)
-		o.Elapsed = time.Since(start)
-		if o.Synced || time.Now().After(deadline) {
-			return o, nil
-		}
-		if !a.RefreshPending && time.Since(asked) > 2*time.Second {
-			if err := Refresh(ctx, c, app); err != nil {
-				return o, err
-			}
-			asked = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			return o, ctx.Err()
-		case <-time.After(interval):
-		}
-	}
-}
-
-// Judge compares an app's status with the expectation.
-func Judge(a cluster.Application, released []cluster.Resource, want Expectation) Outcome {
-	o := Outcome{App: a}
+// Judge compares an app's status with the expectation. patchedAt is when the last patch returned.
+//
+// A status proves something only if it comes from a comparison that saw the patch: for Gone, the
+// released rows being absent proves it (before the patch they were listed); otherwise reconciledAt
+// must be a later second than the patch — the controller records there, with second precision, the
+// start of its last full comparison (controller/appcontroller.go takes the time before
+// CompareAppState). A Synced read before that proves nothing.
+func Judge(app argocd.Application, released []argocd.Resource, want Expectation, patchedAt time.Time) Outcome {
+	o := Outcome{App: app}
 	isReleased := map[string]bool{}
 	for _, r := range released {
-		isReleased[key(r)] = true
+		isReleased[r.Key()] = true
 	}
-	for _, r := range a.Resources {
-		if isReleased[key(r)] {
+	for _, r := range app.Resources {
+		if isReleased[r.Key()] {
 			if want == Gone {
 				o.Lingering = append(o.Lingering, r)
 			}
 			continue
 		}
-		if r.Status == "OutOfSync" || r.RequiresPruning {
+		if !r.Hook && (r.Status == "OutOfSync" || r.RequiresPruning) {
 			o.OutOfSync = append(o.OutOfSync, r)
 		}
 	}
-	o.Synced = a.SyncStatus == "Synced" && len(o.Lingering) == 0
+	o.Fresh = !app.ReconciledAt.IsZero() && app.ReconciledAt.Unix() > patchedAt.Unix()
+	if want == Gone && len(o.Lingering) == 0 && len(released) > 0 {
+		o.Fresh = true
+	}
+	switch {
+	case !o.Fresh || len(o.Lingering) > 0:
+	case want == Gone:
+		o.Verified = true
+	default:
+		// Kept objects stay listed as OutOfSync rows; the app's status says whether they still count.
+		o.Verified = app.SyncStatus == "Synced" || len(o.OutOfSync) > 0
+	}
 	return o
 }
 
-func key(r cluster.Resource) string {
-	return r.Group + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name
+// Options tune Wait.
+type Options struct {
+	Timeout time.Duration
+	// Poll is how often the app is read; 0 means 100ms.
+	Poll time.Duration
+	// Reask is how long to wait for a comparison before asking for a refresh again; 0 means 10s.
+	// Every refresh makes the controller resolve the git revision again, so it is not hammered.
+	Reask time.Duration
+	Now   func() time.Time
+}
+
+// Wait asks for a refresh and polls the app until Judge verifies it or the timeout passes; the last
+// outcome is returned either way, and an error only when the app could not be read at all.
+func Wait(ctx context.Context, argo cluster.ArgoCD, app argocd.Application, released []argocd.Resource, want Expectation, patchedAt time.Time, opts Options) (Outcome, error) {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = 100 * time.Millisecond
+	}
+	if opts.Reask <= 0 {
+		opts.Reask = 10 * time.Second
+	}
+	deadline := now().Add(opts.Timeout)
+	current, err := argo.GetApplication(ctx, app.Namespace, app.Name)
+	if err != nil {
+		return Outcome{App: app}, err
+	}
+	asked := time.Time{}
+	for {
+		o := Judge(current, released, want, patchedAt)
+		if o.Verified || !now().Before(deadline) {
+			return o, nil
+		}
+		if current.Refresh == "" && !o.Fresh && now().Sub(asked) >= opts.Reask {
+			if err := argo.Refresh(ctx, current, false); err != nil {
+				return o, err
+			}
+			asked = now()
+		}
+		select {
+		case <-ctx.Done():
+			return o, ctx.Err()
+		case <-time.After(opts.Poll):
+		}
+		next, err := argo.GetApplication(ctx, app.Namespace, app.Name)
+		if err != nil {
+			return o, err
+		}
+		current = next
+	}
 }

@@ -12,14 +12,11 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/unprune/unprune/internal/apply"
-	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cli"
+	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/plan"
 	"github.com/unprune/unprune/lab/labtest"
@@ -40,7 +37,7 @@ func TestServerDryRunChangesNothing(t *testing.T) {
 	if r.Code != cli.ExitFindings {
 		t.Fatalf("exit %d, want %d", r.Code, cli.ExitFindings)
 	}
-	if strings.Count(r.Stdout, "ACCEPTED-BY-DRY-RUN") != 2 {
+	if strings.Count(r.Stdout, "DryRunAccepted") != 2 {
 		t.Errorf("want both patches accepted by the dry run:\n%s", r.Stdout)
 	}
 	for _, ns := range s.Namespaces {
@@ -65,19 +62,10 @@ func TestConcurrentWriteIsNotClobbered(t *testing.T) {
 	t.Parallel()
 	env := labtest.Get(t)
 	s := seed(t, env, "racer", "race-keep", "race-moved")
-	settings := argocd.NewSettings(map[string]string{"application.resourceTrackingMethod": "annotation+label"}, nil)
-	nsMapping := &meta.RESTMapping{Resource: labtest.GVRNamespace, GroupVersionKind: labtest.GVRNamespace.GroupVersion().WithKind("Namespace"), Scope: meta.RESTScopeRoot}
-	target := func(u *unstructured.Unstructured) plan.Target {
-		return plan.Target{Instance: s.App, Ref: argocd.ObjectRef{Kind: "Namespace", Name: u.GetName(), ClusterScoped: true},
-			Labels: u.GetLabels(), Annotations: u.GetAnnotations(), RequiresPruning: true}
-	}
-	var items []apply.Item
-	for _, ns := range s.Namespaces {
-		live := namespace(t, env, ns) // what unprune read and planned from
-		items = append(items, apply.Item{Mapping: nsMapping, Object: live, Plan: plan.Build(settings, target(live), plan.Options{}),
-			Replan: func(fresh *unstructured.Unstructured) plan.Plan {
-				return plan.Build(settings, target(fresh), plan.Options{})
-			}})
+	e, store := labEngine(t, env)
+	run, err := e.PlanDetach(labtest.Context(t), engine.DetachRequest{Apps: []engine.AppName{{Name: s.App}}, All: true, Strategy: plan.StrategyUntrack})
+	if err != nil {
+		t.Fatal(err)
 	}
 	// The other writer strikes after the plans were made.
 	other := map[string]string{
@@ -89,19 +77,15 @@ func TestConcurrentWriteIsNotClobbered(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	j := journal.New("detach", "untrack")
-	for _, it := range items {
-		j.Entries = append(j.Entries, journal.NewEntry(apply.ObjectRef(nsMapping, it.Object), it.Plan.Changes...))
-	}
-	rec, err := journal.NewStore(labtest.TempDir(t), nil).Begin(j)
-	if err != nil {
+	if err := e.Apply(labtest.Context(t), run, engine.DryRunNone); err != nil {
 		t.Fatal(err)
 	}
-	results := apply.Run(labtest.Context(t), env.Dynamic, items, rec, apply.Options{})
-
-	keep := results[0]
-	if !keep.Applied || keep.Attempts != 2 {
-		t.Errorf("race-keep: applied %t after %d attempts (%v); want applied after a conflict and a retry", keep.Applied, keep.Attempts, keep.Err)
+	items := map[string]*engine.Item{}
+	for _, it := range run.Items {
+		items[it.Ref.Name] = it
+	}
+	if keep := items["race-keep"]; keep.Outcome != engine.OutcomeApplied || keep.Attempts != 2 {
+		t.Errorf("race-keep: %s after %d attempts (%s); want applied after a conflict and a retry", keep.Outcome, keep.Attempts, keep.Message)
 	}
 	u := namespace(t, env, "race-keep")
 	if u.GetLabels()["someone"] != "else" {
@@ -110,19 +94,23 @@ func TestConcurrentWriteIsNotClobbered(t *testing.T) {
 	if _, tracked := u.GetLabels()["app.kubernetes.io/instance"]; tracked {
 		t.Errorf("race-keep: still tracked: %v", u.GetLabels())
 	}
-
-	moved := results[1]
-	if moved.Applied || moved.Refusal == nil || moved.Refusal.Code != plan.RefuseOtherOwner {
-		t.Errorf("race-moved: %+v; want a refusal because another app owns it now", moved)
+	if moved := items["race-moved"]; moved.Outcome != engine.OutcomeRefused || moved.Reason != string(plan.RefuseOtherOwner) {
+		t.Errorf("race-moved: %s %s; want a refusal because another app owns it now", moved.Outcome, moved.Reason)
 	}
 	u = namespace(t, env, "race-moved")
 	if u.GetLabels()["app.kubernetes.io/instance"] != "thief" || u.GetAnnotations()["argocd.argoproj.io/tracking-id"] != "thief:/Namespace:default/race-moved" {
 		t.Errorf("race-moved: the other app's tracking was touched: %v %v", u.GetLabels(), u.GetAnnotations())
 	}
-	got := rec.Snapshot()
-	if got.Entries[0].State != journal.StateApplied || got.Entries[1].State != journal.StateFailed || len(got.Entries[1].Changes) != 0 {
-		t.Errorf("journal: %s %v / %s %v; want applied, then failed with no changes",
-			got.Entries[0].State, got.Entries[0].Changes, got.Entries[1].State, got.Entries[1].Changes)
+	got, _, err := store.Load(run.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]journal.State{}
+	for _, e := range got.Entries {
+		states[e.Object.Name] = e.State
+	}
+	if states["race-keep"] != journal.StateApplied || states["race-moved"] != journal.StateSkipped {
+		t.Errorf("journal: %v; want race-keep applied and race-moved skipped", states)
 	}
 }
 
@@ -158,6 +146,9 @@ func TestUserWithoutPatchRights(t *testing.T) {
 	if !strings.Contains(r.Stdout+r.Stderr, "forbidden: your user may not patch") {
 		t.Errorf("the error does not say the user may not patch:\n%s%s", r.Stdout, r.Stderr)
 	}
+	if strings.Contains(r.Stdout+r.Stderr, "admission") {
+		t.Errorf("an RBAC refusal is called an admission denial:\n%s%s", r.Stdout, r.Stderr)
+	}
 	if after := namespace(t, env, "readonly-a").GetResourceVersion(); after != before {
 		t.Errorf("the namespace changed: resourceVersion %s → %s", before, after)
 	}
@@ -165,7 +156,7 @@ func TestUserWithoutPatchRights(t *testing.T) {
 	if len(paths) != 1 {
 		t.Fatalf("want one journal, got %v", paths)
 	}
-	j, err := journal.Load(paths[0])
+	j, _, err := journal.NewStore(journals, nil).Load(paths[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +210,7 @@ func TestUndoRestoresByteForByte(t *testing.T) {
 		}
 	}
 	// A second undo has nothing left to do.
-	if r = unprune(t, env.State.Kubeconfig, journals, "undo", "--latest", "--yes"); r.Code != cli.ExitOK || !strings.Contains(r.Stdout, "ALREADY-UNDONE") {
+	if r = unprune(t, env.State.Kubeconfig, journals, "undo", "--latest", "--yes"); r.Code != cli.ExitOK || !strings.Contains(r.Stdout, "undone already") {
 		t.Errorf("second undo: exit %d\n%s", r.Code, r.Stdout)
 	}
 }
@@ -240,9 +231,10 @@ func TestUndoGuards(t *testing.T) {
 	}
 	recreate(t, env, "guarded-recreated")
 
+	// One entry is partly restored (its unchanged key), the other refused: a partial undo is exit 4.
 	r := unprune(t, env.State.Kubeconfig, journals, "undo", "--latest", "--yes")
-	if r.Code != cli.ExitRefused {
-		t.Fatalf("undo exit %d, want %d (refused)", r.Code, cli.ExitRefused)
+	if r.Code != cli.ExitPartial {
+		t.Fatalf("undo exit %d, want %d (partial)", r.Code, cli.ExitPartial)
 	}
 	if !strings.Contains(r.Stdout, "was recreated") || !strings.Contains(r.Stdout, `is now "newowner"`) {
 		t.Errorf("undo does not explain both refusals:\n%s", r.Stdout)
@@ -276,9 +268,11 @@ func recreate(t *testing.T, env *labtest.Env, name string) {
 	}
 }
 
-// TestMixedReleasedAndTracked: one namespace of the app was released by hand already, the other
-// not. The dry run and the real run report each object with its own outcome and touch only the
-// tracked one.
+// TestMixedReleasedAndTracked: one namespace of the app was released by hand, the other not, but the
+// app's status (no controller refreshes it here) still lists both as requiring pruning. The status
+// row is the authority: an object Argo CD lists that carries no tracking unprune knows means its view
+// is wrong (or the status is stale), so the run is refused — never reported "released already" —
+// and nothing is touched.
 func TestMixedReleasedAndTracked(t *testing.T) {
 	t.Parallel()
 	env := labtest.Get(t)
@@ -294,8 +288,8 @@ func TestMixedReleasedAndTracked(t *testing.T) {
 		wantCode int
 		want     string
 	}{
-		{[]string{"--dry-run=server"}, cli.ExitFindings, "ACCEPTED-BY-DRY-RUN"},
-		{[]string{"--yes", "--wait=false"}, cli.ExitOK, "APPLIED"},
+		{[]string{"--dry-run=server"}, cli.ExitRefused, "Refused"},
+		{[]string{"--yes", "--wait=false"}, cli.ExitRefused, "Refused"},
 	} {
 		r := unprune(t, env.State.Kubeconfig, journals, append([]string{"detach", s.App, "--all"}, c.args...)...)
 		if r.Code != c.wantCode {
@@ -307,20 +301,21 @@ func TestMixedReleasedAndTracked(t *testing.T) {
 				lines[f[0]] = f[1]
 			}
 		}
-		if lines["Namespace/mixed-a-released"] != "UNCHANGED" || lines["Namespace/mixed-b-tracked"] != c.want {
-			t.Errorf("%v: outcomes %v; want the released one UNCHANGED and the tracked one %s", c.args, lines, c.want)
+		if lines["Namespace/mixed-a-released"] != c.want {
+			t.Errorf("%v: outcomes %v; want the released one %s", c.args, lines, c.want)
 		}
 	}
 	if got := namespace(t, env, "mixed-a-released").GetResourceVersion(); got != released {
 		t.Errorf("the released namespace was written to: resourceVersion %s → %s", released, got)
 	}
-	if _, tracked := namespace(t, env, "mixed-b-tracked").GetLabels()["app.kubernetes.io/instance"]; tracked {
-		t.Errorf("the tracked namespace was not released")
+	if _, tracked := namespace(t, env, "mixed-b-tracked").GetLabels()["app.kubernetes.io/instance"]; !tracked {
+		t.Errorf("the tracked namespace was released although the run was refused")
 	}
 }
 
-// TestOtherClusterIsRefused: an app deploying to another cluster keeps its objects there; detach
-// refuses instead of touching same-named objects here, and scan warns.
+// TestOtherClusterIsRefused: an app deploying to another cluster keeps its objects there; without a
+// way to reach that cluster, detach fails saying how to reach it instead of touching same-named
+// objects here, and scan warns.
 func TestOtherClusterIsRefused(t *testing.T) {
 	t.Parallel()
 	env := labtest.Get(t)
@@ -333,14 +328,14 @@ func TestOtherClusterIsRefused(t *testing.T) {
 	before := namespace(t, env, "remote-a").GetResourceVersion()
 	journals := labtest.TempDir(t)
 	r := unprune(t, env.State.Kubeconfig, journals, "detach", s.App, "--all", "--yes")
-	if r.Code != cli.ExitRefused || !strings.Contains(r.Stderr, "deploys to another cluster") {
-		t.Errorf("detach: exit %d, want %d with an explanation", r.Code, cli.ExitRefused)
+	if r.Code != cli.ExitFailure || !strings.Contains(r.Stderr, "deploys to cluster https://127.0.0.2:6443") || !strings.Contains(r.Stderr, "--cluster-context") {
+		t.Errorf("detach: exit %d, want %d with an explanation", r.Code, cli.ExitFailure)
 	}
 	if after := namespace(t, env, "remote-a").GetResourceVersion(); after != before {
 		t.Errorf("the local namespace of the same name was changed")
 	}
 	r = unprune(t, env.State.Kubeconfig, journals, "scan")
-	if !strings.Contains(r.Stderr, "Application argocd/remote deploys to another cluster") {
+	if !strings.Contains(r.Stderr, "Application argocd/remote deploys to cluster https://127.0.0.2:6443") {
 		t.Errorf("scan does not warn about the remote app")
 	}
 }

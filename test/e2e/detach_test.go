@@ -102,12 +102,12 @@ func proveDetach(t *testing.T, env *labtest.Env, c detachCell) {
 		t.Fatalf("scan -o json: %v", err)
 	}
 	found := false
-	for _, f := range rep.Findings {
+	for _, f := range rep.Items {
 		if f.Application.Name != app.Name || f.Resource.Kind != "Namespace" || f.Resource.Name != ns {
 			continue
 		}
 		found = true
-		if f.Risk != "high" || f.Instance != app.Instance() {
+		if f.Risk != "High" || f.Instance != app.Instance() {
 			t.Errorf("finding %+v: want risk high and instance %q", f, app.Instance())
 		}
 		keys := map[string]bool{}
@@ -196,7 +196,7 @@ func TestDetachKeep(t *testing.T) {
 	l, a, _ := metadataOf(t, env, ns)
 	sameExcept(t, "label", labels, l, nil, nil)
 	sameExcept(t, "annotation", annotations, a, []string{"argocd.argoproj.io/sync-options"}, map[string]string{
-		"argocd.argoproj.io/sync-options":    "ServerSideApply=true,Prune=false",
+		"argocd.argoproj.io/sync-options":    "ServerSideApply=true,Prune=false,Delete=false",
 		"argocd.argoproj.io/compare-options": "IgnoreExtraneous",
 	})
 	s := app.WaitSynced(t, reverted)

@@ -41,7 +41,7 @@ func installPolicy(t *testing.T, env *labtest.Env) {
 }
 
 // auditRow runs audit --probe and returns the row for kind/name of app, if any.
-func auditRow(t *testing.T, env *labtest.Env, install *labtest.Install, app *labtest.App, kind, name string) (printer.AuditRow, bool) {
+func auditRow(t *testing.T, env *labtest.Env, install *labtest.Install, app *labtest.App, kind, name string) (printer.AuditItem, bool) {
 	t.Helper()
 	r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+install.Namespace(), "audit", "--probe", "-o", "json")
 	if r.Code != cli.ExitOK {
@@ -51,12 +51,12 @@ func auditRow(t *testing.T, env *labtest.Env, install *labtest.Install, app *lab
 	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
 		t.Fatal(err)
 	}
-	for _, row := range doc.Rows {
+	for _, row := range doc.Items {
 		if row.Application.Name == app.Name && row.Resource.Kind == kind && row.Resource.Name == name {
 			return row, true
 		}
 	}
-	return printer.AuditRow{}, false
+	return printer.AuditItem{}, false
 }
 
 // TestGuardPolicyStopsPrune: a tracked, reverted Namespace (and a CRD with custom resources)
@@ -100,7 +100,7 @@ func TestGuardPolicyStopsPrune(t *testing.T) {
 			}
 			// Before any guard: the probe says the API server would delete it.
 			row, ok := auditRow(t, env, install, p.app, kind, p.name)
-			if !ok || row.When != audit.Now || row.Guarded || !strings.HasPrefix(row.Probe, "allowed") {
+			if !ok || row.Deleted != string(audit.Now) || row.Guarded || row.Probe == nil || row.Probe.Result != string(audit.ProbeAllowed) {
 				t.Fatalf("audit before guarding: %+v (found %t); want an unguarded row the probe allows", row, ok)
 			}
 			installPolicy(t, env)
@@ -110,7 +110,7 @@ func TestGuardPolicyStopsPrune(t *testing.T) {
 			// A new policy takes a moment to be enforced: poll the probe, never sleep.
 			labtest.Eventually(t, 60*time.Second, "audit --probe to see the guard enforced", func() (bool, string) {
 				row, _ := auditRow(t, env, install, p.app, kind, p.name)
-				return row.Guarded && strings.HasPrefix(row.Probe, "denied") && hasGuard(row, audit.GuardPolicy), fmt.Sprintf("%+v", row)
+				return row.Guarded && row.Probe != nil && row.Probe.Result == string(audit.ProbeDenied) && hasGuard(row, audit.GuardPolicy), fmt.Sprintf("%+v", row)
 			})
 
 			op := p.app.Sync(t, true)
@@ -171,7 +171,7 @@ func TestGuardConfirm(t *testing.T) {
 	})
 }
 
-func hasGuard(row printer.AuditRow, g any) bool {
+func hasGuard(row printer.AuditItem, g any) bool {
 	for _, x := range row.Guards {
 		if fmt.Sprint(x) == fmt.Sprint(g) {
 			return true

@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/engine"
+	"github.com/unprune/unprune/internal/printer"
+)
+
+// outputFlags are -o and --no-headers, parsed in Validate.
+type outputFlags struct {
+	value     string
+	noHeaders bool
+	wide      bool
+	out       printer.Output
+}
+
+func (f *outputFlags) add(cmd *cobra.Command, wide bool) {
+	f.wide = wide
+	formats := "table, json, yaml, name, jsonpath=…, go-template=…"
+	if wide {
+		formats = "table, wide, json, yaml, name, jsonpath=…, go-template=…"
+	}
+	cmd.Flags().StringVarP(&f.value, "output", "o", "", "output format: "+formats)
+	cmd.Flags().BoolVar(&f.noHeaders, "no-headers", false, "print tables without headers")
+	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		out := []string{"table", "json", "yaml", "name", "jsonpath=", "go-template="}
+		if wide {
+			out = append(out, "wide")
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	})
+}
+
+func (f *outputFlags) validate() error {
+	out, err := printer.ParseOutput(f.value, f.wide, f.noHeaders)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	f.out = out
+	return nil
+}
+
+// changeFlags are --dry-run and --yes, for every command that changes something.
+type changeFlags struct {
+	dryRunValue string
+	yes         bool
+	dryRun      engine.DryRun
+}
+
+func (f *changeFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.dryRunValue, "dry-run", "", `"client" previews (the default without --yes); "server" sends every patch with dryRun=All, so the API server and its admission checks judge it and nothing persists; "none" applies (with --yes)`)
+	cmd.Flags().BoolVarP(&f.yes, "yes", "y", false, "apply without asking")
+	_ = cmd.RegisterFlagCompletionFunc("dry-run", fixedCompletion("client", "server", "none"))
+}
+
+func (f *changeFlags) validate() error {
+	d, err := engine.ParseDryRun(f.dryRunValue, f.yes)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	f.dryRun = d
+	return nil
+}
+
+// selectionFlags choose Applications: APP arguments, or -A, -n, -l and --project.
+type selectionFlags struct {
+	allNamespaces bool
+	selector      string
+	projects      []string
+}
+
+func (f *selectionFlags) add(cmd *cobra.Command) {
+	cmd.Flags().BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "Applications in all namespaces (apps in any namespace)")
+	cmd.Flags().StringVarP(&f.selector, "selector", "l", "", "only Applications with these labels (a label selector, as kubectl -l)")
+	cmd.Flags().StringSliceVar(&f.projects, "project", nil, "only Applications of these projects (repeatable)")
+}
+
+func (f *selectionFlags) validate(g *GlobalOptions) error {
+	if _, set := g.namespaceFlag(); set && f.allNamespaces {
+		return usageError("-n and -A exclude each other: pick one")
+	}
+	return nil
+}
+
+// any reports whether a selection flag was used.
+func (f *selectionFlags) any() bool {
+	return f.allNamespaces || f.selector != "" || len(f.projects) > 0
+}
+
+// selector is where to list Applications: -A for all namespaces, else -n, else Argo CD's own.
+func (f *selectionFlags) toSelector(g *GlobalOptions, argoNamespace string) cluster.Selector {
+	sel := cluster.Selector{LabelSelector: f.selector, Projects: f.projects, Namespace: argoNamespace}
+	if f.allNamespaces {
+		sel.Namespace = ""
+	} else if ns, set := g.namespaceFlag(); set {
+		sel.Namespace = ns
+	}
+	return sel
+}
+
+func scopeText(ns string) string {
+	if ns == "" {
+		return "all namespaces"
+	}
+	return "namespace " + ns
+}
+
+// parseApps reads APP arguments.
+func parseApps(args []string, g *GlobalOptions) ([]engine.AppName, error) {
+	var out []engine.AppName
+	for _, a := range args {
+		n, err := engine.ParseAppName(a)
+		if err != nil {
+			return nil, usageError("%v", err)
+		}
+		if n.Namespace == "" {
+			if ns, set := g.namespaceFlag(); set {
+				n.Namespace = ns
+			}
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// listApps reads the apps named, or those the selection flags choose.
+func listApps(ctx context.Context, g *GlobalOptions, argo cluster.ArgoCD, names []engine.AppName, f selectionFlags) ([]argocd.Application, string, error) {
+	if len(names) == 0 {
+		sel := f.toSelector(g, argo.Namespace())
+		apps, err := argo.ListApplications(ctx, sel)
+		return apps, scopeText(sel.Namespace), err
+	}
+	var apps []argocd.Application
+	for _, n := range names {
+		ns := n.Namespace
+		if ns == "" {
+			ns = argo.Namespace()
+		}
+		app, err := argo.GetApplication(ctx, ns, n.Name)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w (is the app in another namespace? use NAMESPACE/NAME or -n)", err)
+		}
+		apps = append(apps, app)
+	}
+	return apps, fmt.Sprintf("%d named Applications", len(apps)), nil
+}
+
+func fixedCompletion(values ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return values, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// interactive reports whether a confirmation can be asked: stdin and stderr are terminals.
+func interactive(streams genericiooptions.IOStreams) bool {
+	return isTerminal(streams.In) && isTerminal(streams.ErrOut)
+}
+
+// confirm asks on stderr and reads one line from stdin.
+func confirm(streams genericiooptions.IOStreams, question string) (bool, error) {
+	fmt.Fprint(streams.ErrOut, question)
+	line, err := bufio.NewReader(streams.In).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) && line == "" {
+		return false, err
+	}
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "y" || answer == "yes", nil
+}
+
+// flagChanged reports whether a flag was set on the command line.
+func flagChanged(fs *pflag.FlagSet, name string) bool {
+	f := fs.Lookup(name)
+	return f != nil && f.Changed
+}

@@ -1,0 +1,423 @@
+// Package clustertest is an in-memory stand-in for the cluster interfaces, for unit tests of the
+// engine and the commands: objects with resourceVersion preconditions on JSON merge patches of
+// metadata, dry runs, hooks to play other writers and failures, and a minimal Argo CD whose
+// comparisons drop the rows of objects no longer tracked. It models what the engine relies on and no
+// more; the real API server and Argo CD are in the lab.
+package clustertest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
+)
+
+// Kind describes an API resource the fake serves.
+type Kind struct {
+	Group, Version, Resource, Kind string
+	Namespaced                     bool
+}
+
+// DefaultKinds are Namespaces, ConfigMaps, Secrets and Deployments.
+var DefaultKinds = []Kind{
+	{Version: "v1", Resource: "namespaces", Kind: "Namespace"},
+	{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true},
+	{Version: "v1", Resource: "secrets", Kind: "Secret", Namespaced: true},
+	{Group: "apps", Version: "v1", Resource: "deployments", Kind: "Deployment", Namespaced: true},
+}
+
+// Call is one request the fake served.
+type Call struct {
+	Verb   string // read, get, patch
+	Ref    cluster.Ref
+	Body   string
+	DryRun bool
+	Result string // ok, conflict, or the error
+}
+
+// Cluster is an in-memory cluster.
+type Cluster struct {
+	Name, Server string
+
+	mu      sync.Mutex
+	kinds   []Kind
+	objects map[string]*cluster.Object
+	rv      int
+	calls   []Call
+
+	// BeforePatch runs before a patch is judged, under the cluster's lock: it may change the stored
+	// object (another writer; its resourceVersion is then bumped) or fail the patch.
+	BeforePatch func(n int, ref cluster.Ref, stored *cluster.Object) (changed bool, err error)
+	// PatchDelay is how long each patch takes.
+	PatchDelay time.Duration
+}
+
+var _ cluster.Objects = (*Cluster)(nil)
+
+// NewCluster returns an empty cluster serving kinds (DefaultKinds when none).
+func NewCluster(name, server string, kinds ...Kind) *Cluster {
+	if len(kinds) == 0 {
+		kinds = DefaultKinds
+	}
+	return &Cluster{Name: name, Server: server, kinds: kinds, objects: map[string]*cluster.Object{}, rv: 100}
+}
+
+func key(r cluster.Ref) string { return r.Group + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name }
+
+// Add creates an object and returns its ref.
+func (c *Cluster) Add(group, kind, namespace, name string, labels, annotations map[string]string) cluster.Ref {
+	ref, err := c.Resolve(context.Background(), group, kind, "", namespace, name)
+	if err != nil {
+		panic(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rv++
+	c.objects[key(ref)] = &cluster.Object{Ref: ref, UID: fmt.Sprintf("uid-%s-%d", name, c.rv), ResourceVersion: strconv.Itoa(c.rv),
+		Labels: copyMap(labels), Annotations: copyMap(annotations)}
+	return ref
+}
+
+// Object returns a copy of a stored object, or nil.
+func (c *Cluster) Object(ref cluster.Ref) *cluster.Object {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o := c.objects[key(ref)]; o != nil {
+		return clone(o)
+	}
+	return nil
+}
+
+// Delete removes an object.
+func (c *Cluster) Delete(ref cluster.Ref) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.objects, key(ref))
+}
+
+// Update changes a stored object as another writer would, bumping its resourceVersion.
+func (c *Cluster) Update(ref cluster.Ref, fn func(*cluster.Object)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o := c.objects[key(ref)]
+	fn(o)
+	c.rv++
+	o.ResourceVersion = strconv.Itoa(c.rv)
+}
+
+// Calls returns the requests served so far.
+func (c *Cluster) Calls() []Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Call(nil), c.calls...)
+}
+
+// Info names the cluster.
+func (c *Cluster) Info() cluster.Info {
+	return cluster.Info{Name: c.Name, Server: c.Server, Via: cluster.ViaKubeconfig}
+}
+
+// Resolve maps a kind (or lowercase resource name) to a served resource.
+func (c *Cluster) Resolve(_ context.Context, group, kind, version, namespace, name string) (cluster.Ref, error) {
+	for _, k := range c.kinds {
+		if k.Group == group && (k.Kind == kind || k.Resource == kind) && (version == "" || version == k.Version) {
+			ref := cluster.Ref{Group: k.Group, Version: k.Version, Resource: k.Resource, Kind: k.Kind, Name: name, Namespaced: k.Namespaced}
+			if k.Namespaced {
+				ref.Namespace = namespace
+			}
+			return ref, nil
+		}
+	}
+	return cluster.Ref{}, fmt.Errorf("cluster %s serves no kind %s", c.Name, schema.GroupKind{Group: group, Kind: kind})
+}
+
+func notFound(r cluster.Ref) error {
+	return apierrors.NewNotFound(schema.GroupResource{Group: r.Group, Resource: r.Resource}, r.Name)
+}
+
+// Read reads many objects.
+func (c *Cluster) Read(_ context.Context, refs []cluster.Ref) []cluster.ReadResult {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]cluster.ReadResult, len(refs))
+	for i, r := range refs {
+		c.calls = append(c.calls, Call{Verb: "read", Ref: r, Result: "ok"})
+		if o := c.objects[key(r)]; o != nil {
+			out[i].Object = clone(o)
+		} else {
+			out[i].Err = notFound(r)
+		}
+	}
+	return out
+}
+
+// Get reads one object.
+func (c *Cluster) Get(_ context.Context, r cluster.Ref) (*cluster.Object, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls = append(c.calls, Call{Verb: "get", Ref: r, Result: "ok"})
+	if o := c.objects[key(r)]; o != nil {
+		return clone(o), nil
+	}
+	return nil, notFound(r)
+}
+
+// Patch applies a JSON merge patch of metadata, refusing a stale resourceVersion with a conflict.
+func (c *Cluster) Patch(ctx context.Context, r cluster.Ref, body []byte, dryRun bool) (*cluster.Object, error) {
+	if c.PatchDelay > 0 {
+		select {
+		case <-time.After(c.PatchDelay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	call := Call{Verb: "patch", Ref: r, Body: string(body), DryRun: dryRun}
+	record := func(result string) { call.Result = result; c.calls = append(c.calls, call) }
+	stored := c.objects[key(r)]
+	if stored == nil {
+		record("not found")
+		return nil, notFound(r)
+	}
+	if c.BeforePatch != nil {
+		changed, err := c.BeforePatch(len(c.calls), r, stored)
+		if changed {
+			c.rv++
+			stored.ResourceVersion = strconv.Itoa(c.rv)
+		}
+		if err != nil {
+			record(err.Error())
+			return nil, err
+		}
+	}
+	var patch struct {
+		Metadata struct {
+			ResourceVersion string             `json:"resourceVersion"`
+			Labels          map[string]*string `json:"labels"`
+			Annotations     map[string]*string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(body, &patch); err != nil {
+		record("bad patch")
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if rv := patch.Metadata.ResourceVersion; rv != "" && rv != stored.ResourceVersion {
+		record("conflict")
+		return nil, apierrors.NewConflict(schema.GroupResource{Group: r.Group, Resource: r.Resource}, r.Name, fmt.Errorf("the object has been modified"))
+	}
+	merged := clone(stored)
+	merged.Labels = apply(merged.Labels, patch.Metadata.Labels)
+	merged.Annotations = apply(merged.Annotations, patch.Metadata.Annotations)
+	if !dryRun {
+		c.rv++
+		merged.ResourceVersion = strconv.Itoa(c.rv)
+		c.objects[key(r)] = clone(merged)
+	}
+	record("ok")
+	return merged, nil
+}
+
+func apply(m map[string]string, patch map[string]*string) map[string]string {
+	out := copyMap(m)
+	for k, v := range patch {
+		if v == nil {
+			delete(out, k)
+		} else {
+			out[k] = *v
+		}
+	}
+	return out
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func clone(o *cluster.Object) *cluster.Object {
+	c := *o
+	c.Labels, c.Annotations = copyMap(o.Labels), copyMap(o.Annotations)
+	c.Owners = append([]string(nil), o.Owners...)
+	return &c
+}
+
+// ArgoCD is an in-memory Argo CD: Applications, settings, and a controller that, when an app with a
+// refresh pending is read, compares it — dropping rows of objects the settings no longer track.
+type ArgoCD struct {
+	Ns        string
+	InCluster *Cluster
+	// Remote clusters by server URL and by name.
+	Remote map[string]*Cluster
+	// Config is the tracking settings Settings returns and the controller compares with.
+	Config argocd.Settings
+	// Now is the controller's clock.
+	Now func() time.Time
+
+	mu       sync.Mutex
+	apps     map[string]*argocd.Application
+	refreshs int
+}
+
+var _ cluster.ArgoCD = (*ArgoCD)(nil)
+
+// NewArgoCD returns an installation in namespace ns whose in-cluster destination is c.
+func NewArgoCD(ns string, c *Cluster, s argocd.Settings) *ArgoCD {
+	return &ArgoCD{Ns: ns, InCluster: c, Config: s, Remote: map[string]*Cluster{}, apps: map[string]*argocd.Application{}, Now: time.Now}
+}
+
+// AddApp adds an Application; its rows should list the objects it tracks.
+func (a *ArgoCD) AddApp(app argocd.Application) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if app.Namespace == "" {
+		app.Namespace = a.Ns
+	}
+	a.apps[app.Ref()] = &app
+}
+
+// Refreshes counts refresh requests.
+func (a *ArgoCD) Refreshes() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.refreshs
+}
+
+// Namespace is the installation's namespace.
+func (a *ArgoCD) Namespace() string { return a.Ns }
+
+// Cluster is the in-cluster destination's info.
+func (a *ArgoCD) Cluster() cluster.Info { return a.InCluster.Info() }
+
+// Settings returns the configured settings.
+func (a *ArgoCD) Settings(_ context.Context, v *argocd.Version) (cluster.Settings, error) {
+	s := a.Config
+	if v != nil {
+		s.Version = v
+	}
+	return cluster.Settings{Settings: s}, nil
+}
+
+// ListApplications lists the apps in a namespace ("" for all), sorted.
+func (a *ArgoCD) ListApplications(ctx context.Context, sel cluster.Selector) ([]argocd.Application, error) {
+	a.mu.Lock()
+	var refs []string
+	for ref, app := range a.apps {
+		if sel.Namespace == "" || app.Namespace == sel.Namespace {
+			refs = append(refs, ref)
+		}
+	}
+	a.mu.Unlock()
+	sort.Strings(refs)
+	var out []argocd.Application
+	for _, ref := range refs {
+		ns, name := splitRef(ref)
+		app, err := a.GetApplication(ctx, ns, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, app)
+	}
+	return out, nil
+}
+
+func splitRef(ref string) (string, string) {
+	for i := range ref {
+		if ref[i] == '/' {
+			return ref[:i], ref[i+1:]
+		}
+	}
+	return "", ref
+}
+
+// GetApplication reads an app, after the fake controller answered a pending refresh.
+func (a *ArgoCD) GetApplication(_ context.Context, namespace, name string) (argocd.Application, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	app := a.apps[namespace+"/"+name]
+	if app == nil {
+		return argocd.Application{}, apierrors.NewNotFound(schema.GroupResource{Group: "argoproj.io", Resource: "applications"}, name)
+	}
+	if app.Refresh != "" {
+		a.compare(app)
+	}
+	out := *app
+	out.Resources = append([]argocd.Resource(nil), app.Resources...)
+	return out, nil
+}
+
+// compare drops rows requiring pruning whose objects are gone or no longer tracked for the app.
+func (a *ArgoCD) compare(app *argocd.Application) {
+	dest := a.destination(app.Destination)
+	if dest == nil {
+		return
+	}
+	instance := app.Instance(a.Ns)
+	var rows []argocd.Resource
+	outOfSync := false
+	for _, r := range app.Resources {
+		if r.RequiresPruning && !r.Hook {
+			ref, err := dest.Resolve(context.Background(), r.Group, r.Kind, r.Version, r.Namespace, r.Name)
+			obj := dest.Object(ref)
+			if err != nil || obj == nil || !a.Config.Owner(obj.Labels, obj.Annotations, ref.ObjectRef()).TrackedBy(instance) {
+				continue
+			}
+			if !argocd.HasOption(obj.Annotations[argocd.AnnotationCompareOptions], argocd.OptionIgnoreExtraneous) {
+				outOfSync = true
+			}
+		} else if r.Status == "OutOfSync" {
+			outOfSync = true
+		}
+		rows = append(rows, r)
+	}
+	app.Resources = rows
+	app.SyncStatus = "Synced"
+	if outOfSync {
+		app.SyncStatus = "OutOfSync"
+	}
+	if app.Refresh != "" {
+		app.Refresh = ""
+		app.ReconciledAt = a.Now().Truncate(time.Second)
+	}
+}
+
+func (a *ArgoCD) destination(d argocd.Destination) *Cluster {
+	if d.InCluster() {
+		return a.InCluster
+	}
+	if c := a.Remote[d.Server]; c != nil && d.Server != "" {
+		return c
+	}
+	return a.Remote[d.Name]
+}
+
+// Refresh records a refresh request.
+func (a *ArgoCD) Refresh(_ context.Context, app argocd.Application, hard bool) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.refreshs++
+	if stored := a.apps[app.Ref()]; stored != nil {
+		stored.Refresh = "normal"
+	}
+	return nil
+}
+
+// Destination returns the app's destination cluster.
+func (a *ArgoCD) Destination(_ context.Context, app argocd.Application) (cluster.Objects, error) {
+	if c := a.destination(app.Destination); c != nil {
+		return c, nil
+	}
+	return nil, fmt.Errorf("Application %s deploys to cluster %s, which this fake does not know", app.Ref(), app.Destination)
+}

@@ -1,0 +1,39 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/plan"
+)
+
+// GuardRequest is `unprune guard protect|confirm`: metadata changes on named objects, with the same
+// preview, dry run, journal and undo as detach.
+type GuardRequest struct {
+	// Strategy names the change in reports and the journal: protect or confirm.
+	Strategy  string
+	Resources []ResourceArg
+	// Build plans the change for one object.
+	Build func(plan.Target) plan.Plan
+}
+
+// PlanGuard resolves and reads the named objects in objects' cluster and plans each change.
+func (e *Engine) PlanGuard(ctx context.Context, objects cluster.Objects, req GuardRequest) (*Run, error) {
+	run := &Run{Command: "guard", Strategy: req.Strategy, Mode: ModePreview}
+	for _, arg := range req.Resources {
+		ref, err := objects.Resolve(ctx, arg.Group, arg.Kind, "", arg.Namespace, arg.Name)
+		if err != nil {
+			return nil, usage("%s: %v", Quote(arg.Raw), err)
+		}
+		if ref.Namespaced && ref.Namespace == "" {
+			return nil, usage("%s is namespaced: use %s/NAMESPACE/%s", ref.Kind, arg.Kind, arg.Name)
+		}
+		it := &Item{Objects: objects, Ref: ref, Entry: -1}
+		it.replan = func(live *cluster.Object) plan.Plan {
+			return req.Build(plan.Target{Ref: live.Ref.ObjectRef(), Labels: live.Labels, Annotations: live.Annotations, Deleting: live.Deleting})
+		}
+		run.Items = append(run.Items, it)
+	}
+	e.readAndPlan(ctx, run)
+	return run, nil
+}

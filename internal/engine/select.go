@@ -1,0 +1,144 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
+)
+
+// UsageError is a request that cannot be carried out as asked: nothing was read beyond what
+// showed it, nothing was changed.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usage(format string, args ...any) error { return &UsageError{Err: fmt.Errorf(format, args...)} }
+
+// AppName names an Application; an empty Namespace means Argo CD's own.
+type AppName struct{ Namespace, Name string }
+
+// ParseAppName accepts NAME or NAMESPACE/NAME.
+func ParseAppName(s string) (AppName, error) {
+	ns, name, found := strings.Cut(s, "/")
+	if !found {
+		ns, name = "", s
+	}
+	if name == "" || (found && ns == "") || strings.Contains(name, "/") {
+		return AppName{}, fmt.Errorf("APP %q: use NAME or NAMESPACE/NAME", s)
+	}
+	return AppName{Namespace: ns, Name: name}, nil
+}
+
+// ResourceArg is a RESOURCE argument: KIND[.GROUP]/NAME or KIND[.GROUP]/NAMESPACE/NAME.
+type ResourceArg struct {
+	Kind, Group, Namespace, Name string
+	Raw                          string
+}
+
+// ParseResourceArg parses a RESOURCE argument.
+func ParseResourceArg(s string) (ResourceArg, error) {
+	parts := strings.Split(s, "/")
+	r := ResourceArg{Raw: s}
+	switch len(parts) {
+	case 2:
+		r.Name = parts[1]
+	case 3:
+		r.Namespace, r.Name = parts[1], parts[2]
+	default:
+		return r, fmt.Errorf("resource %q: use KIND[.GROUP]/NAME or KIND[.GROUP]/NAMESPACE/NAME, e.g. Namespace/kube-system", s)
+	}
+	r.Kind, r.Group, _ = strings.Cut(parts[0], ".")
+	if r.Kind == "" || r.Name == "" {
+		return r, fmt.Errorf("resource %q: kind and name must not be empty", s)
+	}
+	return r, nil
+}
+
+// Matches reports whether the argument names the status row.
+func (r ResourceArg) Matches(res argocd.Resource) bool {
+	return strings.EqualFold(r.Kind, res.Kind) && r.Group == res.Group && r.Name == res.Name && r.Namespace == res.Namespace
+}
+
+// resolveApps reads the Applications a request names or selects.
+func (e *Engine) resolveApps(ctx context.Context, names []AppName, sel *cluster.Selector) ([]argocd.Application, error) {
+	if sel != nil {
+		apps, err := e.ArgoCD.ListApplications(ctx, *sel)
+		if err != nil {
+			return nil, err
+		}
+		sort.Slice(apps, func(i, j int) bool { return apps[i].Ref() < apps[j].Ref() })
+		return apps, nil
+	}
+	var apps []argocd.Application
+	seen := map[string]bool{}
+	for _, n := range names {
+		ns := n.Namespace
+		if ns == "" {
+			ns = e.ArgoCD.Namespace()
+		}
+		if seen[ns+"/"+n.Name] {
+			continue
+		}
+		seen[ns+"/"+n.Name] = true
+		app, err := e.ArgoCD.GetApplication(ctx, ns, n.Name)
+		if err != nil {
+			hint := "is the app in another namespace? use NAMESPACE/NAME or -n"
+			if cluster.IsNotFound(err) {
+				return nil, usage("%v (%s)", err, hint)
+			}
+			return nil, fmt.Errorf("%w (%s)", err, hint)
+		}
+		apps = append(apps, app)
+	}
+	return apps, nil
+}
+
+// selectRows picks an app's status rows for a request: every prunable row with --all (hooks are
+// never prunable), else the named ones. unknown lists arguments the app has no row for.
+func selectRows(app argocd.Application, args []ResourceArg, all bool) (rows []argocd.Resource, unknown []ResourceArg) {
+	if all {
+		return app.Pruning(), nil
+	}
+	for _, arg := range args {
+		found := false
+		for _, r := range app.Resources {
+			if arg.Matches(r) {
+				rows = append(rows, r)
+				found = true
+				break
+			}
+		}
+		if !found {
+			unknown = append(unknown, arg)
+		}
+	}
+	return rows, unknown
+}
+
+// unknownResource explains an argument the app lists no row for, with a few candidates.
+func unknownResource(app argocd.Application, arg ResourceArg) error {
+	var names []string
+	for _, r := range app.Pruning() {
+		names = append(names, Quote(r.String()))
+	}
+	hint := "none of its resources requires pruning"
+	if len(names) > 0 {
+		const show = 5
+		more := ""
+		if len(names) > show {
+			more = fmt.Sprintf(" … and %d more (unprune scan lists them all)", len(names)-show)
+			names = names[:show]
+		}
+		hint = "its resources requiring pruning include " + strings.Join(names, ", ") + more
+	}
+	return usage("Application %s lists no resource %s; %s (--force reads an unlisted object anyway)", app.Ref(), Quote(arg.Raw), hint)
+}
+
+// ErrNothingSelected is returned (wrapped in a UsageError) for a selection that matched no app.
+var ErrNothingSelected = errors.New("no Application matches")

@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/lastapplied"
+	"github.com/unprune/unprune/internal/parallel"
+	"github.com/unprune/unprune/internal/plan"
+)
+
+// Connect reaches the cluster a journal entry lives in.
+type Connect func(ctx context.Context, c cluster.Info) (cluster.Objects, error)
+
+// UndoRun is a planned or executed undo, with the journal it restores.
+type UndoRun struct {
+	*Run
+	Recorder *journal.Recorder
+	Journal  *journal.Journal
+}
+
+// PlanUndo reads, for every entry of the journal not undone yet, the live object in the entry's
+// cluster and decides which keys to put back: only keys that still hold what unprune wrote (a key
+// someone has set differently since is left alone and reported), only on the object unprune changed
+// (same UID), and never tracking metadata naming another app or object than the entry's own.
+func (e *Engine) PlanUndo(ctx context.Context, rec *journal.Recorder, connect Connect) (*UndoRun, error) {
+	j := rec.Snapshot()
+	run := &Run{Command: "undo", Strategy: j.Command, Mode: ModePreview}
+	apps := map[string]*AppRun{}
+	byCluster := map[string][]*Item{}
+	var clusters []string
+	for i, entry := range j.Entries {
+		ref := entry.Object.Ref()
+		it := &Item{Ref: ref, Entry: i}
+		if a := entry.Application; a != nil {
+			if apps[a.String()] == nil {
+				apps[a.String()] = &AppRun{App: argocd.Application{Namespace: a.Namespace, Name: a.Name}, Instance: a.Instance}
+				run.Apps = append(run.Apps, apps[a.String()])
+			}
+			it.App = apps[a.String()]
+		}
+		run.Items = append(run.Items, it)
+		switch {
+		case entry.State == journal.StateUndone:
+			it.Outcome, it.Message = OutcomeUnchanged, "undone already"
+			continue
+		case len(entry.Changes) == 0:
+			it.Outcome, it.Message = OutcomeUnchanged, "nothing was changed ("+orUnknown(entry.Error)+")"
+			continue
+		}
+		if _, ok := byCluster[entry.Cluster]; !ok {
+			clusters = append(clusters, entry.Cluster)
+		}
+		byCluster[entry.Cluster] = append(byCluster[entry.Cluster], it)
+	}
+	parallel.ForEach(len(clusters), len(clusters), func(k int) {
+		items := byCluster[clusters[k]]
+		info, _ := j.ClusterOf(j.Entries[items[0].Entry])
+		objects, err := connect(ctx, info)
+		if err != nil {
+			for _, it := range items {
+				it.Outcome, it.Reason, it.Message = OutcomeFailed, string(cluster.Classify(err)), err.Error()
+			}
+			return
+		}
+		refs := make([]cluster.Ref, len(items))
+		for i, it := range items {
+			it.Objects = objects
+			if resolved, err := objects.Resolve(ctx, it.Ref.Group, it.Ref.Kind, it.Ref.Version, it.Ref.Namespace, it.Ref.Name); err == nil {
+				it.Ref = resolved
+			}
+			refs[i] = it.Ref
+			entry := j.Entries[it.Entry]
+			it.replan = func(live *cluster.Object) plan.Plan { return undoPlan(j, entry, live) }
+		}
+		for i, res := range objects.Read(ctx, refs) {
+			it := items[i]
+			if cluster.IsNotFound(res.Err) {
+				it.Outcome, it.Reason, it.Message = OutcomeGone, string(cluster.FailureNotFound), "the object no longer exists"
+				continue
+			}
+			decide(it, res)
+		}
+	})
+	return &UndoRun{Run: run, Recorder: rec, Journal: j}, nil
+}
+
+// Restore carries a planned undo as far as mode says; restored entries are marked undone.
+func (e *Engine) Restore(ctx context.Context, u *UndoRun, mode DryRun) {
+	u.Mode = mode.Mode()
+	todo := u.planned()
+	switch {
+	case mode == DryRunClient || len(todo) == 0:
+	case mode == DryRunServer:
+		e.patchAll(ctx, u.Run, todo, true, noMarks{}, OutcomeDryRunAccepted)
+	default:
+		e.patchAll(ctx, u.Run, todo, false, undoMarks{u.Recorder}, OutcomeRestored)
+		// Entries that needed nothing are undone too, so the journal says the undo is complete.
+		for _, it := range u.Items {
+			if it.Outcome == OutcomeUnchanged && it.Objects != nil && len(it.Plan.Notes) == 0 {
+				_ = u.Recorder.MarkUndone(it.Entry)
+			}
+		}
+	}
+	if err := u.Recorder.Close(); err != nil {
+		u.JournalErr = err
+	}
+}
+
+// undoMarks records restored entries as undone in the journal being undone.
+type undoMarks struct{ rec *journal.Recorder }
+
+func (m undoMarks) applied(it *Item, _ string) error {
+	if len(it.Plan.Notes) > 0 {
+		return nil // some keys were left alone: the entry is not fully undone
+	}
+	return m.rec.MarkUndone(it.Entry)
+}
+func (undoMarks) failed(*Item, string, bool) error { return nil }
+func (undoMarks) skipped(*Item, string) error      { return nil }
+func (undoMarks) replanned(*Item, string) error    { return nil }
+
+// undoPlan decides which of an entry's changes to reverse on the live object. The plan's Changes
+// are the inverse changes to apply; its Notes the keys left alone; a Refusal means the whole entry
+// is left alone.
+func undoPlan(j *journal.Journal, e journal.Entry, live *cluster.Object) plan.Plan {
+	p := plan.Plan{}
+	refuse := func(code plan.RefusalCode, format string, args ...any) plan.Plan {
+		p.Refusal = &plan.Refusal{Code: code, Message: fmt.Sprintf(format, args...)}
+		return p
+	}
+	if live.UID != e.Object.UID {
+		return refuse("Recreated", "the object was recreated (uid %s, the journal recorded %s): it is not the object unprune changed", live.UID, e.Object.UID)
+	}
+	for _, c := range e.Changes {
+		if err := restorable(j, e, c); err != nil {
+			return refuse("ForeignTracking", "the journal would restore %s: %v; the journal may have been edited — nothing of this entry is restored", c, err)
+		}
+	}
+	for _, c := range e.Changes {
+		current := live.Annotations
+		if c.Field == journal.FieldLabel {
+			current = live.Labels
+		}
+		v, has := current[c.Key]
+		switch {
+		case c.Expects(v, has):
+			inverse, err := inverseOf(c, v)
+			if err != nil {
+				p.Notes = append(p.Notes, fmt.Sprintf("%s %s left as is: %v", c.Field, c.Key, err))
+				continue
+			}
+			p.Changes = append(p.Changes, inverse)
+		case c.Found(v, has):
+			// Back to what unprune found already.
+		default:
+			p.Notes = append(p.Notes, fmt.Sprintf("%s %s is now %s, neither what unprune wrote nor what it found: left as is",
+				c.Field, c.Key, describeValue(c, v, has)))
+		}
+	}
+	if len(p.Changes) == 0 && len(p.Notes) > 0 {
+		return refuse("ChangedSince", "%s", strings.Join(p.Notes, "; "))
+	}
+	return p
+}
+
+func describeValue(c journal.Change, v string, has bool) string {
+	switch {
+	case !has:
+		return "absent"
+	case c.Embedded != nil:
+		return "another configuration"
+	}
+	return Quote(v)
+}
+
+// inverseOf is the change that puts c back, given the live value (which holds what c wrote). For an
+// embedded configuration the value to write is rebuilt from the live one with the removed keys put
+// back, and must match the digest of what was there.
+func inverseOf(c journal.Change, live string) (journal.Change, error) {
+	inv := c.Inverse()
+	if c.Embedded == nil {
+		return inv, nil
+	}
+	doc, err := lastapplied.Parse(live)
+	if err != nil {
+		return inv, err
+	}
+	for _, k := range c.Embedded.Removed {
+		if doc.Has(string(k.Field), k.Key) {
+			return inv, fmt.Errorf("the embedded configuration holds %s %s again", k.Field, k.Key)
+		}
+		doc.Insert(string(k.Field), k.Key, k.Value)
+	}
+	restored, err := doc.Encode()
+	if err != nil {
+		return inv, err
+	}
+	e, err := inv.Embedded.WithValues(live, restored)
+	if err != nil {
+		return inv, fmt.Errorf("cannot rebuild the configuration exactly: %w", err)
+	}
+	inv.Embedded = &e
+	return inv, nil
+}
+
+// restorable refuses changes whose restore would write tracking metadata naming another app or
+// another object than the entry's: a journal is an input, and an edited one must not be able to
+// hand an object to an app of the editor's choosing.
+func restorable(j *journal.Journal, e journal.Entry, c journal.Change) error {
+	before := c.Before
+	values := map[string]string{}
+	if before != nil {
+		values[c.Key] = *before
+	}
+	if c.Embedded != nil {
+		for _, k := range c.Embedded.Removed {
+			if err := restorableValue(j, e, k.Field, k.Key, k.Value); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if before == nil {
+		return nil
+	}
+	return restorableValue(j, e, c.Field, c.Key, *before)
+}
+
+func restorableValue(j *journal.Journal, e journal.Entry, field journal.Field, key, value string) error {
+	instance := ""
+	if e.Application != nil {
+		instance = e.Application.Instance
+	}
+	labelKey := argocd.DefaultInstanceLabelKey
+	installationID := ""
+	if j.ArgoCD != nil {
+		if j.ArgoCD.InstanceLabelKey != "" {
+			labelKey = j.ArgoCD.InstanceLabelKey
+		}
+		installationID = j.ArgoCD.InstallationID
+	}
+	switch {
+	case field == journal.FieldAnnotation && key == argocd.AnnotationTrackingID:
+		id, ok := argocd.ParseTrackingID(value)
+		ref := e.Object.Ref().ObjectRef()
+		ref.ClusterScoped = e.Object.Namespace == ""
+		switch {
+		case !ok:
+			return fmt.Errorf("the tracking-id %s is malformed", Quote(value))
+		case instance == "" || id.Instance != instance:
+			return fmt.Errorf("the tracking-id names app instance %s, not the entry's %s", Quote(id.Instance), Quote(instance))
+		case !id.RefersTo(ref):
+			return fmt.Errorf("the tracking-id names %s/%s %s, not this object", id.Group, id.Kind, Quote(id.Name))
+		}
+	case field == journal.FieldLabel && key == labelKey:
+		truncated, _ := argocd.TruncatedLabelValue(instance)
+		if instance == "" || (value != instance && value != truncated) {
+			return fmt.Errorf("the label names app instance %s, not the entry's %s", Quote(value), Quote(instance))
+		}
+	case field == journal.FieldAnnotation && key == argocd.AnnotationInstallationID:
+		if value != installationID {
+			return fmt.Errorf("the installation-id %s is not the installation's %s", Quote(value), Quote(installationID))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,278 @@
+package kube
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
+)
+
+// LabelSecretType marks Argo CD's cluster Secrets (util/db/cluster.go).
+const (
+	LabelSecretType   = "argocd.argoproj.io/secret-type"
+	SecretTypeCluster = "cluster"
+)
+
+var gvrSecret = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+
+// Destinations resolves Applications' destination clusters the way Argo CD does — by server URL, or
+// by name through the cluster Secrets in Argo CD's namespace — and reaches each one either through
+// the user's own kubeconfig (a context per cluster) or, only when asked, with the credentials in
+// Argo CD's cluster Secret. Never silently: a cluster with neither is an error that says both ways.
+type Destinations struct {
+	// Management is the cluster Argo CD runs in, holding its cluster Secrets.
+	Management *Objects
+	// Namespace is Argo CD's namespace.
+	Namespace string
+	// Contexts maps a cluster's name or server URL to a kubeconfig context.
+	Contexts map[string]string
+	// ArgoCDCredentials allows using the credentials of Argo CD's cluster Secrets.
+	ArgoCDCredentials bool
+	// FromContext builds a client configuration from the user's kubeconfig with a context.
+	FromContext  func(context string) (*rest.Config, error)
+	Options      Options
+	FieldManager string
+
+	mu      sync.Mutex
+	secrets []clusterSecret
+	read    bool
+	readErr error
+	reached map[string]*Objects
+}
+
+// clusterSecret is what unprune reads from an Argo CD cluster Secret. config holds credentials and
+// never leaves this file except as a rest.Config.
+type clusterSecret struct {
+	secretName string
+	name       string
+	server     string
+	config     []byte
+}
+
+var _ DestinationResolver = (*Destinations)(nil)
+
+// Resolve returns the objects of a destination cluster.
+func (d *Destinations) Resolve(ctx context.Context, dest argocd.Destination) (cluster.Objects, error) {
+	name, server := dest.Name, strings.TrimRight(dest.Server, "/")
+	secret, secretErr := d.find(ctx, name, server)
+	if secret != nil {
+		name, server = secret.name, secret.server
+	}
+	if name == "" && server == "" {
+		return nil, fmt.Errorf("Application destination names no cluster")
+	}
+	key := name + "|" + server
+	d.mu.Lock()
+	if o := d.reached[key]; o != nil {
+		d.mu.Unlock()
+		return o, nil
+	}
+	d.mu.Unlock()
+	info := cluster.Info{Name: name, Server: server}
+	var cfg *rest.Config
+	var err error
+	switch context, ok := d.contextFor(name, server); {
+	case ok:
+		info.Via, info.Context = cluster.ViaKubeconfig, context
+		cfg, err = d.FromContext(context)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: kubeconfig context %q: %w", describe(name, server), context, err)
+		}
+	case d.ArgoCDCredentials:
+		if secret == nil {
+			return nil, d.notFound(name, server, secretErr)
+		}
+		info.Via = cluster.ViaArgoCDCredentials
+		if cfg, err = secret.restConfig(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("cluster %s: reach it with --cluster-context %s=CONTEXT (a context of your kubeconfig for it), "+
+			"or let unprune use Argo CD's own credentials for it with --cluster-credentials=argocd", describe(name, server), keyOf(name, server))
+	}
+	clients, err := NewClients(cfg, info, nil, d.Options)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", describe(name, server), err)
+	}
+	o := NewObjects(clients, d.FieldManager)
+	d.mu.Lock()
+	if d.reached == nil {
+		d.reached = map[string]*Objects{}
+	}
+	d.reached[key] = o
+	d.mu.Unlock()
+	return o, nil
+}
+
+func describe(name, server string) string {
+	switch {
+	case name != "" && server != "":
+		return fmt.Sprintf("%q (%s)", name, server)
+	case name != "":
+		return fmt.Sprintf("%q", name)
+	}
+	return server
+}
+
+func keyOf(name, server string) string {
+	if name != "" {
+		return name
+	}
+	return server
+}
+
+func (d *Destinations) contextFor(name, server string) (string, bool) {
+	for _, k := range []string{name, server} {
+		if c, ok := d.Contexts[k]; ok && k != "" {
+			return c, true
+		}
+	}
+	return "", false
+}
+
+func (d *Destinations) notFound(name, server string, readErr error) error {
+	if readErr != nil {
+		return fmt.Errorf("cluster %s: cannot read Argo CD's cluster Secrets in namespace %s (%v): use --cluster-context %s=CONTEXT instead",
+			describe(name, server), d.Namespace, readErr, keyOf(name, server))
+	}
+	return fmt.Errorf("cluster %s: Argo CD has no cluster Secret for it in namespace %s; use --cluster-context %s=CONTEXT",
+		describe(name, server), d.Namespace, keyOf(name, server))
+}
+
+// find returns the cluster Secret for a destination, reading the Secrets once, only when needed:
+// to map a name to its server (or back) for --cluster-context, or for --cluster-credentials=argocd.
+func (d *Destinations) find(ctx context.Context, name, server string) (*clusterSecret, error) {
+	if _, ok := d.contextFor(name, server); ok && !d.ArgoCDCredentials {
+		return nil, nil
+	}
+	if err := d.readSecrets(ctx); err != nil {
+		return nil, err
+	}
+	var matches []*clusterSecret
+	for i := range d.secrets {
+		s := &d.secrets[i]
+		if (server != "" && s.server == server) || (server == "" && name != "" && s.name == name) {
+			matches = append(matches, s)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return nil, nil
+	case 1:
+		return matches[0], nil
+	}
+	var names []string
+	for _, m := range matches {
+		names = append(names, m.secretName)
+	}
+	sort.Strings(names)
+	return nil, fmt.Errorf("cluster %s matches several cluster Secrets (%s), as it does for Argo CD, which refuses such a destination", describe(name, server), strings.Join(names, ", "))
+}
+
+func (d *Destinations) readSecrets(ctx context.Context) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.read {
+		return d.readErr
+	}
+	d.read = true
+	list, err := d.Management.Dynamic.Resource(gvrSecret).Namespace(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelSecretType + "=" + SecretTypeCluster})
+	if err != nil {
+		d.readErr = cluster.Explain(err, "list Argo CD's cluster Secrets", d.Management.Info())
+		return d.readErr
+	}
+	for _, item := range list.Items {
+		data, _ := item.Object["data"].(map[string]any)
+		s := clusterSecret{secretName: item.GetName(), name: decode(data["name"]), server: strings.TrimRight(decode(data["server"]), "/")}
+		s.config = []byte(decode(data["config"]))
+		d.secrets = append(d.secrets, s)
+	}
+	return nil
+}
+
+// decode reads a base64 Secret value as the dynamic client returns it.
+func decode(v any) string {
+	s, _ := v.(string)
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// clusterConfig is the part of Argo CD's ClusterConfig (pkg/apis/application/v1alpha1) unprune
+// can honour.
+type clusterConfig struct {
+	Username        string `json:"username"`
+	Password        string `json:"password"`
+	BearerToken     string `json:"bearerToken"`
+	TLSClientConfig struct {
+		Insecure   bool   `json:"insecure"`
+		ServerName string `json:"serverName"`
+		CertData   []byte `json:"certData"`
+		KeyData    []byte `json:"keyData"`
+		CAData     []byte `json:"caData"`
+	} `json:"tlsClientConfig"`
+	AWSAuthConfig      json.RawMessage `json:"awsAuthConfig"`
+	ExecProviderConfig *struct {
+		Command            string            `json:"command"`
+		Args               []string          `json:"args"`
+		Env                map[string]string `json:"env"`
+		APIVersion         string            `json:"apiVersion"`
+		InstallHint        string            `json:"installHint"`
+		ProvideClusterInfo bool              `json:"provideClusterInfo"`
+	} `json:"execProviderConfig"`
+	DisableCompression bool   `json:"disableCompression"`
+	ProxyURL           string `json:"proxyUrl"`
+}
+
+// restConfig builds a client configuration from the Secret's credentials. Errors name the cluster
+// and what is missing, never a credential.
+func (s *clusterSecret) restConfig() (*rest.Config, error) {
+	var c clusterConfig
+	if len(s.config) > 0 {
+		if err := json.Unmarshal(s.config, &c); err != nil {
+			return nil, fmt.Errorf("cluster %s: the config of Argo CD's cluster Secret %s is not valid JSON", describe(s.name, s.server), s.secretName)
+		}
+	}
+	if len(c.AWSAuthConfig) > 0 && string(c.AWSAuthConfig) != "null" {
+		return nil, fmt.Errorf("cluster %s authenticates with AWS IAM (awsAuthConfig in Secret %s), which unprune cannot do for Argo CD: use --cluster-context %s=CONTEXT with a kubeconfig context for it",
+			describe(s.name, s.server), s.secretName, keyOf(s.name, s.server))
+	}
+	cfg := &rest.Config{
+		Host: s.server, Username: c.Username, Password: c.Password, BearerToken: c.BearerToken,
+		DisableCompression: c.DisableCompression,
+		TLSClientConfig: rest.TLSClientConfig{Insecure: c.TLSClientConfig.Insecure, ServerName: c.TLSClientConfig.ServerName,
+			CertData: c.TLSClientConfig.CertData, KeyData: c.TLSClientConfig.KeyData, CAData: c.TLSClientConfig.CAData},
+	}
+	if c.ProxyURL != "" {
+		u, err := url.Parse(c.ProxyURL)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %s: proxyUrl in Secret %s does not parse", describe(s.name, s.server), s.secretName)
+		}
+		cfg.Proxy = func(*http.Request) (*url.URL, error) { return u, nil }
+	}
+	if e := c.ExecProviderConfig; e != nil {
+		exec := &clientcmdapi.ExecConfig{Command: e.Command, Args: e.Args, APIVersion: e.APIVersion, InstallHint: e.InstallHint,
+			ProvideClusterInfo: e.ProvideClusterInfo, InteractiveMode: clientcmdapi.NeverExecInteractiveMode}
+		for k, v := range e.Env {
+			exec.Env = append(exec.Env, clientcmdapi.ExecEnvVar{Name: k, Value: v})
+		}
+		sort.Slice(exec.Env, func(i, j int) bool { return exec.Env[i].Name < exec.Env[j].Name })
+		cfg.ExecProvider = exec
+	}
+	return cfg, nil
+}

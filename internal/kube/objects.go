@@ -1,0 +1,309 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/parallel"
+)
+
+// FieldManager is how unprune's writes show in managedFields.
+const FieldManager = "unprune"
+
+// Objects is the cluster.Objects of one cluster reached with Kubernetes clients.
+type Objects struct {
+	*Clients
+	// FieldManager names unprune's writes; empty means "unprune".
+	FieldManager string
+}
+
+var (
+	_ cluster.Objects      = (*Objects)(nil)
+	_ cluster.Prober       = (*Objects)(nil)
+	_ cluster.Counter      = (*Objects)(nil)
+	_ cluster.PolicyReader = (*Objects)(nil)
+)
+
+// NewObjects returns the objects of the clients' cluster.
+func NewObjects(c *Clients, fieldManager string) *Objects {
+	if fieldManager == "" {
+		fieldManager = FieldManager
+	}
+	return &Objects{Clients: c, FieldManager: fieldManager}
+}
+
+// Info names the cluster.
+func (o *Objects) Info() cluster.Info { return o.Clients.Info }
+
+// Resolve maps group/kind to the served resource, as kubectl does: a kind, or a resource name or
+// short name (ns, crd) when no kind matches.
+func (o *Objects) Resolve(_ context.Context, group, kind, version, namespace, name string) (cluster.Ref, error) {
+	m, err := o.mapping(group, kind, version)
+	if err != nil {
+		return cluster.Ref{}, err
+	}
+	ref := cluster.Ref{
+		Group: m.GroupVersionKind.Group, Version: m.GroupVersionKind.Version, Resource: m.Resource.Resource,
+		Kind: m.GroupVersionKind.Kind, Name: name, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace,
+	}
+	if ref.Namespaced {
+		ref.Namespace = namespace
+	}
+	return ref, nil
+}
+
+func (o *Objects) mapping(group, kind, version string) (*meta.RESTMapping, error) {
+	gk := schema.GroupKind{Group: group, Kind: kind}
+	var versions []string
+	if version != "" {
+		versions = []string{version}
+	}
+	m, err := o.Mapper.RESTMapping(gk, versions...)
+	if err == nil {
+		return m, nil
+	}
+	if meta.IsNoMatchError(err) {
+		// A kind unknown to cached discovery may be a CRD installed since: look again once.
+		if r, ok := o.Mapper.(meta.ResettableRESTMapper); ok {
+			r.Reset()
+			if m, rerr := o.Mapper.RESTMapping(gk, versions...); rerr == nil {
+				return m, nil
+			}
+		}
+		// Accept what kubectl accepts too: namespaces, ns, crd …
+		if gvk, kerr := o.Mapper.KindFor(schema.GroupVersionResource{Group: group, Resource: strings.ToLower(kind)}); kerr == nil {
+			if m, merr := o.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); merr == nil {
+				return m, nil
+			}
+		}
+		return nil, fmt.Errorf("cluster %s serves no kind %s", o.Clients.Info.Name, gk)
+	}
+	return nil, cluster.Explain(err, "discover the kind "+gk.String(), o.Clients.Info)
+}
+
+func (o *Objects) gvr(r cluster.Ref) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}
+}
+
+func (o *Objects) meta(r cluster.Ref) interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions, sub ...string) (*metav1.PartialObjectMetadata, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*metav1.PartialObjectMetadata, error)
+} {
+	if r.Namespace != "" {
+		return o.Metadata.Resource(o.gvr(r)).Namespace(r.Namespace)
+	}
+	return o.Metadata.Resource(o.gvr(r))
+}
+
+// Get reads one object in full.
+func (o *Objects) Get(ctx context.Context, r cluster.Ref) (*cluster.Object, error) {
+	ri := o.Dynamic.Resource(o.gvr(r))
+	var get func() (map[string]any, error)
+	if r.Namespace != "" {
+		get = func() (map[string]any, error) {
+			u, err := ri.Namespace(r.Namespace).Get(ctx, r.Name, metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return u.Object, nil
+		}
+	} else {
+		get = func() (map[string]any, error) {
+			u, err := ri.Get(ctx, r.Name, metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return u.Object, nil
+		}
+	}
+	content, err := get()
+	if err != nil {
+		return nil, cluster.Explain(err, "get "+r.String(), o.Clients.Info)
+	}
+	obj := fromMap(r, content)
+	return obj, nil
+}
+
+// Patch sends a JSON merge patch; the response is read as metadata only.
+func (o *Objects) Patch(ctx context.Context, r cluster.Ref, body []byte, dryRun bool) (*cluster.Object, error) {
+	opts := metav1.PatchOptions{FieldManager: o.FieldManager}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	out, err := o.meta(r).Patch(ctx, r.Name, types.MergePatchType, body, opts)
+	if err != nil {
+		return nil, err
+	}
+	return fromMeta(r, out), nil
+}
+
+// Read reads many objects' metadata. Objects of one kind in one namespace are read with one
+// paginated LIST when there are several of them; a kind spread over many namespaces with one
+// cluster-wide LIST. Where a LIST is forbidden, each object is read with GET, and an object that
+// cannot be read gets its own error.
+func (o *Objects) Read(ctx context.Context, refs []cluster.Ref) []cluster.ReadResult {
+	results := make([]cluster.ReadResult, len(refs))
+	all := make([]int, len(refs))
+	for i := range all {
+		all[i] = i
+	}
+	// First pass: cluster-wide LISTs where they pay off. What they could not read is planned again
+	// without them (per-namespace LISTs), and what those could not read is read one by one.
+	failed := o.readLists(ctx, refs, planReads(refs, all, true), results)
+	retry := planReads(refs, failed, false)
+	gets := append(retry.gets, o.readLists(ctx, refs, readPlan{lists: retry.lists}, results)...)
+	parallel.ForEach(len(gets), o.options.Workers, func(i int) {
+		idx := gets[i]
+		r := refs[idx]
+		pom, err := o.meta(r).Get(ctx, r.Name, metav1.GetOptions{})
+		if err != nil {
+			results[idx] = cluster.ReadResult{Err: cluster.Explain(err, "get "+r.String(), o.Clients.Info)}
+			return
+		}
+		results[idx] = cluster.ReadResult{Object: fromMeta(r, pom)}
+	})
+	return results
+}
+
+// readLists runs the plan's LISTs, fills results, and returns the indexes still to read: those of
+// failed LISTs, and the plan's single reads.
+func (o *Objects) readLists(ctx context.Context, refs []cluster.Ref, plan readPlan, results []cluster.ReadResult) []int {
+	var mu sync.Mutex
+	rest := append([]int(nil), plan.gets...)
+	parallel.ForEach(len(plan.lists), o.options.Workers, func(i int) {
+		l := plan.lists[i]
+		found, err := o.listMatching(ctx, l.gvr, l.namespace, l.want)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			rest = append(rest, l.indexes...)
+			return
+		}
+		for _, idx := range l.indexes {
+			r := refs[idx]
+			if obj, ok := found[r.Namespace+"/"+r.Name]; ok {
+				results[idx] = cluster.ReadResult{Object: withRef(r, obj)}
+			} else {
+				results[idx] = cluster.ReadResult{Err: notFound(r)}
+			}
+		}
+	})
+	return rest
+}
+
+// listMatching lists gvr in namespace ("" for all) a page at a time and keeps only the wanted
+// objects, keyed namespace/name, so memory holds what was asked for, not the whole kind.
+func (o *Objects) listMatching(ctx context.Context, gvr schema.GroupVersionResource, namespace string, want map[string]bool) (map[string]*cluster.Object, error) {
+	var ri interface {
+		List(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
+	} = o.Metadata.Resource(gvr)
+	if namespace != "" {
+		ri = o.Metadata.Resource(gvr).Namespace(namespace)
+	}
+	found := map[string]*cluster.Object{}
+	opts := metav1.ListOptions{Limit: o.options.PageSize}
+	for {
+		list, err := ri.List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			key := list.Items[i].Namespace + "/" + list.Items[i].Name
+			if want[key] {
+				found[key] = fromMeta(cluster.Ref{}, &list.Items[i])
+			}
+		}
+		if list.Continue == "" || len(found) == len(want) {
+			return found, nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+// readPlan groups refs into LISTs and single GETs.
+type readPlan struct {
+	lists []listRead
+	gets  []int
+}
+
+type listRead struct {
+	gvr       schema.GroupVersionResource
+	namespace string
+	indexes   []int
+	want      map[string]bool
+}
+
+// Thresholds of planReads: a LIST pays off from a few objects of a kind in a namespace; a
+// cluster-wide LIST when a kind's objects are spread over many namespaces.
+const (
+	listFrom             = 3
+	clusterWideNamespace = 8
+	clusterWideObjects   = 50
+)
+
+func planReads(refs []cluster.Ref, subset []int, allowWide bool) readPlan {
+	type nsKey struct {
+		gvr       schema.GroupVersionResource
+		namespace string
+	}
+	byNamespace := map[nsKey][]int{}
+	var order []nsKey
+	perKind := map[schema.GroupVersionResource]map[string]bool{}
+	perKindCount := map[schema.GroupVersionResource]int{}
+	for _, i := range subset {
+		r := refs[i]
+		k := nsKey{schema.GroupVersionResource{Group: r.Group, Version: r.Version, Resource: r.Resource}, r.Namespace}
+		if _, ok := byNamespace[k]; !ok {
+			order = append(order, k)
+		}
+		byNamespace[k] = append(byNamespace[k], i)
+		if perKind[k.gvr] == nil {
+			perKind[k.gvr] = map[string]bool{}
+		}
+		perKind[k.gvr][r.Namespace] = true
+		perKindCount[k.gvr]++
+	}
+	var p readPlan
+	wide := map[schema.GroupVersionResource]*listRead{}
+	for _, k := range order {
+		idx := byNamespace[k]
+		namespaces := perKind[k.gvr]
+		if allowWide && k.namespace != "" && len(namespaces) >= clusterWideNamespace && perKindCount[k.gvr] >= clusterWideObjects {
+			l := wide[k.gvr]
+			if l == nil {
+				l = &listRead{gvr: k.gvr, want: map[string]bool{}}
+				wide[k.gvr] = l
+			}
+			for _, i := range idx {
+				l.indexes = append(l.indexes, i)
+				l.want[refs[i].Namespace+"/"+refs[i].Name] = true
+			}
+			continue
+		}
+		if len(idx) < listFrom {
+			p.gets = append(p.gets, idx...)
+			continue
+		}
+		l := listRead{gvr: k.gvr, namespace: k.namespace, indexes: idx, want: map[string]bool{}}
+		for _, i := range idx {
+			l.want[refs[i].Namespace+"/"+refs[i].Name] = true
+		}
+		p.lists = append(p.lists, l)
+	}
+	for _, k := range order {
+		if l := wide[k.gvr]; l != nil {
+			p.lists = append(p.lists, *l)
+			delete(wide, k.gvr)
+		}
+	}
+	return p
+}

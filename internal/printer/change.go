@@ -1,0 +1,247 @@
+package printer
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/unprune/unprune/internal/engine"
+)
+
+// ChangeReport is what detach (DetachReport), guard protect|confirm (GuardReport) and undo
+// (UndoReport) print with -o json|yaml.
+type ChangeReport struct {
+	APIVersion string        `json:"apiVersion"`
+	Kind       string        `json:"kind"`
+	Metadata   Metadata      `json:"metadata"`
+	ArgoCD     *ArgoCD       `json:"argocd,omitempty"`
+	Mode       string        `json:"mode"`
+	Strategy   string        `json:"strategy,omitempty"`
+	Journal    string        `json:"journal,omitempty"`
+	Summary    ChangeSummary `json:"summary"`
+	Items      []ChangeItem  `json:"items"`
+	Warnings   []string      `json:"warnings,omitempty"`
+}
+
+// ChangeSummary counts outcomes and carries each app's verification.
+type ChangeSummary struct {
+	Total          int  `json:"total"`
+	Planned        int  `json:"planned"`
+	Unchanged      int  `json:"unchanged"`
+	Refused        int  `json:"refused"`
+	Gone           int  `json:"gone"`
+	DryRunAccepted int  `json:"dryRunAccepted"`
+	Applied        int  `json:"applied"`
+	Restored       int  `json:"restored"`
+	Failed         int  `json:"failed"`
+	NotAttempted   int  `json:"notAttempted"`
+	Interrupted    bool `json:"interrupted,omitempty"`
+	// Applications are the apps of the run, with what Argo CD showed afterwards.
+	Applications []AppSummary `json:"applications,omitempty"`
+}
+
+// AppSummary is one app of a change run.
+type AppSummary struct {
+	Application  AppRef        `json:"application"`
+	Instance     string        `json:"instance,omitempty"`
+	Message      string        `json:"message,omitempty"`
+	Verification *Verification `json:"verification,omitempty"`
+}
+
+// Verification is what Argo CD showed after the change.
+type Verification struct {
+	Verified       bool          `json:"verified"`
+	Synced         bool          `json:"synced"`
+	SyncStatus     string        `json:"syncStatus"`
+	Revision       string        `json:"revision,omitempty"`
+	ElapsedSeconds float64       `json:"elapsedSeconds"`
+	StillListed    []ResourceRef `json:"stillListed,omitempty"`
+	OutOfSync      []ResourceRef `json:"outOfSync,omitempty"`
+	Error          string        `json:"error,omitempty"`
+}
+
+// ChangeItem is one object of a run.
+type ChangeItem struct {
+	Application *AppRef     `json:"application,omitempty"`
+	Cluster     ClusterRef  `json:"cluster"`
+	Resource    ResourceRef `json:"resource"`
+	Outcome     string      `json:"outcome"`
+	Reason      string      `json:"reason,omitempty"`
+	Message     string      `json:"message,omitempty"`
+	Changes     []Change    `json:"changes"`
+	Notes       []string    `json:"notes,omitempty"`
+	Attempts    int         `json:"attempts,omitempty"`
+}
+
+// NewChangeReport converts an engine run into its document.
+func NewChangeReport(kind string, meta Metadata, argo *ArgoCD, run *engine.Run) ChangeReport {
+	doc := ChangeReport{APIVersion: APIVersion, Kind: kind, Metadata: meta, ArgoCD: argo, Mode: string(run.Mode),
+		Strategy: run.Strategy, Journal: run.Journal, Items: []ChangeItem{}, Warnings: run.Warnings}
+	s := &doc.Summary
+	for _, it := range run.Items {
+		item := ChangeItem{Resource: fromRef(it.Ref), Outcome: string(it.Outcome), Reason: it.Reason, Message: it.Message,
+			Changes: Changes(it.Plan.Changes), Notes: it.Plan.Notes, Attempts: it.Attempts}
+		if it.Objects != nil {
+			item.Cluster = NewClusterRef(it.Objects.Info())
+		}
+		if it.App != nil {
+			item.Application = &AppRef{it.App.App.Namespace, it.App.App.Name}
+		}
+		if it.Row != nil && item.Resource.Version == "" {
+			item.Resource.Version = it.Row.Version
+		}
+		doc.Items = append(doc.Items, item)
+		s.Total++
+		switch it.Outcome {
+		case engine.OutcomePlanned:
+			s.Planned++
+		case engine.OutcomeUnchanged:
+			s.Unchanged++
+		case engine.OutcomeRefused:
+			s.Refused++
+		case engine.OutcomeGone:
+			s.Gone++
+		case engine.OutcomeDryRunAccepted:
+			s.DryRunAccepted++
+		case engine.OutcomeApplied:
+			s.Applied++
+		case engine.OutcomeRestored:
+			s.Restored++
+		case engine.OutcomeFailed:
+			s.Failed++
+		case engine.OutcomeNotAttempted:
+			s.NotAttempted++
+		}
+	}
+	s.Interrupted = run.Interrupted
+	for _, a := range run.Apps {
+		as := AppSummary{Application: AppRef{a.App.Namespace, a.App.Name}, Instance: a.Instance, Message: a.Message}
+		if v := a.Verification; v != nil {
+			as.Verification = &Verification{Verified: v.Verified, Synced: v.Synced, SyncStatus: v.SyncStatus, Revision: v.Revision,
+				ElapsedSeconds: v.Elapsed.Seconds(), Error: v.Error}
+			for _, r := range v.StillListed {
+				as.Verification.StillListed = append(as.Verification.StillListed, fromRow(r))
+			}
+			for _, r := range v.OutOfSync {
+				as.Verification.OutOfSync = append(as.Verification.OutOfSync, fromRow(r))
+			}
+		}
+		s.Applications = append(s.Applications, as)
+	}
+	return doc
+}
+
+// Names are the -o name lines.
+func (d ChangeReport) Names() []string {
+	out := make([]string, 0, len(d.Items))
+	for _, it := range d.Items {
+		out = append(out, it.Resource.NameLine())
+	}
+	return out
+}
+
+// ChangeTable writes one row per object: what changes (or changed), or why not.
+func ChangeTable(w io.Writer, o Output, doc ChangeReport) error {
+	apps := map[string]bool{}
+	for _, it := range doc.Items {
+		if it.Application != nil {
+			apps[it.Application.Namespace+"/"+it.Application.Name] = true
+		}
+	}
+	header := []string{"RESOURCE", "OUTCOME", "DETAIL"}
+	if len(apps) > 1 {
+		header = append([]string{"APPLICATION"}, header...)
+	}
+	rows := make([][]string, 0, len(doc.Items))
+	for _, it := range doc.Items {
+		parts := []string{}
+		if it.Message != "" {
+			parts = append(parts, it.Message)
+		} else {
+			parts = append(parts, describeChanges(it.Changes)...)
+		}
+		parts = append(parts, it.Notes...)
+		detail := strings.Join(parts, "; ")
+		row := []string{it.Resource.String(), it.Outcome, orNone(detail)}
+		if len(apps) > 1 {
+			app := ""
+			if it.Application != nil {
+				app = it.Application.Namespace + "/" + it.Application.Name
+			}
+			row = append([]string{app}, row...)
+		}
+		rows = append(rows, row)
+	}
+	return o.Rows(w, header, rows)
+}
+
+// describeChanges says in words what each change does, without embedded values.
+func describeChanges(cs []Change) []string {
+	var out []string
+	for _, c := range cs {
+		switch {
+		case c.Embedded != nil && len(c.Embedded.Restored) > 0:
+			out = append(out, fmt.Sprintf("put %s back into %s %s", keyList(c.Embedded.Restored), c.Field, c.Key))
+		case c.Embedded != nil:
+			out = append(out, fmt.Sprintf("remove %s from %s %s", keyList(c.Embedded.Removed), c.Field, c.Key))
+		case c.After == nil:
+			out = append(out, "remove "+c.Field+" "+c.Key)
+		case c.Before == nil:
+			out = append(out, "add "+c.Field+" "+c.Key+"="+*c.After)
+		default:
+			out = append(out, "set "+c.Field+" "+c.Key+"="+*c.After)
+		}
+	}
+	return out
+}
+
+func keyList(keys []Field) string {
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k.Field+" "+k.Key)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// VerificationText is the human summary of what Argo CD showed.
+func VerificationText(doc ChangeReport) string {
+	var b strings.Builder
+	for _, a := range doc.Summary.Applications {
+		v := a.Verification
+		ref := a.Application.Namespace + "/" + a.Application.Name
+		switch {
+		case v == nil:
+			continue
+		case v.Error != "":
+			fmt.Fprintf(&b, "Application %s: could not verify: %s\n", ref, Line(v.Error))
+		case v.Verified && v.Synced:
+			rev := ""
+			if v.Revision != "" {
+				rev = " at revision " + short(v.Revision)
+			}
+			fmt.Fprintf(&b, "Application %s is Synced%s, %.1fs after the change. Nothing was deleted.\n", ref, rev, v.ElapsedSeconds)
+		case v.Verified:
+			fmt.Fprintf(&b, "Application %s no longer counts the released resources (%.1fs after the change). Nothing was deleted.\n", ref, v.ElapsedSeconds)
+			fmt.Fprintf(&b, "  It is still %s because of resources unprune did not touch:\n", orNone(v.SyncStatus))
+			for _, r := range v.OutOfSync {
+				fmt.Fprintf(&b, "    %s\n", Safe(r.String()))
+			}
+		default:
+			fmt.Fprintf(&b, "Application %s is still %s after %.1fs.\n", ref, orNone(v.SyncStatus), v.ElapsedSeconds)
+			for _, r := range v.StillListed {
+				fmt.Fprintf(&b, "  still counted by Argo CD: %s\n", Safe(r.String()))
+			}
+			for _, r := range v.OutOfSync {
+				fmt.Fprintf(&b, "  OutOfSync for another reason: %s\n", Safe(r.String()))
+			}
+		}
+	}
+	return b.String()
+}
+
+func short(rev string) string {
+	if len(rev) > 8 {
+		return rev[:8]
+	}
+	return rev
+}

@@ -1,0 +1,172 @@
+package printer
+
+import (
+	"time"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/journal"
+)
+
+// Metadata says where and when a document was made.
+type Metadata struct {
+	GeneratedAt time.Time `json:"generatedAt"`
+	ToolVersion string    `json:"toolVersion"`
+	// Cluster is the cluster the command talked to first: where Argo CD runs, or the guarded one.
+	Cluster *ClusterRef `json:"cluster,omitempty"`
+}
+
+// ClusterRef names a cluster and how it was reached.
+type ClusterRef struct {
+	Name         string `json:"name,omitempty"`
+	Server       string `json:"server,omitempty"`
+	Context      string `json:"context,omitempty"`
+	Via          string `json:"via,omitempty"`
+	ArgoCDServer string `json:"argocdServer,omitempty"`
+}
+
+// NewClusterRef converts cluster information for output.
+func NewClusterRef(i cluster.Info) ClusterRef {
+	server := i.Server
+	if i.URL != "" && (server == "" || server == argocd.InClusterServer) {
+		server = i.URL
+	}
+	return ClusterRef{Name: i.Name, Server: server, Context: i.Context, Via: string(i.Via), ArgoCDServer: i.ArgoCDServer}
+}
+
+// ArgoCD describes the installation and the settings a result was computed with.
+type ArgoCD struct {
+	Namespace            string `json:"namespace"`
+	Version              string `json:"version,omitempty"`
+	TrackingMethod       string `json:"trackingMethod,omitempty"`
+	TrackingMethodSource string `json:"trackingMethodSource"`
+	Ambiguous            bool   `json:"ambiguous,omitempty"`
+	InstanceLabelKey     string `json:"instanceLabelKey"`
+	InstallationID       string `json:"installationID,omitempty"`
+}
+
+// NewArgoCD summarises settings.
+func NewArgoCD(namespace string, s argocd.Settings) *ArgoCD {
+	a := &ArgoCD{Namespace: namespace, TrackingMethod: string(s.Method), TrackingMethodSource: s.MethodSource,
+		Ambiguous: s.Ambiguous, InstanceLabelKey: s.InstanceLabelKey, InstallationID: s.InstallationID}
+	if s.Version != nil {
+		a.Version = s.Version.String()
+	}
+	return a
+}
+
+// AppRef names an Application.
+type AppRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// ResourceRef names a resource as Argo CD's status does.
+type ResourceRef struct {
+	Group     string `json:"group,omitempty"`
+	Version   string `json:"version,omitempty"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// String renders KIND[.GROUP]/[NAMESPACE/]NAME.
+func (r ResourceRef) String() string {
+	kind := r.Kind
+	if r.Group != "" {
+		kind += "." + r.Group
+	}
+	if r.Namespace != "" {
+		return kind + "/" + r.Namespace + "/" + r.Name
+	}
+	return kind + "/" + r.Name
+}
+
+// NameLine is the resource as kubectl's -o name prints it: kind[.group]/name.
+func (r ResourceRef) NameLine() string {
+	kind := lower(r.Kind)
+	if r.Group != "" {
+		kind += "." + r.Group
+	}
+	return kind + "/" + r.Name
+}
+
+func lower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
+func fromRow(r argocd.Resource) ResourceRef {
+	return ResourceRef{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+}
+
+func fromRef(r cluster.Ref) ResourceRef {
+	return ResourceRef{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+}
+
+// Field is a label or annotation.
+type Field struct {
+	Field string `json:"field"`
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+func fields(fs []argocd.Field) []Field {
+	out := []Field{}
+	for _, f := range fs {
+		out = append(out, Field{Field: string(f.Kind), Key: f.Key, Value: f.Value})
+	}
+	return out
+}
+
+// Change is one label or annotation change; before/after absent means the key is absent. A change
+// of a value embedding the object (last-applied-configuration) shows which keys leave or return to
+// it, never the value.
+type Change struct {
+	Field    string    `json:"field"`
+	Key      string    `json:"key"`
+	Before   *string   `json:"before,omitempty"`
+	After    *string   `json:"after,omitempty"`
+	Embedded *Embedded `json:"embedded,omitempty"`
+}
+
+// Embedded is the redacted form of an embedded-configuration change.
+type Embedded struct {
+	Removed []Field `json:"removed,omitempty"`
+	// Restored are the keys an undo puts back.
+	Restored []Field `json:"restored,omitempty"`
+}
+
+// Changes converts journal changes for output.
+func Changes(cs []journal.Change) []Change {
+	out := []Change{}
+	for _, c := range cs {
+		oc := Change{Field: string(c.Field), Key: c.Key, Before: c.Before, After: c.After}
+		if c.Embedded != nil {
+			keys := make([]Field, 0, len(c.Embedded.Removed))
+			for _, k := range c.Embedded.Removed {
+				keys = append(keys, Field{Field: string(k.Field), Key: k.Key, Value: k.Value})
+			}
+			oc.Embedded = &Embedded{}
+			if c.Embedded.Restore {
+				oc.Embedded.Restored = keys
+			} else {
+				oc.Embedded.Removed = keys
+			}
+		}
+		out = append(out, oc)
+	}
+	return out
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
