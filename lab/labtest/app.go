@@ -249,6 +249,7 @@ type Resource struct {
 	Name            string `json:"name"`
 	Status          string `json:"status"`
 	RequiresPruning bool   `json:"requiresPruning"`
+	Hook            bool   `json:"hook"`
 }
 
 func (r Resource) String() string {

@@ -1,0 +1,311 @@
+//go:build lab
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/unprune/unprune/internal/cli"
+	"github.com/unprune/unprune/internal/printer"
+	"github.com/unprune/unprune/lab"
+	"github.com/unprune/unprune/lab/labtest"
+)
+
+// scanItems runs scan -o json for an installation and returns the items of one app.
+func scanItems(t *testing.T, env *labtest.Env, install *labtest.Install, app *labtest.App) []printer.ScanItem {
+	t.Helper()
+	r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+install.Namespace(), "scan", "-A", "-o", "json")
+	if r.Code != cli.ExitOK && r.Code != cli.ExitFindings {
+		t.Fatalf("scan exit %d", r.Code)
+	}
+	var doc printer.ScanReport
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
+		t.Fatalf("scan -o json: %v", err)
+	}
+	var out []printer.ScanItem
+	for _, it := range doc.Items {
+		if it.Application.Name == app.Name {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// auditItems runs audit -o json for an installation and returns the items of one app.
+func auditItems(t *testing.T, env *labtest.Env, install *labtest.Install, app *labtest.App, args ...string) ([]printer.AuditItem, int) {
+	t.Helper()
+	r := unprune(t, env, labtest.TempDir(t), append([]string{"--argocd-namespace=" + install.Namespace(), "audit", "-A", "-o", "json"}, args...)...)
+	var doc printer.AuditReport
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
+		t.Fatalf("audit -o json (exit %d): %v", r.Code, err)
+	}
+	var out []printer.AuditItem
+	for _, it := range doc.Items {
+		if it.Application.Name == app.Name {
+			out = append(out, it)
+		}
+	}
+	return out, r.Code
+}
+
+var gvrConfigMap = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
+// TestHooksAreLeftAlone: Argo CD lists a live PreSync hook as requiring pruning although it is in
+// git; scan and audit list only the Namespace, detach --all changes only the Namespace, naming the
+// hook is refused, and the next sync still runs the hook (BeforeHookCreation deletes and recreates
+// it, which needs its tracking).
+func TestHooksAreLeftAlone(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
+	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
+	hook := app.Name + "-presync"
+	app.Repo.Write(t, app.Path+"/hook.yaml", fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  annotations:\n    argocd.argoproj.io/hook: PreSync\ndata:\n  step: migrate\n", hook, app.DestNamespace))
+	app.Repo.Commit(t, "a PreSync hook")
+	ns := labtest.UniqueName("hooked")
+	t.Cleanup(func() { env.DeleteNamespace(ns) })
+	reverted := app.Incident(t, ns, nil)
+	hookUID := func() (string, string) {
+		cm, err := env.Dynamic.Resource(gvrConfigMap).Namespace(app.DestNamespace).Get(labtest.Context(t), hook, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the hook: %v", err)
+		}
+		return string(cm.GetUID()), cm.GetAnnotations()[trackingID]
+	}
+	uid, tracking := hookUID()
+	if tracking == "" {
+		t.Fatalf("the hook carries no tracking-id")
+	}
+	s := app.WaitStatus(t, 60*time.Second, "to list the hook", func(s labtest.Status) bool { r, ok := s.Find("ConfigMap", hook); return ok && r.Hook })
+
+	for _, it := range scanItems(t, env, install, app) {
+		if it.Resource.Kind != "Namespace" {
+			t.Errorf("scan lists %s (status %s)", it.Resource, s)
+		}
+	}
+	items, _ := auditItems(t, env, install, app)
+	for _, it := range items {
+		if it.Resource.Kind != "Namespace" {
+			t.Errorf("audit lists %s", it.Resource)
+		}
+	}
+	argocdNS := "--argocd-namespace=" + install.Namespace()
+	journals := labtest.TempDir(t)
+	r := unprune(t, env, journals, argocdNS, "detach", app.Name, "ConfigMap/"+app.DestNamespace+"/"+hook, "--yes")
+	if r.Code != cli.ExitRefused || !strings.Contains(r.Stdout, "is a hook") {
+		t.Errorf("naming the hook: exit %d; want %d with the reason", r.Code, cli.ExitRefused)
+	}
+	r = unprune(t, env, journals, argocdNS, "detach", app.Name, "--all", "--yes", "-o", "json")
+	var doc printer.ChangeReport
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil || r.Code != cli.ExitOK {
+		t.Fatalf("detach --all: exit %d, %v", r.Code, err)
+	}
+	if len(doc.Items) != 1 || doc.Items[0].Resource.Kind != "Namespace" {
+		t.Fatalf("detach --all touched %+v; want only the Namespace", doc.Items)
+	}
+	if _, after := hookUID(); after != tracking {
+		t.Fatalf("the hook's tracking changed: %q → %q", tracking, after)
+	}
+	app.WaitSynced(t, reverted)
+	// The next sync runs the hook again: its delete policy replaces the tracked object.
+	if op := app.Sync(t, false); op.Phase != "Succeeded" {
+		t.Fatalf("sync after detach: %s %s", op.Phase, op.Message)
+	}
+	if after, _ := hookUID(); after == uid {
+		t.Errorf("the hook was not run again (same object %s)", uid)
+	}
+}
+
+// TestVersionIgnoresSidecars: the controller's workload lists a sidecar with a release-like tag
+// before Argo CD's own container. unprune reads the version from Argo CD's container and releases
+// the object — it never takes the sidecar's tag (which here would mean label tracking) and reports
+// success with the app still OutOfSync.
+func TestVersionIgnoresSidecars(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Namespace: "argocd-sidecar"})
+	containers := `[{"name":"proxy","image":"docker.io/library/envoy:v2.5.0"},{"name":"argocd-application-controller","image":"quay.io/argoproj/argocd:v3.6.1"}]`
+	patch := []byte(`{"spec":{"template":{"spec":{"containers":` + containers + `}}}}`)
+	gvr := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
+	if _, err := env.Dynamic.Resource(gvr).Namespace(install.Namespace()).Patch(labtest.Context(t), "argocd-application-controller", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
+	ns := labtest.UniqueName("sidecar")
+	t.Cleanup(func() { env.DeleteNamespace(ns) })
+	reverted := app.Incident(t, ns, nil)
+	r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+install.Namespace(), "detach", app.Name, "--all", "--yes", "--timeout=60s")
+	if r.Code != cli.ExitOK {
+		t.Fatalf("detach exit %d", r.Code)
+	}
+	s := app.WaitSynced(t, reverted)
+	if _, listed := s.Find("Namespace", ns); listed {
+		t.Fatalf("Argo CD still lists the namespace: %s", s)
+	}
+}
+
+// TestKeepSurvivesCascadeDeletion: --strategy keep makes the namespace survive the Application's
+// deletion with its resources finalizer; the app's other resources are deleted (the control).
+func TestKeepSurvivesCascadeDeletion(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
+	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
+	ns := labtest.UniqueName("kept")
+	t.Cleanup(func() { env.DeleteNamespace(ns) })
+	app.Incident(t, ns, nil)
+	_, _, uid := metadataOf(t, env, ns)
+	r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+install.Namespace(), "detach", app.Name, "Namespace/"+ns, "--strategy=keep", "--yes")
+	if r.Code != cli.ExitOK {
+		t.Fatalf("detach --strategy keep exit %d", r.Code)
+	}
+	apps := env.Dynamic.Resource(labtest.GVRApplication).Namespace(app.Namespace)
+	if _, err := apps.Patch(labtest.Context(t), app.Name, types.MergePatchType,
+		[]byte(`{"metadata":{"finalizers":["resources-finalizer.argocd.argoproj.io"]}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := apps.Delete(labtest.Context(t), app.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labtest.Eventually(t, 2*time.Minute, "the Application's cascade deletion to finish", func() (bool, string) {
+		_, err := apps.Get(labtest.Context(t), app.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if _, _, after := metadataOf(t, env, ns); after != uid {
+		t.Fatalf("the kept namespace was recreated (uid %s → %s)", uid, after)
+	}
+	_, err := env.Dynamic.Resource(gvrConfigMap).Namespace(app.DestNamespace).Get(labtest.Context(t), app.Name+"-config", metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the app's own ConfigMap survived the cascade deletion (%v): the control failed", err)
+	}
+}
+
+// TestLongInstanceAnnotationLabel: with annotation+label tracking and apps in any namespace, an
+// instance over 63 characters is written truncated into the label; detach removes it too.
+func TestLongInstanceAnnotationLabel(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation+label", AppNamespaces: []string{"long-apps"}})
+	name := labtest.UniqueName("a-rather-long-application-name-for-the-platform-team")
+	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, Namespace: "long-apps", Name: name})
+	if len(app.Instance()) <= 63 {
+		t.Fatalf("instance %q is not long enough to be truncated", app.Instance())
+	}
+	ns := labtest.UniqueName("long")
+	t.Cleanup(func() { env.DeleteNamespace(ns) })
+	reverted := app.Incident(t, ns, nil)
+	labels, _, _ := metadataOf(t, env, ns)
+	if got := labels[instanceLabel]; got == "" || got == app.Instance() || !strings.HasPrefix(app.Instance(), got) {
+		t.Fatalf("label %s=%q: want Argo CD's truncation of %q", instanceLabel, got, app.Instance())
+	}
+	r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+install.Namespace(), "detach", "long-apps/"+name, "--all", "--yes")
+	if r.Code != cli.ExitOK {
+		t.Fatalf("detach exit %d", r.Code)
+	}
+	app.WaitSynced(t, reverted)
+	labels, annotations, _ := metadataOf(t, env, ns)
+	if _, ok := labels[instanceLabel]; ok {
+		t.Errorf("the truncated label is left: %v", labels)
+	}
+	if _, ok := annotations[trackingID]; ok {
+		t.Errorf("the tracking-id is left: %v", annotations)
+	}
+}
+
+// TestAppLevelPruneFalseDoesNothingBeforeV34: on v2.14.11 the app's syncOptions Prune=false does not
+// stop a prune; audit --fail-on high says so (exit 1), and a prune sync indeed deletes the
+// namespace (the control).
+func TestAppLevelPruneFalseDoesNothingBeforeV34(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v2.14.11", Tracking: "annotation"})
+	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
+	if _, err := env.Dynamic.Resource(labtest.GVRApplication).Namespace(app.Namespace).Patch(labtest.Context(t), app.Name, types.MergePatchType,
+		[]byte(`{"spec":{"syncPolicy":{"syncOptions":["Prune=false"]}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns := labtest.UniqueName("appprune")
+	t.Cleanup(func() { env.DeleteNamespace(ns) })
+	app.Incident(t, ns, nil)
+	items, code := auditItems(t, env, install, app, "--fail-on=high")
+	if code != cli.ExitFindings {
+		t.Errorf("audit --fail-on high exit %d, want %d", code, cli.ExitFindings)
+	}
+	found := false
+	for _, it := range items {
+		if it.Resource.Kind == "Namespace" && it.Resource.Name == ns {
+			found = true
+			if it.Guarded || len(it.Guards) > 0 || !strings.Contains(strings.Join(it.Notes, " "), "before Argo CD v3.4") {
+				t.Errorf("audit row %+v: want unguarded, saying the app-level option does nothing before v3.4", it)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("audit does not list the namespace")
+	}
+	if op := app.Sync(t, true); op.Phase != "Succeeded" {
+		t.Fatalf("prune sync: %s %s", op.Phase, op.Message)
+	}
+	labtest.Eventually(t, 60*time.Second, "the namespace to be deleted by the prune", func() (bool, string) {
+		_, err := env.Kube.CoreV1().Namespaces().Get(labtest.Context(t), ns, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+}
+
+// TestForeignInstallationID: with no installationID configured, an object carrying another
+// installation's installation-id is ignored by v3.0.23 (the precedence bug) but still tracked by
+// v3.6.1 (fixed). unprune's scan agrees with Argo CD on both.
+func TestForeignInstallationID(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	for _, c := range []struct {
+		version string
+		tracked bool
+	}{{"v3.0.23", false}, {"v3.6.1", true}} {
+		t.Run(c.version, func(t *testing.T) {
+			t.Parallel()
+			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: c.version})
+			app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
+			ns := labtest.UniqueName("foreign")
+			t.Cleanup(func() { env.DeleteNamespace(ns) })
+			reverted := app.Incident(t, ns, nil)
+			patch := []byte(`{"metadata":{"annotations":{"argocd.argoproj.io/installation-id":"another-installation"}}}`)
+			if _, err := env.Kube.CoreV1().Namespaces().Patch(labtest.Context(t), ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			var s labtest.Status
+			if c.tracked {
+				s = app.RefreshUntil(t, 60*time.Second, "to keep requiring pruning", labtest.RequiresPruningAt(reverted, "Namespace", ns))
+			} else {
+				s = app.RefreshUntil(t, 60*time.Second, "to drop the namespace", func(s labtest.Status) bool {
+					_, listed := s.Find("Namespace", ns)
+					return s.Revision == reverted && !listed && s.Sync == "Synced"
+				})
+			}
+			items := scanItems(t, env, install, app)
+			if listed := len(items) > 0; listed != c.tracked {
+				t.Fatalf("scan lists %d rows; Argo CD %s tracks it (%s)", len(items), c.version, s)
+			}
+			if c.tracked && items[0].ModelMismatch {
+				t.Errorf("scan says unprune's model disagrees with Argo CD: %+v", items[0])
+			}
+			// unprune's own judgement of the object, named with --force: untracked for v3.0.23.
+			r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+install.Namespace(), "detach", app.Name, "Namespace/"+ns, "--force")
+			if !c.tracked && (r.Code != cli.ExitOK || !strings.Contains(r.Stdout, "installation-id")) {
+				t.Errorf("unprune would change an object Argo CD %s ignores: exit %d", c.version, r.Code)
+			}
+			if c.tracked && r.Code != cli.ExitFindings {
+				t.Errorf("unprune does not plan to release an object Argo CD %s tracks: exit %d", c.version, r.Code)
+			}
+		})
+	}
+}
