@@ -125,7 +125,7 @@ show kubectl -n argocd get application "$app"
 kubectl -n argocd patch application "$app" --type merge -p '{"operation":{"initiatedBy":{"username":"demo"},"sync":{"revision":"main","prune":true}}}' >/dev/null
 wait_for "the prune sync to finish" 120 sh -c "[ \"\$(command kubectl --kubeconfig '$KUBECONFIG' -n argocd get application '$app' -o jsonpath='{.status.operationState.operation.initiatedBy.username}/{.status.operationState.phase}')\" = demo/Succeeded ]"
 show kubectl get namespace kube-system
-journal_file=$(ls "$XDG_STATE_HOME"/unprune/journal/*.yaml)
+journal_file=$(ls "$XDG_STATE_HOME"/unprune/journal/*.json)
 echo
 echo "The journal of the change: $journal_file"
 echo "(with KEEP_LAB=1 the lab stays up: undo with  KUBECONFIG=$KUBECONFIG bin/unprune undo $journal_file --yes)"

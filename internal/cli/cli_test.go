@@ -169,7 +169,7 @@ func TestRunExit(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := tt.s
 			s.Total = s.Planned + s.Unchanged + s.Refused + s.Gone + s.DryRunAccepted + s.Applied + s.Restored + s.Failed + s.NotAttempted
-			code, msg := runExit(printer.ChangeReport{Mode: tt.mode, Summary: s, Journal: "/j.yaml"}, tt.verify)
+			code, msg := runExit(printer.ChangeReport{Mode: tt.mode, Summary: s, Journal: "/j.json"}, tt.verify)
 			if code != tt.want {
 				t.Fatalf("exit %d (%s), want %d", code, msg, tt.want)
 			}

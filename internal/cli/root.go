@@ -70,8 +70,8 @@ const (
 func NewRootCommand(name string, streams genericiooptions.IOStreams) *cobra.Command {
 	g := &GlobalOptions{
 		ConfigFlags: genericclioptions.NewConfigFlags(true),
-		QPS:         200,
-		Burst:       400,
+		QPS:         1000,
+		Burst:       2000,
 		streams:     streams,
 	}
 	cmd := &cobra.Command{

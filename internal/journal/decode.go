@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"sigs.k8s.io/yaml"
 )
 
 // Errors returned (wrapped) by Load, List and Latest; test with errors.Is.
@@ -20,9 +18,6 @@ var (
 	ErrUnsupportedVersion = errors.New("not supported by this unprune")
 	ErrNoJournals         = errors.New("no journals")
 )
-
-// markSeparator starts every record appended after the journal document.
-const markSeparator = "--- "
 
 // mark is one appended record: an entry's outcome, a re-plan, or an undo.
 type mark struct {
@@ -52,32 +47,52 @@ func (m mark) apply(j *Journal) error {
 	return fmt.Errorf("unknown record (state %q)", m.State)
 }
 
+// encode is one line of JSON.
 func (m mark) encode() ([]byte, error) {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
-	return append(append([]byte(markSeparator), b...), '\n'), nil
+	return append(b, '\n'), nil
 }
 
-// decode reads a journal file: the journal document, then the records appended to it. A last
-// record cut short (no newline: the process died while writing it) is dropped — its entry stays in
-// its earlier state, which undo handles — and reported in torn.
+// encodeJournal is the journal document: indented JSON (which YAML readers read too), ending in a
+// newline so that records can be appended line by line.
+func encodeJournal(j *Journal) ([]byte, error) {
+	b, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// decode reads a journal file: the journal document, then the records appended to it, one JSON
+// object per line. A last record cut short (no newline: the process died while writing it) is
+// dropped — its entry stays in its earlier state, which undo handles — and reported in torn.
 func decode(path string, data []byte) (j *Journal, torn bool, err error) {
-	header, marks := splitMarks(data)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var header json.RawMessage
+	if err := dec.Decode(&header); err != nil {
+		return nil, false, fmt.Errorf("%s is %w: %v", path, ErrNotJournal, err)
+	}
 	j, err = decodeHeader(path, header)
 	if err != nil {
 		return nil, false, err
 	}
-	for i, line := range marks {
-		if i == len(marks)-1 && !bytes.HasSuffix(line, []byte("\n")) {
+	rest := data[dec.InputOffset():]
+	lines := bytes.SplitAfter(rest, []byte("\n"))
+	for i, line := range lines {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		if i == len(lines)-1 && !bytes.HasSuffix(line, []byte("\n")) {
 			torn = true
 			break
 		}
 		var m mark
-		dec := json.NewDecoder(bytes.NewReader(bytes.TrimPrefix(line, []byte(markSeparator))))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&m); err != nil {
+		d := json.NewDecoder(bytes.NewReader(line))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&m); err != nil {
 			return nil, false, fmt.Errorf("journal %s: record %d is damaged: %w", path, i+1, err)
 		}
 		if err := m.apply(j); err != nil {
@@ -90,39 +105,10 @@ func decode(path string, data []byte) (j *Journal, torn bool, err error) {
 	return j, torn, nil
 }
 
-// splitMarks separates the document from the appended records, each of which is one line starting
-// with "--- ". The document itself never has a line starting so: YAML indents block scalars.
-func splitMarks(data []byte) (header []byte, marks [][]byte) {
-	sep := []byte("\n" + markSeparator)
-	i := bytes.Index(data, sep)
-	if i < 0 {
-		return data, nil
-	}
-	header, rest := data[:i+1], data[i+1:]
-	for len(rest) > 0 {
-		end := bytes.IndexByte(rest, '\n')
-		if end < 0 {
-			marks = append(marks, rest)
-			break
-		}
-		marks = append(marks, rest[:end+1])
-		rest = rest[end+1:]
-	}
-	return header, marks
-}
-
-func decodeHeader(path string, data []byte) (*Journal, error) {
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s is %w: invalid YAML: %w", path, ErrNotJournal, err)
-	}
-	var top any
-	if err := json.Unmarshal(js, &top); err != nil {
-		return nil, fmt.Errorf("%s is %w: %w", path, ErrNotJournal, err)
-	}
-	m, ok := top.(map[string]any)
-	if top == nil || !ok {
-		return nil, fmt.Errorf("%s is %w (not a YAML mapping)", path, ErrNotJournal)
+func decodeHeader(path string, js []byte) (*Journal, error) {
+	var m map[string]any
+	if err := json.Unmarshal(js, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("%s is %w (not a JSON object)", path, ErrNotJournal)
 	}
 	kind, _ := m["kind"].(string)
 	apiVersion, _ := m["apiVersion"].(string)
@@ -143,8 +129,11 @@ func decodeHeader(path string, data []byte) (*Journal, error) {
 		return nil, fmt.Errorf("journal %s: apiVersion %s is %w (it reads %s): it was written by an older unprune; undo it with that release",
 			path, apiVersion, ErrUnsupportedVersion, APIVersion)
 	}
+	// Strict: unknown fields are an error.
 	var j Journal
-	if err := yaml.UnmarshalStrict(data, &j); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
 		return nil, fmt.Errorf("parse journal %s: %w", path, err)
 	}
 	return &j, nil

@@ -22,10 +22,12 @@
 //
 // # Crash safety and speed
 //
-// Every entry is written as "planned" before anything is sent to the API server, and the file is on
-// disk (fsynced) before the first patch. Outcomes are appended to the same file as one-line
-// records (group-committed: many marks share one write and fsync), so a run of thousands of patches
-// does not rewrite the file thousands of times. A crash leaves the header and the marks written so
+// A journal file is a typed, versioned JSON document (apiVersion unprune.dev/v1alpha2, kind
+// Journal; JSON, which YAML readers read too, because encoding YAML cost more than the patches of a
+// large run). Every entry is written as "planned" before anything is sent to the API server, and the
+// file is on disk (fsynced) before the first patch. Outcomes are appended to the same file as
+// one-line JSON records (group-committed: many marks share one write and fsync), so a run of
+// thousands of patches does not rewrite the file thousands of times. A crash leaves the header and the marks written so
 // far; at most the patches in flight remain "planned", which undo treats as "maybe applied" and
 // decides from the live values. A re-planned entry (after a conflict) is appended and fsynced
 // before its patch is sent. When a run ends the file is compacted into one document, atomically

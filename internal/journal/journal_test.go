@@ -54,7 +54,7 @@ func TestCreateMarkReloadCompact(t *testing.T) {
 	}
 	// Before Close the file is the document plus appended records, and it loads as such.
 	raw, _ := os.ReadFile(rec.Path())
-	if got := strings.Count(string(raw), "\n"+markSeparator); got != 2 {
+	if got := strings.Count(string(raw), "\n{\"entry\":"); got != 2 {
 		t.Fatalf("want 2 appended records, got %d:\n%s", got, raw)
 	}
 	j, torn, err := s.Load(rec.Path())
@@ -69,7 +69,7 @@ func TestCreateMarkReloadCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ = os.ReadFile(rec.Path())
-	if strings.Contains(string(raw), "\n"+markSeparator) {
+	if strings.Contains(string(raw), "\n{\"entry\":") {
 		t.Fatalf("compacted journal still has records:\n%s", raw)
 	}
 	again, _, err := s.Load(rec.Path())
@@ -96,7 +96,7 @@ func TestTornLastRecord(t *testing.T) {
 	_ = rec.Sync()
 	path := rec.Path()
 	f, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	_, _ = f.WriteString(`--- {"entry":1,"state":"appl`)
+	_, _ = f.WriteString(`{"entry":1,"state":"appl`)
 	_ = f.Close()
 	j, torn, err := s.Load(path)
 	if err != nil || !torn {
@@ -126,15 +126,15 @@ func TestLoadRefusesTruncatedAndForeign(t *testing.T) {
 	raw, _ := os.ReadFile(rec.Path())
 	cases := map[string]string{
 		"truncated":     string(raw[:len(raw)/2]),
-		"other kind":    strings.Replace(string(raw), "kind: Journal", "kind: ConfigMap", 1),
+		"other kind":    strings.Replace(string(raw), `"kind": "Journal"`, `"kind": "ConfigMap"`, 1),
 		"newer":         strings.Replace(string(raw), "unprune.dev/v1alpha2", "unprune.dev/v1", 1),
 		"older":         strings.Replace(string(raw), "unprune.dev/v1alpha2", "unprune.dev/v1alpha1", 1),
-		"bad state":     strings.Replace(string(raw), "state: planned", "state: done", 1),
-		"unknown field": strings.Replace(string(raw), "command: detach", "command: detach\nextra: 1", 1),
+		"bad state":     strings.Replace(string(raw), `"state": "planned"`, `"state": "done"`, 1),
+		"unknown field": strings.Replace(string(raw), `"command": "detach",`, `"command": "detach", "extra": 1,`, 1),
 	}
 	for name, content := range cases {
 		t.Run(name, func(t *testing.T) {
-			path := filepath.Join(s.Dir, "x-"+strings.ReplaceAll(name, " ", "-")+".yaml")
+			path := filepath.Join(s.Dir, "x-"+strings.ReplaceAll(name, " ", "-")+".json")
 			if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +143,7 @@ func TestLoadRefusesTruncatedAndForeign(t *testing.T) {
 			}
 		})
 	}
-	_, _, err = s.Load(filepath.Join(s.Dir, "x-newer.yaml"))
+	_, _, err = s.Load(filepath.Join(s.Dir, "x-newer.json"))
 	if !errors.Is(err, ErrNewerVersion) {
 		t.Fatalf("newer: %v", err)
 	}

@@ -6,8 +6,6 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	"sigs.k8s.io/yaml"
 )
 
 // Recorder follows a run whose patches happen concurrently: it keeps the journal in memory and
@@ -174,7 +172,7 @@ func (r *Recorder) Close() error {
 	}
 	r.mu.Lock()
 	verr := r.j.Validate()
-	data, eerr := yaml.Marshal(r.j)
+	data, eerr := encodeJournal(r.j)
 	r.mu.Unlock()
 	switch {
 	case verr != nil:

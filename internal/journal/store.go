@@ -13,12 +13,10 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"sigs.k8s.io/yaml"
 )
 
 // Ext is the file name extension of journal files.
-const Ext = ".yaml"
+const Ext = ".json"
 
 // idTimeLayout is the timestamp that starts every journal ID.
 const idTimeLayout = "20060102T150405Z"
@@ -121,7 +119,7 @@ func (s *Store) create(j *Journal) (string, error) {
 	if err := j.Validate(); err != nil {
 		return "", fmt.Errorf("create journal: invalid journal: %w", err)
 	}
-	data, err := yaml.Marshal(j)
+	data, err := encodeJournal(j)
 	if err != nil {
 		return "", fmt.Errorf("create journal %s: encode: %w", j.ID, err)
 	}

@@ -91,7 +91,9 @@ func NewClients(cfg *rest.Config, info cluster.Info, mapper meta.RESTMapper, opt
 		return nil, err
 	}
 	if mapper == nil {
-		mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+		// As kubectl's: short names (ns, crd) expand to their resources.
+		cached := memory.NewMemCacheClient(disc)
+		mapper = restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
 	}
 	rawCfg := rest.CopyConfig(cfg)
 	rawCfg.GroupVersion = nil

@@ -152,13 +152,16 @@ func (d *Destinations) notFound(name, server string, readErr error) error {
 		describe(name, server), d.Namespace, keyOf(name, server))
 }
 
-// find returns the cluster Secret for a destination, reading the Secrets once, only when needed:
-// to map a name to its server (or back) for --cluster-context, or for --cluster-credentials=argocd.
+// find returns the cluster Secret for a destination, reading the Secrets once: for the cluster's
+// name and server (a destination gives one of them, --cluster-context may name the other) and for
+// --cluster-credentials=argocd. Only metadata and the name and server are kept out of a Secret,
+// besides the config the credentials option needs.
 func (d *Destinations) find(ctx context.Context, name, server string) (*clusterSecret, error) {
-	if _, ok := d.contextFor(name, server); ok && !d.ArgoCDCredentials {
-		return nil, nil
-	}
 	if err := d.readSecrets(ctx); err != nil {
+		if _, ok := d.contextFor(name, server); ok && !d.ArgoCDCredentials {
+			// The Secrets only add Argo CD's other name for the cluster: reports show fewer words.
+			return nil, nil
+		}
 		return nil, err
 	}
 	var matches []*clusterSecret

@@ -152,7 +152,7 @@ func TestUserWithoutPatchRights(t *testing.T) {
 	if after := namespace(t, env, "readonly-a").GetResourceVersion(); after != before {
 		t.Errorf("the namespace changed: resourceVersion %s → %s", before, after)
 	}
-	paths, _ := filepath.Glob(filepath.Join(journals, "*.yaml"))
+	paths, _ := filepath.Glob(filepath.Join(journals, "*.json"))
 	if len(paths) != 1 {
 		t.Fatalf("want one journal, got %v", paths)
 	}

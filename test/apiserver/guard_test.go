@@ -51,7 +51,7 @@ func TestGuardProtectIsUndoable(t *testing.T) {
 		t.Fatalf("after guard: labels %v, sync-options %q", u.GetLabels(), u.GetAnnotations()["argocd.argoproj.io/sync-options"])
 	}
 	// Undo both journals; they touch different keys, so their order does not matter.
-	paths, _ := filepath.Glob(filepath.Join(journals, "*.yaml"))
+	paths, _ := filepath.Glob(filepath.Join(journals, "*.json"))
 	if len(paths) != 2 {
 		t.Fatalf("want two journals, got %v", paths)
 	}

@@ -208,7 +208,7 @@ func TestJournalsAreInputs(t *testing.T) {
 	if r := unprune(t, env.State.Kubeconfig, journals, "detach", s.App, "--all", "--yes", "--wait=false"); r.Code != cli.ExitOK {
 		t.Fatalf("detach exit %d", r.Code)
 	}
-	paths, _ := filepath.Glob(filepath.Join(journals, "*.yaml"))
+	paths, _ := filepath.Glob(filepath.Join(journals, "*.json"))
 	if len(paths) != 1 {
 		t.Fatalf("journals %v", paths)
 	}
@@ -343,7 +343,7 @@ func TestSIGTERMDuringALargeDetach(t *testing.T) {
 	if !strings.Contains(stderr.String(), "interrupted") || !strings.Contains(stderr.String(), "undo") {
 		t.Errorf("stderr does not say it was interrupted and how to resume or undo:\n%s", stderr.String())
 	}
-	paths, _ := filepath.Glob(filepath.Join(journals, "*.yaml"))
+	paths, _ := filepath.Glob(filepath.Join(journals, "*.json"))
 	if len(paths) != 1 {
 		t.Fatalf("journals %v", paths)
 	}

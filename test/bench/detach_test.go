@@ -5,6 +5,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,10 +18,21 @@ import (
 	"github.com/unprune/unprune/test/cmdtest"
 )
 
-const argocdNamespace = "argocd"
+// Seeded Argo CD installations (argocd-cm and CRDs, no controller): one per tracking mode the
+// benchmarks need, and one for the scan benchmark's thousands of apps alone.
+const (
+	argocdNamespace      = "argocd"
+	argocdLabelNamespace = "argocd-label"
+	argocdScanNamespace  = "argocd-scan"
+)
 
 func TestMain(m *testing.M) {
-	os.Exit(labtest.MainSeeded(m, argocdNamespace, "v3.6.1", map[string]string{"application.resourceTrackingMethod": "annotation+label"}))
+	seed := func(ns, method string) func(*labtest.Env) error {
+		return func(env *labtest.Env) error {
+			return env.SeedArgoCD(context.Background(), ns, "v3.6.1", map[string]string{"application.resourceTrackingMethod": method})
+		}
+	}
+	os.Exit(labtest.Main(m, seed(argocdNamespace, "annotation+label"), seed(argocdLabelNamespace, "label"), seed(argocdScanNamespace, "annotation")))
 }
 
 // BenchmarkDetach releases N namespaces of one app three ways, each on its own freshly seeded set:
