@@ -9,6 +9,7 @@ import (
 
 	"github.com/unprune/unprune/internal/audit"
 	"github.com/unprune/unprune/internal/engine"
+	"github.com/unprune/unprune/internal/kube"
 	"github.com/unprune/unprune/internal/printer"
 )
 
@@ -112,8 +113,11 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 		return failure(err)
 	}
 	controllerAs := o.ControllerAs
-	if o.Probe && controllerAs == "" {
-		controllerAs = argo.ControllerServiceAccount(ctx)
+	if k, ok := argo.(*kube.ArgoCD); ok && o.Probe && controllerAs == "" {
+		controllerAs = k.ControllerServiceAccount(ctx)
+	}
+	if o.Probe && o.Via == ViaArgoCD {
+		fmt.Fprintln(o.ErrOut, "warning: --probe needs the clusters' own API (a dry-run DELETE), which Argo CD's API does not offer: no probes with --via argocd")
 	}
 	rep, err := audit.Run(ctx, argo, s, apps, audit.Options{Probe: o.Probe, ControllerAs: controllerAs})
 	if err != nil {

@@ -84,8 +84,16 @@ apply) in the current context's cluster, after a preview, with --yes.
 	return cmd
 }
 
+// errGuardViaAPI explains why guard needs the clusters' own API.
+func errGuardViaAPI(what string) error {
+	return usageError("%s works on the cluster itself, which Argo CD's API does not reach beyond an app's resources: run it with your kubeconfig (without --via argocd)", what)
+}
+
 // Validate checks the policy can be built and the flags fit together.
 func (o *GuardPolicyOptions) Validate(cmd *cobra.Command) error {
+	if o.Via == ViaArgoCD {
+		return errGuardViaAPI("guard policy")
+	}
 	if _, err := guard.Policy(o.Policy); err != nil {
 		return usageError("%v", err)
 	}
@@ -187,6 +195,9 @@ Without --yes this is a preview; --dry-run=server asks the API server. Every cha
 
 // Validate checks arguments.
 func (o *GuardChangeOptions) Validate(args []string) error {
+	if o.Via == ViaArgoCD {
+		return errGuardViaAPI("guard " + o.Verb)
+	}
 	if err := o.output.validate(); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/argocdapi"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/journal"
@@ -45,14 +46,20 @@ type GlobalOptions struct {
 	ClusterCredentials string
 	ArgoCDContext      string
 
+	// Via is how Argo CD and the clusters are reached: "kube" (the kubeconfig) or "argocd"
+	// (argocd-server's API, with its credentials and under its RBAC).
+	Via string
+	API argocdapi.Options
+
 	// Injected for tests; nil means the real thing.
 	Now    func() time.Time
 	Getenv func(string) string
 
 	streams  genericiooptions.IOStreams
 	clients  *kube.Clients
-	argo     *kube.ArgoCD
+	argo     cluster.ArgoCD
 	settings *cluster.Settings
+	api      *argocdapi.Client
 }
 
 // Binary names unprune runs as; each plugin name shows as its host command's subcommand.
@@ -72,7 +79,13 @@ func NewRootCommand(name string, streams genericiooptions.IOStreams) *cobra.Comm
 		ConfigFlags: genericclioptions.NewConfigFlags(true),
 		QPS:         1000,
 		Burst:       2000,
+		Via:         ViaKube,
 		streams:     streams,
+	}
+	if name == NameArgoCDPlugin {
+		// As an argocd plugin, --server is the Argo CD server's, as for the argocd CLI.
+		g.ConfigFlags.APIServer = nil
+		g.Via = ViaArgoCD
 	}
 	cmd := &cobra.Command{
 		Use:   name,
@@ -109,6 +122,7 @@ and puts guards in place.
 	flags.StringArrayVar(&g.ClusterContexts, "cluster-context", nil, "reach a destination cluster with a context of your kubeconfig, as NAME_OR_SERVER=CONTEXT (Argo CD's cluster name or server URL); repeatable")
 	flags.StringVar(&g.ClustersFile, "clusters-file", "", "a file mapping many destination clusters to kubeconfig contexts (see docs/clusters.md)")
 	flags.StringVar(&g.ClusterCredentials, "cluster-credentials", "", `"argocd": reach destination clusters with the credentials in Argo CD's cluster Secrets (reads Secrets; never the default)`)
+	addArgoCDAPIFlags(flags, g, name == NameArgoCDPlugin)
 	addVerbosity(cmd)
 
 	cmd.AddCommand(
@@ -166,7 +180,7 @@ func (g *GlobalOptions) Clients(ctx context.Context) (*kube.Clients, error) {
 	if g.QPS <= 0 || g.Burst <= 0 {
 		return nil, usageError("--qps and --burst must be positive")
 	}
-	if g.ArgoCDContext != "" {
+	if g.ArgoCDContext != "" && g.Via == ViaKube {
 		g.ConfigFlags.Context = &g.ArgoCDContext
 	}
 	cfg, err := g.ConfigFlags.ToRESTConfig()
@@ -199,9 +213,22 @@ func (g *GlobalOptions) contextName() string {
 	return ""
 }
 
-// ArgoCD finds the Argo CD installation in the current context's cluster.
-func (g *GlobalOptions) ArgoCD(ctx context.Context) (*kube.ArgoCD, error) {
+// ArgoCD is the Argo CD installation: found in the current context's cluster, or argocd-server's
+// API with --via argocd.
+func (g *GlobalOptions) ArgoCD(ctx context.Context) (cluster.ArgoCD, error) {
 	if g.argo != nil {
+		return g.argo, nil
+	}
+	if g.Via == ViaArgoCD {
+		c, err := g.apiClient()
+		if err != nil {
+			return nil, err
+		}
+		fallback := g.ArgoCDNamespace
+		if fallback == "" {
+			fallback = defaultArgoCDSpace
+		}
+		g.argo = argocdapi.NewArgoCD(c, fallback)
 		return g.argo, nil
 	}
 	c, err := g.Clients(ctx)
@@ -225,6 +252,24 @@ func (g *GlobalOptions) ArgoCD(ctx context.Context) (*kube.ArgoCD, error) {
 	return g.argo, nil
 }
 
+// apiClient connects to argocd-server, once.
+func (g *GlobalOptions) apiClient() (*argocdapi.Client, error) {
+	if g.api != nil {
+		return g.api, nil
+	}
+	opts := g.API
+	opts.Getenv, opts.Timeout = g.getenv, g.requestTimeout()
+	if opts.Context == "" {
+		opts.Context = g.ArgoCDContext
+	}
+	c, err := argocdapi.Connect(opts)
+	if err != nil {
+		return nil, usageError("%v", err)
+	}
+	g.api = c
+	return c, nil
+}
+
 // destinations builds the resolver of destination clusters from the flags.
 func (g *GlobalOptions) destinations(management *kube.Objects, namespace string) (*kube.Destinations, error) {
 	contexts, err := g.clusterContexts()
@@ -240,6 +285,15 @@ func (g *GlobalOptions) destinations(management *kube.Objects, namespace string)
 
 // validateClusterFlags checks the destination-cluster flags before anything connects.
 func (g *GlobalOptions) validateClusterFlags() error {
+	switch g.Via {
+	case ViaKube:
+	case ViaArgoCD:
+		if len(g.ClusterContexts) > 0 || g.ClustersFile != "" || g.ClusterCredentials != "" {
+			return usageError("--via argocd reaches every cluster through Argo CD's API: leave out --cluster-context, --clusters-file and --cluster-credentials")
+		}
+	default:
+		return usageError(`--via=%q: use "kube" (your kubeconfig) or "argocd" (Argo CD's API)`, g.Via)
+	}
 	switch g.ClusterCredentials {
 	case "", "argocd":
 	default:

@@ -156,8 +156,15 @@ func (o *UndoOptions) finish(u *engine.UndoRun, path string) error {
 // connect reaches the cluster a journal entry lives in, the way it was reached when the entry was
 // written: the same kubeconfig context (checked to talk to the same API server), or Argo CD's
 // credentials when the user says so again.
-func (o *UndoOptions) connect(ctx context.Context, c cluster.Info) (cluster.Objects, error) {
+func (o *UndoOptions) connect(ctx context.Context, c cluster.Info, app *journal.AppRef) (cluster.Objects, error) {
 	switch c.Via {
+	case cluster.ViaArgoCDAPI:
+		if o.Via == ViaArgoCD {
+			return o.connectAPI(ctx, c, app)
+		}
+		// Detached through Argo CD's API, undone with the kubeconfig: the cluster is resolved as an
+		// app destination would be.
+		return o.connectDestination(ctx, c)
 	case cluster.ViaKubeconfig, "":
 		if c.Name == argocd.InClusterName || c.Server == argocd.InClusterServer {
 			clients, err := o.Clients(ctx)
@@ -179,9 +186,51 @@ func (o *UndoOptions) connect(ctx context.Context, c cluster.Info) (cluster.Obje
 		if err != nil {
 			return nil, err
 		}
-		return argo.Destinations.Resolve(ctx, argocd.Destination{Name: c.Name, Server: c.Server})
+		k, ok := argo.(*kube.ArgoCD)
+		if !ok {
+			return nil, fmt.Errorf("the journal reached cluster %s with Argo CD's cluster credentials: undo it with your kubeconfig (without --via argocd)", c.Name)
+		}
+		return k.Destinations.Resolve(ctx, argocd.Destination{Name: c.Name, Server: c.Server})
 	}
 	return nil, fmt.Errorf("the journal reached cluster %s %s; undo it the same way", c.Name, c.Via)
+}
+
+// connectDestination reaches a cluster named as Argo CD names it, with the kubeconfig: the cluster
+// Argo CD runs in, or a destination reached by --cluster-context or --cluster-credentials=argocd.
+func (o *UndoOptions) connectDestination(ctx context.Context, c cluster.Info) (cluster.Objects, error) {
+	d := argocd.Destination{Name: c.Name, Server: c.Server}
+	if d.InCluster() || c.Name == argocd.InClusterName {
+		clients, err := o.Clients(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return kube.NewObjects(clients, o.FieldManager), nil
+	}
+	argo, err := o.ArgoCD(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return argo.Destination(ctx, argocd.Application{Name: "(journal)", Destination: d})
+}
+
+// connectAPI reaches an entry's object the way the journal did: through Argo CD's API, as the
+// entry's Application's resource.
+func (o *UndoOptions) connectAPI(ctx context.Context, c cluster.Info, app *journal.AppRef) (cluster.Objects, error) {
+	if o.Via != ViaArgoCD {
+		return nil, fmt.Errorf("the journal reached cluster %s through Argo CD's API at %s: undo it the same way, with --via argocd", c.Name, c.ArgoCDServer)
+	}
+	if app == nil {
+		return nil, fmt.Errorf("the journal's entry in cluster %s names no Application, which Argo CD's API needs", c.Name)
+	}
+	argo, err := o.ArgoCD(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a, err := argo.GetApplication(ctx, app.Namespace, app.Name)
+	if err != nil {
+		return nil, err
+	}
+	return argo.Destination(ctx, a)
 }
 
 // connectContext reaches a destination through a kubeconfig context: the one the journal recorded,

@@ -13,8 +13,9 @@ import (
 	"github.com/unprune/unprune/internal/plan"
 )
 
-// Connect reaches the cluster a journal entry lives in.
-type Connect func(ctx context.Context, c cluster.Info) (cluster.Objects, error)
+// Connect reaches the cluster a journal entry lives in; app is the entry's Application (Argo CD's
+// API reaches objects only through their app).
+type Connect func(ctx context.Context, c cluster.Info, app *journal.AppRef) (cluster.Objects, error)
 
 // UndoRun is a planned or executed undo, with the journal it restores.
 type UndoRun struct {
@@ -52,15 +53,20 @@ func (e *Engine) PlanUndo(ctx context.Context, rec *journal.Recorder, connect Co
 			it.Outcome, it.Message = OutcomeUnchanged, "nothing was changed ("+orUnknown(entry.Error)+")"
 			continue
 		}
-		if _, ok := byCluster[entry.Cluster]; !ok {
-			clusters = append(clusters, entry.Cluster)
+		key := entry.Cluster
+		if info, _ := j.ClusterOf(entry); info.Via == cluster.ViaArgoCDAPI && entry.Application != nil {
+			key += "|" + entry.Application.String()
 		}
-		byCluster[entry.Cluster] = append(byCluster[entry.Cluster], it)
+		if _, ok := byCluster[key]; !ok {
+			clusters = append(clusters, key)
+		}
+		byCluster[key] = append(byCluster[key], it)
 	}
 	parallel.ForEach(len(clusters), len(clusters), func(k int) {
 		items := byCluster[clusters[k]]
-		info, _ := j.ClusterOf(j.Entries[items[0].Entry])
-		objects, err := connect(ctx, info)
+		first := j.Entries[items[0].Entry]
+		info, _ := j.ClusterOf(first)
+		objects, err := connect(ctx, info, first.Application)
 		if err != nil {
 			for _, it := range items {
 				it.Outcome, it.Reason, it.Message = OutcomeFailed, string(cluster.Classify(err)), err.Error()
