@@ -88,6 +88,32 @@ func (a *ArgoCD) Settings(ctx context.Context, v *argocd.Version) (cluster.Setti
 	return cluster.Settings{Settings: argocd.NewSettings(data, v), Warnings: warnings}, nil
 }
 
+// Project reads an AppProject.
+func (a *ArgoCD) Project(ctx context.Context, name string) (argocd.Project, error) {
+	var raw json.RawMessage
+	if err := a.c.do(ctx, "GET", "/api/v1/projects/"+url.PathEscape(name), nil, nil, &raw); err != nil {
+		return argocd.Project{}, cluster.Explain(err, "get AppProject "+name, a.Cluster())
+	}
+	return argocd.ParseProject(raw)
+}
+
+// Manifests asks Argo CD to render an app's manifests at a revision (`argocd app manifests
+// --revision`).
+func (a *ArgoCD) Manifests(ctx context.Context, app argocd.Application, revision string) ([]string, error) {
+	q := url.Values{}
+	q.Set("appNamespace", app.Namespace)
+	if revision != "" {
+		q.Set("revision", revision)
+	}
+	var resp struct {
+		Manifests []string `json:"manifests"`
+	}
+	if err := a.c.do(ctx, "GET", "/api/v1/applications/"+url.PathEscape(app.Name)+"/manifests", q, nil, &resp); err != nil {
+		return nil, cluster.Explain(err, "render the manifests of Application "+app.Ref()+" at "+revision, a.Cluster())
+	}
+	return resp.Manifests, nil
+}
+
 // ListApplications lists the apps the token may see.
 func (a *ArgoCD) ListApplications(ctx context.Context, sel cluster.Selector) ([]argocd.Application, error) {
 	q := url.Values{}

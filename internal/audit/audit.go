@@ -195,7 +195,7 @@ func Run(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []arg
 // auditCluster reads one destination's rows in bulk and judges each.
 func auditCluster(ctx context.Context, objects cluster.Objects, jobs []*job, s argocd.Settings, argo cluster.ArgoCD, o Options) ([]Row, []string) {
 	var warnings []string
-	policy, warn := readPolicy(ctx, objects)
+	policy, warn := ReadPolicy(ctx, objects)
 	if warn != "" {
 		warnings = append(warnings, warn)
 	}
@@ -230,13 +230,13 @@ func auditCluster(ctx context.Context, objects cluster.Objects, jobs []*job, s a
 	return rows, warnings
 }
 
-func judge(ctx context.Context, objects cluster.Objects, j *job, s argocd.Settings, argocdNamespace string, policy *policyInfo, probe bool, controllerAs string) Row {
+func judge(ctx context.Context, objects cluster.Objects, j *job, s argocd.Settings, argocdNamespace string, policy *Policy, probe bool, controllerAs string) Row {
 	row := j.row
 	r := row.Resource
 	obj := risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 	if j.live != nil {
 		obj.Labels, obj.Annotations = j.live.Labels, j.live.Annotations
-		row.Contents = contents(ctx, objects, j.ref, r)
+		row.Contents = ContentsOf(ctx, objects, j.ref, r)
 	}
 	row.Risk, row.RiskWhy = risk.Classify(obj, argocdNamespace)
 	row.Guards, row.Notes = risk.Guards(obj, s.Version, row.App.SyncOptions)
@@ -251,7 +251,7 @@ func judge(ctx context.Context, objects cluster.Objects, j *job, s argocd.Settin
 			objectGuarded = true
 		}
 	}
-	if policy.covers(r, obj.Labels) {
+	if policy.Covers(r, obj.Labels) {
 		row.Guards = append(row.Guards, GuardPolicy)
 		serverGuarded = true
 	}
@@ -329,8 +329,9 @@ func message(err error) string {
 	return err.Error()
 }
 
-// contents says what a deletion takes with it.
-func contents(ctx context.Context, objects cluster.Objects, ref cluster.Ref, r argocd.Resource) *Contents {
+// ContentsOf says what a deletion takes with it: the objects in a Namespace, the custom resources
+// of a CRD. Nil for other kinds, or when the backend cannot count.
+func ContentsOf(ctx context.Context, objects cluster.Objects, ref cluster.Ref, r argocd.Resource) *Contents {
 	counter, ok := objects.(cluster.Counter)
 	if !ok {
 		return nil
@@ -360,13 +361,13 @@ func contents(ctx context.Context, objects cluster.Objects, ref cluster.Ref, r a
 	return nil
 }
 
-// policyInfo is what audit knows of unprune's own admission policy, when it is installed and bound.
-type policyInfo struct {
+// Policy is what audit knows of unprune's own admission policy, when it is installed and bound.
+type Policy struct {
 	resources map[string]bool // group/resource
 	names     map[string]bool // resource/name
 }
 
-func (p *policyInfo) covers(r argocd.Resource, labels map[string]string) bool {
+func (p *Policy) Covers(r argocd.Resource, labels map[string]string) bool {
 	if p == nil {
 		return false
 	}
@@ -380,7 +381,7 @@ func (p *policyInfo) covers(r argocd.Resource, labels map[string]string) bool {
 
 // readPolicy recognises the policy `unprune guard policy` installs. Other admission policies are not
 // evaluated here: --probe asks the API server, which evaluates them all.
-func readPolicy(ctx context.Context, objects cluster.Objects) (*policyInfo, string) {
+func ReadPolicy(ctx context.Context, objects cluster.Objects) (*Policy, string) {
 	reader, ok := objects.(cluster.PolicyReader)
 	if !ok {
 		return nil, ""
@@ -401,7 +402,7 @@ func readPolicy(ctx context.Context, objects cluster.Objects) (*policyInfo, stri
 	if !hasVerb(actions, "Deny") {
 		return nil, fmt.Sprintf("cluster %s: binding %s does not Deny (actions %v): it enforces nothing", where, guard.PolicyName, actions)
 	}
-	info := &policyInfo{resources: map[string]bool{}, names: map[string]bool{}}
+	info := &Policy{resources: map[string]bool{}, names: map[string]bool{}}
 	spec, _ := pol["spec"].(map[string]any)
 	constraints, _ := spec["matchConstraints"].(map[string]any)
 	rules, _ := constraints["resourceRules"].([]any)

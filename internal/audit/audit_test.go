@@ -7,11 +7,11 @@ import (
 )
 
 func TestPolicyInfoCovers(t *testing.T) {
-	namespacesOnly := &policyInfo{
+	namespacesOnly := &Policy{
 		resources: map[string]bool{"/namespaces": true},
 		names:     map[string]bool{"namespaces/team-a": true},
 	}
-	all := &policyInfo{
+	all := &Policy{
 		resources: map[string]bool{
 			"/namespaces": true, "/persistentvolumes": true, "apiextensions.k8s.io/customresourcedefinitions": true,
 		},
@@ -26,7 +26,7 @@ func TestPolicyInfoCovers(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		policy *policyInfo
+		policy *Policy
 		res    argocd.Resource
 		labels map[string]string
 		want   bool
@@ -47,11 +47,11 @@ func TestPolicyInfoCovers(t *testing.T) {
 		{name: "namespace-named ConfigMap", policy: namespacesOnly, res: argocd.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "team-a"}, labels: protected, want: false},
 		{name: "nil policy, labelled", policy: nil, res: ns("team-b"), labels: protected, want: false},
 		{name: "nil policy, named", policy: nil, res: ns("team-a"), want: false},
-		{name: "empty policy", policy: &policyInfo{}, res: ns("team-a"), labels: protected, want: false},
+		{name: "empty policy", policy: &Policy{}, res: ns("team-a"), labels: protected, want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.policy.covers(tt.res, tt.labels); got != tt.want {
+			if got := tt.policy.Covers(tt.res, tt.labels); got != tt.want {
 				t.Errorf("covers(%s, %v) = %v, want %v", tt.res, tt.labels, got, tt.want)
 			}
 		})

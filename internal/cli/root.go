@@ -131,6 +131,7 @@ and puts guards in place.
 		NewUndoCommand(g, streams),
 		NewAuditCommand(g, streams),
 		NewGuardCommand(g, streams),
+		NewCheckCommand(g, streams),
 		NewVersionCommand(g, streams),
 	)
 	return cmd

@@ -175,6 +175,10 @@ type Selector struct {
 // Settings are Argo CD's tracking settings and what was noticed while reading them.
 type Settings struct {
 	argocd.Settings
+	// Filter is which kinds Argo CD watches (resource.exclusions and resource.inclusions).
+	Filter argocd.ResourceFilter
+	// FilterKnown is false when the backend cannot read the filter (Argo CD's API does not serve it).
+	FilterKnown bool
 	// Warnings for the user (several installations found, version unknown, …).
 	Warnings []string
 }
@@ -190,6 +194,8 @@ type ArgoCD interface {
 	Settings(ctx context.Context, version *argocd.Version) (Settings, error)
 	ListApplications(ctx context.Context, sel Selector) ([]argocd.Application, error)
 	GetApplication(ctx context.Context, namespace, name string) (argocd.Application, error)
+	// Project reads an AppProject.
+	Project(ctx context.Context, name string) (argocd.Project, error)
 	// Refresh asks the controller to compare the app again (refresh "normal", or "hard"), keeping
 	// a pending hard refresh as it is.
 	Refresh(ctx context.Context, app argocd.Application, hard bool) error

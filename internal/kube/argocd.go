@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
@@ -111,7 +112,14 @@ func (a *ArgoCD) Settings(ctx context.Context, version *argocd.Version) (cluster
 		}
 	}
 	a.version = version
-	s := cluster.Settings{Settings: argocd.NewSettings(data, version), Warnings: warnings}
+	s := cluster.Settings{Settings: argocd.NewSettings(data, version), Warnings: warnings, FilterKnown: true}
+	for key, into := range map[string]*[]argocd.FilteredResource{"resource.exclusions": &s.Filter.Exclusions, "resource.inclusions": &s.Filter.Inclusions} {
+		if raw := data[key]; raw != "" {
+			if err := yaml.Unmarshal([]byte(raw), into); err != nil {
+				s.Warnings = append(s.Warnings, fmt.Sprintf("%s %s does not parse (%v): Argo CD refuses it too", argocd.ConfigMapName, key, err))
+			}
+		}
+	}
 	if s.Ambiguous {
 		s.Warnings = append(s.Warnings, s.MethodSource+"; pass --argocd-version to be exact")
 	}
@@ -233,6 +241,15 @@ func (a *ArgoCD) GetApplication(ctx context.Context, namespace, name string) (ar
 		return argocd.Application{}, cluster.Explain(rawError(err, data), fmt.Sprintf("get Application %s/%s", namespace, name), a.Cluster())
 	}
 	return argocd.ParseApplication(data)
+}
+
+// Project reads an AppProject in Argo CD's namespace.
+func (a *ArgoCD) Project(ctx context.Context, name string) (argocd.Project, error) {
+	data, err := a.Objects.raw.Get().AbsPath("/apis/argoproj.io/v1alpha1/namespaces/"+url.PathEscape(a.Ns)+"/appprojects", url.PathEscape(name)).DoRaw(ctx)
+	if err != nil {
+		return argocd.Project{}, cluster.Explain(rawError(err, data), "get AppProject "+a.Ns+"/"+name, a.Cluster())
+	}
+	return argocd.ParseProject(data)
 }
 
 // Refresh asks the controller to compare the app again, the way `argocd app get --refresh` does:

@@ -16,6 +16,9 @@ type Repo struct {
 	work string
 }
 
+// Dir is the working copy, where Write puts files before Commit pushes them.
+func (r *Repo) Dir() string { return r.work }
+
 // NewRepo creates an empty repository with a first commit on main.
 func NewRepo(t testing.TB) *Repo {
 	t.Helper()

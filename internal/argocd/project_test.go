@@ -1,0 +1,57 @@
+package argocd
+
+import "testing"
+
+func TestProjectPermits(t *testing.T) {
+	none := []GroupKind{}
+	p, err := ParseProject([]byte(`{"metadata":{"name":"team"},"spec":{
+		"clusterResourceWhitelist":[{"group":"","kind":"Namespace"},{"group":"rbac.authorization.k8s.io","kind":"Cluster*","name":"team-*"}],
+		"clusterResourceBlacklist":[{"group":"","kind":"Namespace","name":"kube-*"}],
+		"namespaceResourceBlacklist":[{"group":"","kind":"ResourceQuota"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		project                 Project
+		group, kind, name       string
+		namespaced, wantPermits bool
+	}{
+		{p, "", "Namespace", "team-a", false, true},
+		{p, "", "Namespace", "kube-system", false, false},
+		{p, "rbac.authorization.k8s.io", "ClusterRole", "team-reader", false, true},
+		{p, "rbac.authorization.k8s.io", "ClusterRole", "admin", false, false},
+		{p, "apiextensions.k8s.io", "CustomResourceDefinition", "x.example.com", false, false},
+		{p, "", "ConfigMap", "c", true, true},
+		{p, "", "ResourceQuota", "q", true, false},
+		// An empty cluster whitelist allows no cluster-scoped kind; a nil namespace whitelist allows all.
+		{Project{}, "", "Namespace", "x", false, false},
+		{Project{NamespaceWhitelist: &none}, "", "ConfigMap", "c", true, false},
+	}
+	for _, tt := range tests {
+		if got := tt.project.Permits(tt.group, tt.kind, tt.name, tt.namespaced); got != tt.wantPermits {
+			t.Errorf("%+v.Permits(%s/%s %s) = %v, want %v", tt.project.Name, tt.group, tt.kind, tt.name, got, tt.wantPermits)
+		}
+	}
+}
+
+func TestResourceFilterExcluded(t *testing.T) {
+	f := ResourceFilter{Exclusions: []FilteredResource{{APIGroups: []string{"cilium.io"}, Kinds: []string{"*"}}}}
+	for _, tt := range []struct {
+		group, kind, cluster string
+		want                 bool
+	}{
+		{"", "Event", "https://x", true},
+		{"events.k8s.io", "Event", "https://x", true},
+		{"coordination.k8s.io", "Lease", "https://x", true},
+		{"cilium.io", "CiliumIdentity", "https://x", true},
+		{"", "ConfigMap", "https://x", false},
+	} {
+		if got := f.Excluded(tt.group, tt.kind, tt.cluster); got != tt.want {
+			t.Errorf("Excluded(%s/%s) = %v, want %v", tt.group, tt.kind, got, tt.want)
+		}
+	}
+	inclusions := ResourceFilter{Inclusions: []FilteredResource{{APIGroups: []string{""}, Kinds: []string{"ConfigMap"}, Clusters: []string{"https://prod"}}}}
+	if inclusions.Excluded("", "ConfigMap", "https://prod") || !inclusions.Excluded("", "Secret", "https://prod") || inclusions.Excluded("", "Secret", "https://dev") {
+		t.Error("inclusions: only listed kinds in the listed cluster")
+	}
+}

@@ -1,0 +1,254 @@
+// Package check answers, before a change is merged, what it would make Argo CD do with objects
+// that already exist: which live objects the app would adopt (taking over an object it does not
+// track — the first half of the incident) and which it would prune (the second half), with how bad
+// each would be and what guards it. It reads only.
+package check
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/audit"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/risk"
+)
+
+// Kind is what the change does to an object.
+type Kind string
+
+const (
+	Adoption Kind = "Adoption"
+	Prune    Kind = "Prune"
+)
+
+// Reason says more precisely what happens.
+type Reason string
+
+const (
+	// Untracked: the object exists and no app tracks it; Argo CD takes it over, and removing it from
+	// git later deletes it.
+	Untracked Reason = "Untracked"
+	// TrackedByOtherApp: another app tracks the object; the two apps will fight over it.
+	TrackedByOtherApp Reason = "TrackedByOtherApp"
+	// CopiedTracking: the object carries a tracking-id naming another object (copied metadata);
+	// Argo CD will write its own.
+	CopiedTracking Reason = "CopiedTracking"
+	// DeletedAtNextSync: the app prunes automatically; the next sync deletes the object.
+	DeletedAtNextSync Reason = "DeletedAtNextSync"
+	// LeftRequiringPruning: the app does not prune automatically; the object stays, requiring
+	// pruning, until a sync with PRUNE ticked deletes it.
+	LeftRequiringPruning Reason = "LeftRequiringPruning"
+)
+
+// Item is one adoption or prune.
+type Item struct {
+	Kind     Kind
+	Reason   Reason
+	Resource argocd.Resource
+	Cluster  cluster.Info
+	// OtherInstance is the app instance that tracks the object now (TrackedByOtherApp).
+	OtherInstance string
+	Risk          risk.Class
+	RiskWhy       string
+	Contents      *audit.Contents
+	Guards        []risk.Guard
+	// Guarded: for a prune, a hard guard stops the deletion.
+	Guarded bool
+	Notes   []string
+	Error   string
+}
+
+// Report is a whole check.
+type Report struct {
+	App      argocd.Application
+	Instance string
+	Cluster  cluster.Info
+	Items    []Item
+	// Skipped are manifests Argo CD would not manage as ordinary resources (hooks, excluded kinds,
+	// kinds the project does not permit), with why.
+	Skipped  []string
+	Warnings []string
+}
+
+// Run compares the desired manifests with the live objects of the app's destination and with what
+// the app tracks today, under Argo CD's rules.
+func Run(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, app argocd.Application, manifests []Manifest) (Report, error) {
+	rep := Report{App: app, Instance: app.Instance(argo.Namespace())}
+	objects, err := argo.Destination(ctx, app)
+	if err != nil {
+		return rep, err
+	}
+	rep.Cluster = objects.Info()
+	if !s.FilterKnown {
+		rep.Warnings = append(rep.Warnings, "resource.exclusions and resource.inclusions are unknown here (Argo CD's API does not serve them): only Argo CD's built-in exclusions are applied")
+	}
+	project, perr := argo.Project(ctx, app.Project)
+	if perr != nil {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("cannot read AppProject %s (%v): kinds it does not permit are not told apart", app.Project, perr))
+	}
+	targets, keys := desired(ctx, objects, s, app, project, perr == nil, manifests, &rep)
+	policy, warn := audit.ReadPolicy(ctx, objects)
+	if warn != "" {
+		rep.Warnings = append(rep.Warnings, warn)
+	}
+	adoptions(ctx, objects, s, targets, policy, argo.Namespace(), &rep)
+	prunes(ctx, objects, s, keys, policy, argo.Namespace(), &rep)
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	sort.SliceStable(rep.Items, func(i, j int) bool {
+		if rep.Items[i].Kind != rep.Items[j].Kind {
+			return rep.Items[i].Kind == Adoption
+		}
+		return rep.Items[i].Resource.String() < rep.Items[j].Resource.String()
+	})
+	return rep, nil
+}
+
+// target is a manifest resolved to the object it names.
+type target struct {
+	ref cluster.Ref
+	row argocd.Resource
+}
+
+// desired resolves the manifests the app would manage as ordinary resources: namespaced ones
+// default to the destination namespace; hooks, excluded kinds and kinds the project does not
+// permit are skipped, with why. keys are every manifest's object, hooks included (a hook in git is
+// not pruned).
+func desired(ctx context.Context, objects cluster.Objects, s cluster.Settings, app argocd.Application, project argocd.Project, checkProject bool,
+	manifests []Manifest, rep *Report) ([]target, map[string]bool) {
+	var out []target
+	keys := map[string]bool{}
+	for _, m := range manifests {
+		gvk := m.Object.GroupVersionKind()
+		ref, err := objects.Resolve(ctx, gvk.Group, gvk.Kind, gvk.Version, m.Object.GetNamespace(), m.Object.GetName())
+		if err != nil {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: %v", m.Source, err))
+			continue
+		}
+		if ref.Namespaced && ref.Namespace == "" {
+			ref.Namespace = app.Destination.Namespace
+		}
+		row := argocd.Resource{Group: ref.Group, Version: ref.Version, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
+		keys[row.Key()] = true
+		switch {
+		case argocd.IsHook(m.Object.GetAnnotations()):
+			rep.Skipped = append(rep.Skipped, row.String()+": a hook (run by syncs, never adopted or pruned as a resource)")
+		case s.Filter.Excluded(ref.Group, ref.Kind, rep.Cluster.Server):
+			rep.Skipped = append(rep.Skipped, row.String()+": its kind is excluded from Argo CD's watch (resource.exclusions)")
+		case checkProject && !project.Permits(ref.Group, ref.Kind, ref.Name, ref.Namespaced):
+			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: AppProject %s does not permit it: the sync would fail on it", row, project.Name))
+		default:
+			out = append(out, target{ref: ref, row: row})
+		}
+	}
+	return out, keys
+}
+
+// adoptions reports desired objects that exist live and are not this app's.
+func adoptions(ctx context.Context, objects cluster.Objects, s cluster.Settings, targets []target, policy *audit.Policy, argocdNamespace string, rep *Report) {
+	refs := make([]cluster.Ref, len(targets))
+	for i, t := range targets {
+		refs[i] = t.ref
+	}
+	for i, res := range objects.Read(ctx, refs) {
+		t := targets[i]
+		if cluster.IsNotFound(res.Err) {
+			continue // created by the sync: nothing to take over
+		}
+		item := Item{Kind: Adoption, Resource: t.row, Cluster: rep.Cluster}
+		if res.Err != nil {
+			item.Reason, item.Error = Untracked, res.Err.Error()
+			rep.Items = append(rep.Items, assess(ctx, objects, item, nil, policy, s, rep.App, argocdNamespace))
+			continue
+		}
+		live := res.Object
+		if len(live.Owners) > 0 {
+			continue // owned objects are never top-level managed objects
+		}
+		own := s.Owner(live.Labels, live.Annotations, t.ref.ObjectRef())
+		switch {
+		case own.TrackedBy(rep.Instance):
+			continue
+		case own.Tracked:
+			item.Reason, item.OtherInstance = TrackedByOtherApp, own.Instance
+			item.Notes = append(item.Notes, fmt.Sprintf("tracked by app instance %q: both apps will claim it, each sync overwriting the other's tracking", own.Instance))
+		case own.Reason == argocd.ReasonTrackingIDNamesOtherObject:
+			item.Reason = CopiedTracking
+			item.Notes = append(item.Notes, own.Detail)
+		default:
+			item.Reason = Untracked
+			item.Notes = append(item.Notes, "no app tracks it: Argo CD takes it over, and removing it from git later deletes it")
+		}
+		rep.Items = append(rep.Items, assess(ctx, objects, item, live, policy, s, rep.App, argocdNamespace))
+	}
+}
+
+// prunes reports objects the app tracks today that the change removes.
+func prunes(ctx context.Context, objects cluster.Objects, s cluster.Settings, keys map[string]bool, policy *audit.Policy, argocdNamespace string, rep *Report) {
+	var rows []argocd.Resource
+	var refs []cluster.Ref
+	for _, r := range rep.App.Resources {
+		if r.Hook || keys[r.Key()] || s.Filter.Excluded(r.Group, r.Kind, rep.Cluster.Server) {
+			continue
+		}
+		ref, err := objects.Resolve(ctx, r.Group, r.Kind, r.Version, r.Namespace, r.Name)
+		if err != nil {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: %v", r, err))
+			continue
+		}
+		rows, refs = append(rows, r), append(refs, ref)
+	}
+	for i, res := range objects.Read(ctx, refs) {
+		r := rows[i]
+		if cluster.IsNotFound(res.Err) {
+			continue
+		}
+		item := Item{Kind: Prune, Resource: r, Cluster: rep.Cluster, Reason: LeftRequiringPruning}
+		if rep.App.AutoPrune {
+			item.Reason = DeletedAtNextSync
+		}
+		if r.RequiresPruning {
+			item.Notes = append(item.Notes, "requires pruning already")
+		}
+		if res.Err != nil {
+			item.Error = res.Err.Error()
+			rep.Items = append(rep.Items, assess(ctx, objects, item, nil, policy, s, rep.App, argocdNamespace))
+			continue
+		}
+		live := res.Object
+		if len(live.Owners) > 0 || !s.Owner(live.Labels, live.Annotations, refs[i].ObjectRef()).TrackedBy(rep.Instance) {
+			continue // not the app's: a sync does not prune it
+		}
+		item = assess(ctx, objects, item, live, policy, s, rep.App, argocdNamespace)
+		if item.Guarded && item.Reason == DeletedAtNextSync {
+			item.Reason = LeftRequiringPruning
+			item.Notes = append(item.Notes, "guarded: the automated sync skips it and the app stays OutOfSync")
+		}
+		rep.Items = append(rep.Items, item)
+	}
+}
+
+// assess adds the risk of deleting the object, what goes with it and what guards it.
+func assess(ctx context.Context, objects cluster.Objects, item Item, live *cluster.Object, policy *audit.Policy, s cluster.Settings,
+	app argocd.Application, argocdNamespace string) Item {
+	r := item.Resource
+	obj := risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+	if live != nil {
+		obj.Labels, obj.Annotations = live.Labels, live.Annotations
+		item.Contents = audit.ContentsOf(ctx, objects, live.Ref, r)
+	}
+	item.Risk, item.RiskWhy = risk.Classify(obj, argocdNamespace)
+	var notes []string
+	item.Guards, notes = risk.Guards(obj, s.Version, app.SyncOptions)
+	item.Notes = append(item.Notes, notes...)
+	if policy.Covers(r, obj.Labels) {
+		item.Guards = append(item.Guards, audit.GuardPolicy)
+	}
+	for _, g := range item.Guards {
+		item.Guarded = item.Guarded || g.Hard() || g == audit.GuardPolicy
+	}
+	return item
+}

@@ -1,0 +1,78 @@
+package check
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/cluster/clustertest"
+)
+
+func TestRun(t *testing.T) {
+	v := argocd.Version{Major: 3, Minor: 6, Patch: 1}
+	s := cluster.Settings{Settings: argocd.NewSettings(map[string]string{argocd.SettingTrackingMethod: "annotation"}, &v), FilterKnown: true}
+	c := clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer)
+	c.Add("", "Namespace", "", "untracked", nil, nil)
+	c.Add("", "Namespace", "", "other", nil, map[string]string{argocd.AnnotationTrackingID: "other:/Namespace:dest/other"})
+	c.Add("", "Namespace", "", "mine", nil, map[string]string{argocd.AnnotationTrackingID: "web:/Namespace:dest/mine"})
+	c.Add("", "Namespace", "", "leaving", nil, map[string]string{argocd.AnnotationTrackingID: "web:/Namespace:dest/leaving"})
+	c.Add("", "ConfigMap", "dest", "hook", nil, nil)
+	argo := clustertest.NewArgoCD("argocd", c, s.Settings)
+	app := argocd.Application{Namespace: "argocd", Name: "web", Project: "default", Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "dest"},
+		Resources: []argocd.Resource{{Version: "v1", Kind: "Namespace", Name: "mine"}, {Version: "v1", Kind: "Namespace", Name: "leaving"}}}
+	manifests, err := ReadManifests("-", strings.NewReader(`
+apiVersion: v1
+kind: Namespace
+metadata: {name: untracked}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: other}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: mine}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: brand-new}
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: hook, annotations: {helm.sh/hook: pre-install}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), argo, s, app, manifests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, it := range rep.Items {
+		got[it.Resource.Name] = string(it.Kind) + "/" + string(it.Reason)
+	}
+	want := map[string]string{"untracked": "Adoption/Untracked", "other": "Adoption/TrackedByOtherApp", "leaving": "Prune/LeftRequiringPruning"}
+	if len(got) != len(want) {
+		t.Fatalf("items %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %s, want %s", k, got[k], v)
+		}
+	}
+	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0], "hook") {
+		t.Errorf("skipped %v; want the hook, namespaced into the destination", rep.Skipped)
+	}
+}
+
+func TestReadManifestsRefusesNonObjects(t *testing.T) {
+	if _, err := ReadManifests("-", strings.NewReader("just: a map\n")); err == nil || !strings.Contains(err.Error(), "not a Kubernetes object") {
+		t.Fatalf("err %v", err)
+	}
+}

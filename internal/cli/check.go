@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/argocdapi"
+	"github.com/unprune/unprune/internal/check"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/engine"
+	"github.com/unprune/unprune/internal/printer"
+)
+
+// CheckOptions are `unprune check`'s inputs.
+type CheckOptions struct {
+	*GlobalOptions
+	genericiooptions.IOStreams
+
+	App       engine.AppName
+	Manifests string
+	Revision  string
+	FailOn    string
+	output    outputFlags
+}
+
+// NewCheckCommand builds `unprune check`.
+func NewCheckCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &CheckOptions{GlobalOptions: g, IOStreams: streams}
+	cmd := &cobra.Command{
+		Use:   "check APP (--manifests PATH|- | --revision REV)",
+		Short: "Before a change is merged: which live objects it makes Argo CD adopt, and which it prunes",
+		Long: `Compare an Application's desired manifests after a change with the live cluster and with what
+the app tracks today, under Argo CD's rules (tracking method and instance, namespaces defaulting to
+the destination's, hooks, resource exclusions, the project's permitted kinds), and report:
+
+  adoptions  manifests whose object already exists and is not this app's: untracked (Argo CD takes
+             it over, and removing it from git later deletes it), tracked by another app (the two
+             apps will fight), or carrying copied tracking metadata
+  prunes     objects the app tracks that the change removes: deleted at the next automated sync
+             (automated prune), else left requiring pruning
+
+each with its risk class, what goes with it (a Namespace's objects, a CRD's custom resources) and what
+guards it. The manifests are the app's, rendered by your CI (kustomize build, helm template, plain
+YAML: a file, a directory, or - for stdin); with --via argocd, --revision asks Argo CD to render them.
+check reads only: it changes nothing, ever.
+
+--fail-on adoption|high|any turns findings into exit code 1 for CI; -o markdown writes a
+pull-request comment.
+
+` + exitCodesHelp,
+		Example: `  kustomize build overlays/prod | unprune check my-app --manifests - --fail-on high
+  unprune check my-app --manifests rendered/ -o markdown > comment.md
+  argocd unprune check my-app --revision feature-branch`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeApps(g),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(args); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&o.Manifests, "manifests", "", "the app's manifests after the change: a file, a directory, or - for stdin")
+	cmd.Flags().StringVar(&o.Revision, "revision", "", "with --via argocd: let Argo CD render the app's manifests at this git revision")
+	cmd.Flags().StringVar(&o.FailOn, "fail-on", "", "exit 1 when the change adopts anything (adoption), does anything high-risk (high), or anything at all (any)")
+	_ = cmd.RegisterFlagCompletionFunc("fail-on", fixedCompletion("adoption", "high", "any"))
+	o.output.add(cmd, false)
+	cmd.Flags().Lookup("output").Usage = "output format: table, markdown, json, yaml, name, jsonpath=…, go-template=…"
+	return cmd
+}
+
+// Validate checks flags; it needs no cluster.
+func (o *CheckOptions) Validate(args []string) error {
+	markdown := o.output.value == "markdown"
+	if markdown {
+		o.output.value = ""
+	}
+	if err := o.output.validate(); err != nil {
+		return err
+	}
+	if markdown {
+		o.output.out.Format = "markdown"
+	}
+	switch o.FailOn {
+	case "", "adoption", "high", "any":
+	default:
+		return usageError("--fail-on=%q: use adoption, high or any", o.FailOn)
+	}
+	switch {
+	case (o.Manifests == "") == (o.Revision == ""):
+		return usageError("give the manifests after the change with --manifests PATH|-, or (with --via argocd) --revision REV")
+	case o.Revision != "" && o.Via != ViaArgoCD:
+		return usageError("--revision needs Argo CD to render the manifests: add --via argocd, or render them yourself and pass --manifests")
+	}
+	app, err := engine.ParseAppName(args[0])
+	if err != nil {
+		return usageError("%v", err)
+	}
+	if ns, set := o.namespaceFlag(); set && app.Namespace == "" {
+		app.Namespace = ns
+	}
+	o.App = app
+	return o.validateArgoCDVersion()
+}
+
+// Run checks and prints.
+func (o *CheckOptions) Run(ctx context.Context) error {
+	argo, err := o.ArgoCD(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := o.Settings(ctx, argo); err != nil {
+		return err
+	}
+	ns := o.App.Namespace
+	if ns == "" {
+		ns = argo.Namespace()
+	}
+	app, err := argo.GetApplication(ctx, ns, o.App.Name)
+	if err != nil {
+		return failure(fmt.Errorf("%w (is the app in another namespace? use NAMESPACE/NAME or -n)", err))
+	}
+	manifests, err := o.manifests(ctx, argo, app)
+	if err != nil {
+		return err
+	}
+	rep, err := check.Run(ctx, argo, *o.settings, app, manifests)
+	if err != nil {
+		return failure(err)
+	}
+	info := argo.Cluster()
+	doc := printer.NewCheckReport(o.metadata(&info), printer.NewArgoCD(argo.Namespace(), o.settings.Settings), rep)
+	for _, w := range rep.Warnings {
+		fmt.Fprintln(o.ErrOut, "warning:", printer.Line(w))
+	}
+	switch {
+	case o.output.out.Format == "markdown":
+		err = printer.CheckMarkdown(o.Out, doc)
+	case o.output.out.Document():
+		err = o.output.out.Print(o.Out, doc, doc.Names)
+	case len(doc.Items) == 0:
+		fmt.Fprintf(o.ErrOut, "The change makes Argo CD adopt no existing object and prune nothing (%d manifests).\n", len(manifests))
+	default:
+		err = printer.CheckTable(o.Out, o.output.out, doc)
+		fmt.Fprintf(o.ErrOut, "%d adoptions, %d prunes, %d high-risk.\n", doc.Summary.Adoptions, doc.Summary.Prunes, doc.Summary.High)
+	}
+	if err != nil {
+		return err
+	}
+	s := doc.Summary
+	if (o.FailOn == "adoption" && s.Adoptions > 0) || (o.FailOn == "high" && s.High > 0) || (o.FailOn == "any" && len(doc.Items) > 0) {
+		return Silent(ExitFindings)
+	}
+	return nil
+}
+
+// manifests reads the desired manifests: from --manifests, or rendered by Argo CD at --revision.
+func (o *CheckOptions) manifests(ctx context.Context, argo cluster.ArgoCD, app argocd.Application) ([]check.Manifest, error) {
+	if o.Manifests != "" {
+		ms, err := check.ReadManifests(o.Manifests, o.In)
+		if err != nil {
+			return nil, usageError("--manifests: %v", err)
+		}
+		return ms, nil
+	}
+	api, ok := argo.(*argocdapi.ArgoCD)
+	if !ok {
+		return nil, usageError("--revision needs --via argocd")
+	}
+	docs, err := api.Manifests(ctx, app, o.Revision)
+	if err != nil {
+		return nil, failure(err)
+	}
+	return check.ParseManifests("Argo CD's manifests at "+o.Revision, docs)
+}

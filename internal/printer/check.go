@@ -1,0 +1,164 @@
+package printer
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/unprune/unprune/internal/check"
+	"github.com/unprune/unprune/internal/risk"
+)
+
+// CheckReport is `unprune check -o json|yaml`.
+type CheckReport struct {
+	APIVersion  string       `json:"apiVersion"`
+	Kind        string       `json:"kind"`
+	Metadata    Metadata     `json:"metadata"`
+	ArgoCD      *ArgoCD      `json:"argocd"`
+	Application AppRef       `json:"application"`
+	Instance    string       `json:"instance"`
+	Cluster     ClusterRef   `json:"cluster"`
+	Summary     CheckSummary `json:"summary"`
+	Items       []CheckItem  `json:"items"`
+	Skipped     []string     `json:"skipped,omitempty"`
+	Warnings    []string     `json:"warnings,omitempty"`
+}
+
+// CheckSummary counts a check.
+type CheckSummary struct {
+	Adoptions int `json:"adoptions"`
+	Prunes    int `json:"prunes"`
+	// High counts high-risk adoptions and unguarded high-risk prunes.
+	High int `json:"high"`
+}
+
+// CheckItem is one adoption or prune.
+type CheckItem struct {
+	Kind          string         `json:"kind"`
+	Reason        string         `json:"reason"`
+	Resource      ResourceRef    `json:"resource"`
+	OtherInstance string         `json:"otherInstance,omitempty"`
+	Risk          string         `json:"risk"`
+	RiskReason    string         `json:"riskReason,omitempty"`
+	Contents      *AuditContents `json:"contents,omitempty"`
+	Guards        []string       `json:"guards"`
+	Guarded       bool           `json:"guarded"`
+	Notes         []string       `json:"notes,omitempty"`
+	Error         string         `json:"error,omitempty"`
+}
+
+// NewCheckReport converts a check into its document.
+func NewCheckReport(meta Metadata, argo *ArgoCD, r check.Report) CheckReport {
+	doc := CheckReport{APIVersion: APIVersion, Kind: "CheckReport", Metadata: meta, ArgoCD: argo,
+		Application: AppRef{r.App.Namespace, r.App.Name}, Instance: r.Instance, Cluster: NewClusterRef(r.Cluster),
+		Items: []CheckItem{}, Skipped: r.Skipped, Warnings: r.Warnings}
+	for _, it := range r.Items {
+		item := CheckItem{Kind: string(it.Kind), Reason: string(it.Reason), Resource: fromRow(it.Resource), OtherInstance: it.OtherInstance,
+			Risk: string(it.Risk), RiskReason: it.RiskWhy, Guards: []string{}, Guarded: it.Guarded, Notes: it.Notes, Error: it.Error}
+		for _, g := range it.Guards {
+			item.Guards = append(item.Guards, string(g))
+		}
+		if c := it.Contents; c != nil {
+			item.Contents = &AuditContents{Partial: c.Partial}
+			if c.Objects >= 0 {
+				n := c.Objects
+				item.Contents.Objects = &n
+			}
+			if c.CustomResources >= 0 {
+				n := c.CustomResources
+				item.Contents.CustomResources = &n
+			}
+		}
+		switch it.Kind {
+		case check.Adoption:
+			doc.Summary.Adoptions++
+			if it.Risk == risk.High {
+				doc.Summary.High++
+			}
+		case check.Prune:
+			doc.Summary.Prunes++
+			if it.Risk == risk.High && !it.Guarded {
+				doc.Summary.High++
+			}
+		}
+		doc.Items = append(doc.Items, item)
+	}
+	return doc
+}
+
+// Names are the -o name lines.
+func (d CheckReport) Names() []string {
+	out := make([]string, 0, len(d.Items))
+	for _, it := range d.Items {
+		out = append(out, it.Resource.NameLine())
+	}
+	return out
+}
+
+// what says in words what happens to the object.
+func (it CheckItem) what() string {
+	switch check.Reason(it.Reason) {
+	case check.Untracked:
+		return "adopted: Argo CD takes over an object no app tracks"
+	case check.TrackedByOtherApp:
+		return fmt.Sprintf("adopted from app instance %q: the two apps will fight over it", it.OtherInstance)
+	case check.CopiedTracking:
+		return "adopted: its tracking-id names another object (copied metadata)"
+	case check.DeletedAtNextSync:
+		return "pruned: deleted at the next automated sync"
+	case check.LeftRequiringPruning:
+		return "pruned: left requiring pruning; any sync with PRUNE ticked deletes it"
+	}
+	return it.Reason
+}
+
+// CheckTable writes the human table.
+func CheckTable(w io.Writer, o Output, doc CheckReport) error {
+	rows := make([][]string, 0, len(doc.Items))
+	for _, it := range doc.Items {
+		contents := describeContents(it.Contents)
+		if it.Error != "" {
+			contents = "<unreadable: " + firstLine(it.Error) + ">"
+		}
+		rows = append(rows, []string{it.Resource.String(), it.what(), it.Risk, orNone(contents), orNone(strings.Join(it.Guards, ","))})
+	}
+	return o.Rows(w, []string{"RESOURCE", "WHAT THE CHANGE DOES", "RISK", "CONTENTS", "GUARDS"}, rows)
+}
+
+// CheckMarkdown writes the check as a pull-request comment.
+func CheckMarkdown(w io.Writer, doc CheckReport) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### unprune check: Application `%s/%s`\n\n", doc.Application.Namespace, doc.Application.Name)
+	if len(doc.Items) == 0 {
+		b.WriteString("This change makes Argo CD adopt no existing object and prune nothing.\n")
+	} else {
+		fmt.Fprintf(&b, "This change makes Argo CD **adopt %d** existing object(s) and **prune %d**; **%d** high-risk.\n\n",
+			doc.Summary.Adoptions, doc.Summary.Prunes, doc.Summary.High)
+		b.WriteString("| | Resource | What the change does | Risk | Contents | Guards |\n|---|---|---|---|---|---|\n")
+		for _, it := range doc.Items {
+			mark := ""
+			if it.Risk == string(risk.High) && !(it.Kind == string(check.Prune) && it.Guarded) {
+				mark = "⚠️"
+			}
+			contents := describeContents(it.Contents)
+			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s |\n", mark, mdCell(it.Resource.String()), mdCell(it.what()), it.Risk,
+				mdCell(orNone(contents)), mdCell(orNone(strings.Join(it.Guards, ", "))))
+		}
+	}
+	for _, s := range doc.Skipped {
+		fmt.Fprintf(&b, "\n- not managed as a resource: %s", mdCell(s))
+	}
+	for _, s := range doc.Warnings {
+		fmt.Fprintf(&b, "\n- warning: %s", mdCell(s))
+	}
+	if len(doc.Skipped)+len(doc.Warnings) > 0 {
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// mdCell keeps a value inside one Markdown table cell: pipes escaped, control characters shown.
+func mdCell(s string) string {
+	return strings.ReplaceAll(Safe(s), "|", `\|`)
+}
