@@ -1,23 +1,6 @@
 // Command kubectl-unprune is unprune as a kubectl plugin: `kubectl unprune ...`.
 package main
 
-import (
-	"context"
-	"os"
-	"os/signal"
-	"syscall"
+import "github.com/unprune/unprune/internal/cli"
 
-	"k8s.io/cli-runtime/pkg/genericiooptions"
-
-	"github.com/unprune/unprune/internal/cli"
-)
-
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	// The first signal stops unprune gracefully (no new patches; the journal says what was done);
-	// after it a second one ends the process at once.
-	go func() { <-ctx.Done(); stop() }()
-	code := cli.Execute(ctx, cli.NameKubectlPlugin, os.Args[1:], genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
-	stop()
-	os.Exit(code)
-}
+func main() { cli.Main(cli.NameKubectlPlugin) }

@@ -86,15 +86,18 @@ type Resource struct {
 }
 
 // String renders KIND[.GROUP]/[NAMESPACE/]NAME, the form RESOURCE arguments take.
-func (r Resource) String() string {
-	kind := r.Kind
-	if r.Group != "" {
-		kind += "." + r.Group
+func (r Resource) String() string { return ResourceString(r.Group, r.Kind, r.Namespace, r.Name) }
+
+// ResourceString renders KIND[.GROUP]/[NAMESPACE/]NAME: how unprune names an object everywhere,
+// and the form RESOURCE arguments take.
+func ResourceString(group, kind, namespace, name string) string {
+	if group != "" {
+		kind += "." + group
 	}
-	if r.Namespace != "" {
-		return kind + "/" + r.Namespace + "/" + r.Name
+	if namespace != "" {
+		return kind + "/" + namespace + "/" + name
 	}
-	return kind + "/" + r.Name
+	return kind + "/" + name
 }
 
 // Key identifies the row's object regardless of API version.

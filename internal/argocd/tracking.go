@@ -66,16 +66,6 @@ func (t TrackingID) String() string {
 	return t.Instance + ":" + t.Group + "/" + t.Kind + ":" + t.Namespace + "/" + t.Name
 }
 
-// TrackingIDFor is the tracking-id Argo CD writes on the object for the app instance. Argo CD
-// fills the namespace slot of cluster-scoped objects with the app's destination namespace.
-func TrackingIDFor(instance string, o ObjectRef, destinationNamespace string) TrackingID {
-	namespace := o.Namespace
-	if namespace == "" || o.ClusterScoped {
-		namespace = destinationNamespace
-	}
-	return TrackingID{Instance: instance, Group: o.Group, Kind: o.Kind, Namespace: namespace, Name: o.Name}
-}
-
 // RefersTo reports whether the id names the object itself. Argo CD ignores a tracking-id
 // naming another object, which is how copies of tracked objects (made with kubectl get -o yaml,
 // say) escape pruning. The namespace slot is not compared for cluster-scoped objects because

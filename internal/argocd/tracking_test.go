@@ -68,30 +68,6 @@ func FuzzParseTrackingID(f *testing.F) {
 	})
 }
 
-func TestTrackingIDFor(t *testing.T) {
-	tests := []struct {
-		name        string
-		object      ObjectRef
-		destination string
-		want        string
-	}{
-		{name: "namespaced", object: ObjectRef{Kind: "Service", Namespace: "guestbook", Name: "ui"}, destination: "other", want: "app:/Service:guestbook/ui"},
-		{name: "cluster-scoped takes destination namespace", object: ObjectRef{Kind: "Namespace", Name: "kube-system", ClusterScoped: true}, destination: "default", want: "app:/Namespace:default/kube-system"},
-		{name: "cluster-scoped without destination", object: ObjectRef{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "foos.example.com"}, want: "app:apiextensions.k8s.io/CustomResourceDefinition:/foos.example.com"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := TrackingIDFor("app", tt.object, tt.destination)
-			if got.String() != tt.want {
-				t.Fatalf("TrackingIDFor() = %q, want %q", got, tt.want)
-			}
-			if !got.RefersTo(tt.object) {
-				t.Fatalf("%q does not refer to the object it was made for", got)
-			}
-		})
-	}
-}
-
 func TestInstanceName(t *testing.T) {
 	tests := []struct {
 		appNamespace, appName, controllerNamespace, want string

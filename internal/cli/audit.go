@@ -84,13 +84,7 @@ func (o *AuditOptions) Validate(args []string) error {
 	default:
 		return usageError("--fail-on=%q: use high or any", o.FailOn)
 	}
-	if err := o.selection.validate(o.GlobalOptions); err != nil {
-		return err
-	}
-	if len(args) > 0 && o.selection.any() {
-		return usageError("name APPs, or select them with -A, -l or --project, not both")
-	}
-	apps, err := parseApps(args, o.GlobalOptions)
+	apps, err := o.selection.apps(args, o.GlobalOptions)
 	if err != nil {
 		return err
 	}
@@ -100,11 +94,7 @@ func (o *AuditOptions) Validate(args []string) error {
 
 // Run audits and prints.
 func (o *AuditOptions) Run(ctx context.Context) error {
-	argo, err := o.ArgoCD(ctx)
-	if err != nil {
-		return err
-	}
-	s, err := o.Settings(ctx, argo)
+	argo, s, err := o.connect(ctx)
 	if err != nil {
 		return err
 	}

@@ -109,11 +109,8 @@ func (o *CheckOptions) Validate(args []string) error {
 
 // Run checks and prints.
 func (o *CheckOptions) Run(ctx context.Context) error {
-	argo, err := o.ArgoCD(ctx)
+	argo, _, err := o.connect(ctx)
 	if err != nil {
-		return err
-	}
-	if _, err := o.Settings(ctx, argo); err != nil {
 		return err
 	}
 	ns := o.App.Namespace

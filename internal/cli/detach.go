@@ -182,11 +182,7 @@ func (o *DetachOptions) parseTargets(args []string, r *engine.DetachRequest) err
 
 // Run plans, previews, and (when confirmed) applies and verifies.
 func (o *DetachOptions) Run(ctx context.Context) error {
-	argo, err := o.ArgoCD(ctx)
-	if err != nil {
-		return err
-	}
-	s, err := o.Settings(ctx, argo)
+	argo, s, err := o.connect(ctx)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -129,4 +132,15 @@ func Execute(ctx context.Context, name string, args []string, streams genericioo
 		fmt.Fprintln(streams.ErrOut, "error:", printer.Line(err.Error()))
 	}
 	return ExitCode(err)
+}
+
+// Main runs the command named name (unprune, or one of its plugin names) on the process's
+// arguments and streams, and exits with its code. The first SIGINT or SIGTERM stops unprune
+// gracefully (no new patches; the journal says what was done); a second one ends it at once.
+func Main(name string) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() { <-ctx.Done(); stop() }()
+	code := Execute(ctx, name, os.Args[1:], genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	stop()
+	os.Exit(code)
 }

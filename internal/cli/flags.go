@@ -119,6 +119,17 @@ func scopeText(ns string) string {
 	return "namespace " + ns
 }
 
+// apps checks the selection flags and reads APP arguments, which exclude each other.
+func (f *selectionFlags) apps(args []string, g *GlobalOptions) ([]engine.AppName, error) {
+	if err := f.validate(g); err != nil {
+		return nil, err
+	}
+	if len(args) > 0 && f.any() {
+		return nil, usageError("name APPs, or select them with -A, -l or --project, not both")
+	}
+	return parseApps(args, g)
+}
+
 // parseApps reads APP arguments.
 func parseApps(args []string, g *GlobalOptions) ([]engine.AppName, error) {
 	var out []engine.AppName

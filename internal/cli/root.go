@@ -341,6 +341,16 @@ func (g *GlobalOptions) fromContext(context string) (*rest.Config, error) {
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 }
 
+// connect reaches Argo CD and reads its tracking settings: what every command does first.
+func (g *GlobalOptions) connect(ctx context.Context) (cluster.ArgoCD, argocd.Settings, error) {
+	argo, err := g.ArgoCD(ctx)
+	if err != nil {
+		return nil, argocd.Settings{}, err
+	}
+	s, err := g.Settings(ctx, argo)
+	return argo, s, err
+}
+
 // Settings reads Argo CD's tracking settings, once.
 func (g *GlobalOptions) Settings(ctx context.Context, argo cluster.ArgoCD) (argocd.Settings, error) {
 	if g.settings != nil {

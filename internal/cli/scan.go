@@ -63,13 +63,7 @@ func (o *ScanOptions) Validate(args []string) error {
 	if err := o.output.validate(); err != nil {
 		return err
 	}
-	if err := o.selection.validate(o.GlobalOptions); err != nil {
-		return err
-	}
-	if len(args) > 0 && o.selection.any() {
-		return usageError("name APPs, or select them with -A, -l or --project, not both")
-	}
-	apps, err := parseApps(args, o.GlobalOptions)
+	apps, err := o.selection.apps(args, o.GlobalOptions)
 	if err != nil {
 		return err
 	}
@@ -79,11 +73,7 @@ func (o *ScanOptions) Validate(args []string) error {
 
 // Run scans and prints. The exit code is 1 when stuck apps were found.
 func (o *ScanOptions) Run(ctx context.Context) error {
-	argo, err := o.ArgoCD(ctx)
-	if err != nil {
-		return err
-	}
-	s, err := o.Settings(ctx, argo)
+	argo, s, err := o.connect(ctx)
 	if err != nil {
 		return err
 	}

@@ -76,16 +76,7 @@ type Ref struct {
 }
 
 // String renders KIND[.GROUP]/[NAMESPACE/]NAME.
-func (r Ref) String() string {
-	kind := r.Kind
-	if r.Group != "" {
-		kind += "." + r.Group
-	}
-	if r.Namespace != "" {
-		return kind + "/" + r.Namespace + "/" + r.Name
-	}
-	return kind + "/" + r.Name
-}
+func (r Ref) String() string { return argocd.ResourceString(r.Group, r.Kind, r.Namespace, r.Name) }
 
 // Key identifies the object regardless of API version.
 func (r Ref) Key() string { return r.Group + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name }

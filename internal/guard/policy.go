@@ -6,6 +6,8 @@ package guard
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -125,7 +127,7 @@ func Policy(o PolicyOptions) ([]map[string]any, error) {
 		named[k[0].Resource] = append(named[k[0].Resource], name)
 	}
 	conds := []string{protected}
-	for _, r := range sortedKeys(named) {
+	for _, r := range slices.Sorted(maps.Keys(named)) {
 		quoted := make([]string, 0, len(named[r]))
 		for _, n := range named[r] {
 			quoted = append(quoted, fmt.Sprintf("%q", n))
@@ -159,7 +161,7 @@ func Policy(o PolicyOptions) ([]map[string]any, error) {
 	labels := map[string]any{ManagedByLabel: ManagedBy}
 	// The names are recorded where audit can read them without evaluating CEL.
 	var names []string
-	for _, r := range sortedKeys(named) {
+	for _, r := range slices.Sorted(maps.Keys(named)) {
 		for _, n := range named[r] {
 			names = append(names, r+"/"+n)
 		}
@@ -187,21 +189,17 @@ func containsKind(ks []Kind, k Kind) bool {
 	return false
 }
 
-func sortedKeys(m map[string][]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+// refuseDeleting is the plan for an object that is going already: no guard can keep it.
+func refuseDeleting(t plan.Target) plan.Plan {
+	return plan.Plan{Target: t, Refusal: &plan.Refusal{Code: plan.RefuseDeleting,
+		Message: fmt.Sprintf("%s is being deleted already; nothing can keep it now", t.Ref)}}
 }
 
 // ProtectPlan labels an object for the policy; nothing changes when it carries the label already.
 func ProtectPlan(t plan.Target) plan.Plan {
 	p := plan.Plan{Target: t}
 	if t.Deleting {
-		p.Refusal = &plan.Refusal{Code: plan.RefuseDeleting, Message: fmt.Sprintf("%s is being deleted already; nothing can keep it now", t.Ref)}
-		return p
+		return refuseDeleting(t)
 	}
 	switch v, ok := t.Labels[ProtectLabel]; {
 	case !ok:
@@ -218,8 +216,7 @@ func ProtectPlan(t plan.Target) plan.Plan {
 func ConfirmPlan(t plan.Target) plan.Plan {
 	p := plan.Plan{Target: t}
 	if t.Deleting {
-		p.Refusal = &plan.Refusal{Code: plan.RefuseDeleting, Message: fmt.Sprintf("%s is being deleted already; nothing can keep it now", t.Ref)}
-		return p
+		return refuseDeleting(t)
 	}
 	before, had := t.Annotations[argocd.AnnotationSyncOptions]
 	if argocd.HasOption(before, argocd.OptionPruneDisabled) {

@@ -68,21 +68,8 @@ func NewAuditReport(meta Metadata, argo *ArgoCD, r audit.Report) AuditReport {
 		item := AuditItem{
 			Application: AppRef{row.App.Namespace, row.App.Name}, Cluster: NewClusterRef(row.Cluster), AutoPrune: row.App.AutoPrune,
 			Resource: fromRow(row.Resource), Deleted: string(row.When), Risk: string(row.Risk), RiskReason: row.RiskWhy,
-			Guards: []string{}, Guarded: row.Guarded, Notes: row.Notes, Error: row.LiveError,
-		}
-		for _, g := range row.Guards {
-			item.Guards = append(item.Guards, string(g))
-		}
-		if c := row.Contents; c != nil {
-			item.Contents = &AuditContents{Partial: c.Partial}
-			if c.Objects >= 0 {
-				n := c.Objects
-				item.Contents.Objects = &n
-			}
-			if c.CustomResources >= 0 {
-				n := c.CustomResources
-				item.Contents.CustomResources = &n
-			}
+			Guards: guardNames(row.Guards), Guarded: row.Guarded, Notes: row.Notes, Error: row.LiveError,
+			Contents: newAuditContents(row.Contents),
 		}
 		if p := row.Probe; p != nil {
 			item.Probe = &AuditProbe{Result: string(p.Result), Message: p.Message, As: p.As}
@@ -100,6 +87,30 @@ func NewAuditReport(meta Metadata, argo *ArgoCD, r audit.Report) AuditReport {
 	}
 	doc.Summary.ApplicationsAudited, doc.Summary.Deletions = r.AppsAudited, len(doc.Items)
 	return doc
+}
+
+// newAuditContents converts what a deletion takes with it; a count unprune could not read stays out.
+func newAuditContents(c *audit.Contents) *AuditContents {
+	if c == nil {
+		return nil
+	}
+	out := &AuditContents{Partial: c.Partial}
+	if c.Objects >= 0 {
+		out.Objects = &c.Objects
+	}
+	if c.CustomResources >= 0 {
+		out.CustomResources = &c.CustomResources
+	}
+	return out
+}
+
+// guardNames lists guards by name; never null in JSON.
+func guardNames(guards []risk.Guard) []string {
+	out := make([]string, 0, len(guards))
+	for _, g := range guards {
+		out = append(out, string(g))
+	}
+	return out
 }
 
 // Names are the -o name lines.

@@ -54,21 +54,8 @@ func NewCheckReport(meta Metadata, argo *ArgoCD, r check.Report) CheckReport {
 		Items: []CheckItem{}, Skipped: r.Skipped, Warnings: r.Warnings}
 	for _, it := range r.Items {
 		item := CheckItem{Kind: string(it.Kind), Reason: string(it.Reason), Resource: fromRow(it.Resource), OtherInstance: it.OtherInstance,
-			Risk: string(it.Risk), RiskReason: it.RiskWhy, Guards: []string{}, Guarded: it.Guarded, Notes: it.Notes, Error: it.Error}
-		for _, g := range it.Guards {
-			item.Guards = append(item.Guards, string(g))
-		}
-		if c := it.Contents; c != nil {
-			item.Contents = &AuditContents{Partial: c.Partial}
-			if c.Objects >= 0 {
-				n := c.Objects
-				item.Contents.Objects = &n
-			}
-			if c.CustomResources >= 0 {
-				n := c.CustomResources
-				item.Contents.CustomResources = &n
-			}
-		}
+			Risk: string(it.Risk), RiskReason: it.RiskWhy, Guards: guardNames(it.Guards), Guarded: it.Guarded, Notes: it.Notes, Error: it.Error,
+			Contents: newAuditContents(it.Contents)}
 		switch it.Kind {
 		case check.Adoption:
 			doc.Summary.Adoptions++

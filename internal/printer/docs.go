@@ -1,6 +1,7 @@
 package printer
 
 import (
+	"strings"
 	"time"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -72,33 +73,16 @@ type ResourceRef struct {
 
 // String renders KIND[.GROUP]/[NAMESPACE/]NAME.
 func (r ResourceRef) String() string {
-	kind := r.Kind
-	if r.Group != "" {
-		kind += "." + r.Group
-	}
-	if r.Namespace != "" {
-		return kind + "/" + r.Namespace + "/" + r.Name
-	}
-	return kind + "/" + r.Name
+	return argocd.ResourceString(r.Group, r.Kind, r.Namespace, r.Name)
 }
 
 // NameLine is the resource as kubectl's -o name prints it: kind[.group]/name.
 func (r ResourceRef) NameLine() string {
-	kind := lower(r.Kind)
+	kind := strings.ToLower(r.Kind)
 	if r.Group != "" {
 		kind += "." + r.Group
 	}
 	return kind + "/" + r.Name
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if c >= 'A' && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 func fromRow(r argocd.Resource) ResourceRef {
@@ -162,11 +146,4 @@ func Changes(cs []journal.Change) []Change {
 		out = append(out, oc)
 	}
 	return out
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
 }

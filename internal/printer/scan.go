@@ -50,11 +50,8 @@ func NewScanReport(meta Metadata, r scan.Report) ScanReport {
 		item := ScanItem{
 			Application: AppRef{f.App.Namespace, f.App.Name}, Instance: f.Instance, Cluster: NewClusterRef(f.Cluster),
 			AutoPrune: f.App.AutoPrune, Resource: fromRow(f.Resource), Risk: string(f.Risk), RiskReason: f.RiskWhy,
-			Guards: []string{}, Tracking: fields(f.Tracking), Ownership: f.Ownership, ModelMismatch: f.ModelMismatch,
+			Guards: guardNames(f.Guards), Tracking: fields(f.Tracking), Ownership: f.Ownership, ModelMismatch: f.ModelMismatch,
 			Notes: f.Notes, Error: f.LiveError,
-		}
-		for _, g := range f.Guards {
-			item.Guards = append(item.Guards, string(g))
 		}
 		doc.Items = append(doc.Items, item)
 	}
