@@ -13,6 +13,7 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/parallel"
+	"github.com/unprune/unprune/internal/progress"
 )
 
 // Objects are one app's live objects, read and patched through Argo CD's API (the endpoints of
@@ -111,9 +112,12 @@ func (o *Objects) explain(err error, what string) error {
 // Secrets' data masked.)
 func (o *Objects) Read(ctx context.Context, refs []cluster.Ref) []cluster.ReadResult {
 	out := make([]cluster.ReadResult, len(refs))
+	step := progress.Start(ctx, "reading live objects through Argo CD", len(refs))
+	defer step.Finish()
 	parallel.ForEach(len(refs), 16, func(i int) {
 		obj, err := o.Get(ctx, refs[i])
 		out[i] = cluster.ReadResult{Object: obj, Err: err}
+		step.Add(1)
 	})
 	return out
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/parallel"
+	"github.com/unprune/unprune/internal/progress"
 	"github.com/unprune/unprune/internal/risk"
 )
 
@@ -224,8 +225,11 @@ func auditCluster(ctx context.Context, objects cluster.Objects, jobs []*job, s a
 		workers = 8
 	}
 	rows := make([]Row, len(jobs))
+	step := progress.Start(ctx, "weighing deletions in "+objects.Info().Name, len(jobs))
+	defer step.Finish()
 	parallel.ForEach(len(jobs), workers, func(i int) {
 		rows[i] = judge(ctx, objects, jobs[i], s, argo.Namespace(), policy, o.Probe, controllerAs)
+		step.Add(1)
 	})
 	return rows, warnings
 }

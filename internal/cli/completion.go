@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,7 +98,8 @@ func completeDetachArgs(g *GlobalOptions) func(*cobra.Command, []string, string)
 		}
 		var out []string
 		for _, r := range app.Pruning() {
-			if s := r.String(); strings.HasPrefix(s, toComplete) {
+			// A resource already on the command line is not offered again.
+			if s := r.String(); strings.HasPrefix(s, toComplete) && !slices.Contains(args[1:], s) {
 				out = append(out, s)
 			}
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/kube"
 	"github.com/unprune/unprune/internal/printer"
+	"github.com/unprune/unprune/internal/progress"
 	"github.com/unprune/unprune/internal/version"
 )
 
@@ -100,6 +101,13 @@ and puts guards in place.
 ` + exitCodesHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Long reads and writes show how far they have come on a terminal's stderr; scripts, and
+		// -v's request logs, get no progress line.
+		PersistentPreRun: func(c *cobra.Command, _ []string) {
+			if isTerminal(streams.ErrOut) && !verbose(c) {
+				c.SetContext(progress.NewContext(c.Context(), progress.New(streams.ErrOut)))
+			}
+		},
 	}
 	switch name {
 	case NameKubectlPlugin, NameArgoCDPlugin:
@@ -144,6 +152,12 @@ func addVerbosity(cmd *cobra.Command) {
 	if v := fs.Lookup("v"); v != nil {
 		cmd.PersistentFlags().AddGoFlag(v)
 	}
+}
+
+// verbose reports whether -v asked for client-go's logs.
+func verbose(c *cobra.Command) bool {
+	v := c.Flags().Lookup("v")
+	return v != nil && v.Value.String() != "0"
 }
 
 func (g *GlobalOptions) now() time.Time {
@@ -407,11 +421,7 @@ func (g *GlobalOptions) engine(argo cluster.ArgoCD, s argocd.Settings, workers i
 	if err != nil {
 		return nil, err
 	}
-	e := &engine.Engine{ArgoCD: argo, Settings: s, Journals: store, Workers: workers, ToolVersion: version.Get().String(), Now: g.Now}
-	if isTerminal(g.streams.ErrOut) {
-		e.Progress = g.streams.ErrOut
-	}
-	return e, nil
+	return &engine.Engine{ArgoCD: argo, Settings: s, Journals: store, Workers: workers, ToolVersion: version.Get().String(), Now: g.Now}, nil
 }
 
 // metadata starts every document.

@@ -9,7 +9,6 @@ package engine
 
 import (
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -190,8 +189,6 @@ type Engine struct {
 	Attempts int
 	// ToolVersion is recorded in journals.
 	ToolVersion string
-	// Progress, when set, receives a line now and then during long runs (a terminal's stderr).
-	Progress io.Writer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Poll is how often verification reads the app; 0 means 100ms.

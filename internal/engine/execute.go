@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/parallel"
+	"github.com/unprune/unprune/internal/progress"
 	"github.com/unprune/unprune/internal/plan"
 )
 
@@ -107,8 +107,12 @@ func (m applyMarks) replanned(it *Item, rv string) error {
 
 // patchAll patches items concurrently; ok is the outcome of a successful patch.
 func (e *Engine) patchAll(ctx context.Context, run *Run, items []*Item, dryRun bool, rec marks, ok Outcome) {
-	var done atomic.Int64
-	stop := e.progress(len(items), &done, dryRun)
+	what := "patching"
+	if dryRun {
+		what = "dry-run patching"
+	}
+	step := progress.Start(ctx, what, len(items))
+	defer step.Finish()
 	// Patches already sent are not cut off by an interruption: they finish (within a grace period)
 	// so that the journal says what really happened.
 	inFlight := context.WithoutCancel(ctx)
@@ -116,9 +120,8 @@ func (e *Engine) patchAll(ctx context.Context, run *Run, items []*Item, dryRun b
 		pctx, cancel := context.WithTimeout(inFlight, inFlightGrace)
 		defer cancel()
 		e.patchOne(pctx, items[i], dryRun, rec, ok)
-		done.Add(1)
+		step.Add(1)
 	})
-	stop()
 	for _, it := range items[started:] {
 		run.Interrupted = true
 		it.Outcome, it.Reason, it.Message = OutcomeNotAttempted, string(cluster.FailureCanceled), "interrupted before its patch was sent"
@@ -126,32 +129,6 @@ func (e *Engine) patchAll(ctx context.Context, run *Run, items []*Item, dryRun b
 			run.JournalErr = errors.Join(run.JournalErr, err)
 		}
 	}
-}
-
-func (e *Engine) progress(total int, done *atomic.Int64, dryRun bool) func() {
-	if e.Progress == nil || total < 2 {
-		return func() {}
-	}
-	verb := "patched"
-	if dryRun {
-		verb = "dry-run patched"
-	}
-	stop := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		tick := time.NewTicker(time.Second)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				fmt.Fprintf(e.Progress, "%s %d/%d objects\n", verb, done.Load(), total)
-			}
-		}
-	}()
-	return func() { close(stop); <-finished }
 }
 
 // patchOne sends one object's patch, re-reading and re-planning on a conflict, and records the

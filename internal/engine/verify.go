@@ -8,6 +8,7 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/parallel"
+	"github.com/unprune/unprune/internal/progress"
 	"github.com/unprune/unprune/internal/plan"
 	"github.com/unprune/unprune/internal/verify"
 )
@@ -53,11 +54,20 @@ func (e *Engine) Verify(ctx context.Context, run *Run, timeout time.Duration) {
 	}
 	patchedAt := e.now()
 	var mu sync.Mutex
+	waiting := 0
+	for _, a := range order {
+		if jobs[a].changed {
+			waiting++
+		}
+	}
+	step := progress.Start(ctx, "Applications Argo CD has compared again", waiting)
+	defer step.Finish()
 	parallel.ForEach(len(order), len(order), func(i int) {
 		j := jobs[order[i]]
 		if !j.changed {
 			return
 		}
+		defer step.Add(1)
 		out, err := verify.Wait(ctx, e.ArgoCD, j.app.App, j.released, want, patchedAt,
 			verify.Options{Timeout: timeout, Poll: e.Poll, Now: e.Now})
 		v := &Verification{Verified: out.Verified, Synced: out.App.SyncStatus == "Synced", SyncStatus: out.App.SyncStatus,

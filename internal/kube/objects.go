@@ -13,6 +13,7 @@ import (
 
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/parallel"
+	"github.com/unprune/unprune/internal/progress"
 )
 
 // FieldManager is how unprune's writes show in managedFields.
@@ -152,19 +153,22 @@ func (o *Objects) Patch(ctx context.Context, r cluster.Ref, body []byte, dryRun 
 // cannot be read gets its own error.
 func (o *Objects) Read(ctx context.Context, refs []cluster.Ref) []cluster.ReadResult {
 	results := make([]cluster.ReadResult, len(refs))
+	step := progress.Start(ctx, "reading live objects", len(refs))
+	defer step.Finish()
 	all := make([]int, len(refs))
 	for i := range all {
 		all[i] = i
 	}
 	// First pass: cluster-wide LISTs where they pay off. What they could not read is planned again
 	// without them (per-namespace LISTs), and what those could not read is read one by one.
-	failed := o.readLists(ctx, refs, planReads(refs, all, true), results)
+	failed := o.readLists(ctx, refs, planReads(refs, all, true), results, step)
 	retry := planReads(refs, failed, false)
-	gets := append(retry.gets, o.readLists(ctx, refs, readPlan{lists: retry.lists}, results)...)
+	gets := append(retry.gets, o.readLists(ctx, refs, readPlan{lists: retry.lists}, results, step)...)
 	parallel.ForEach(len(gets), o.options.Workers, func(i int) {
 		idx := gets[i]
 		r := refs[idx]
 		pom, err := o.meta(r).Get(ctx, r.Name, metav1.GetOptions{})
+		defer step.Add(1)
 		if err != nil {
 			results[idx] = cluster.ReadResult{Err: cluster.Explain(err, "get "+r.String(), o.Clients.Info)}
 			return
@@ -176,7 +180,7 @@ func (o *Objects) Read(ctx context.Context, refs []cluster.Ref) []cluster.ReadRe
 
 // readLists runs the plan's LISTs, fills results, and returns the indexes still to read: those of
 // failed LISTs, and the plan's single reads.
-func (o *Objects) readLists(ctx context.Context, refs []cluster.Ref, plan readPlan, results []cluster.ReadResult) []int {
+func (o *Objects) readLists(ctx context.Context, refs []cluster.Ref, plan readPlan, results []cluster.ReadResult, step *progress.Step) []int {
 	var mu sync.Mutex
 	rest := append([]int(nil), plan.gets...)
 	parallel.ForEach(len(plan.lists), o.options.Workers, func(i int) {
@@ -188,6 +192,7 @@ func (o *Objects) readLists(ctx context.Context, refs []cluster.Ref, plan readPl
 			rest = append(rest, l.indexes...)
 			return
 		}
+		step.Add(len(l.indexes))
 		for _, idx := range l.indexes {
 			r := refs[idx]
 			if obj, ok := found[r.Namespace+"/"+r.Name]; ok {
