@@ -9,8 +9,8 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/parallel"
-	"github.com/unprune/unprune/internal/progress"
 	"github.com/unprune/unprune/internal/plan"
+	"github.com/unprune/unprune/internal/progress"
 )
 
 // inFlightGrace bounds how long a patch already sent may take to finish after an interruption: it

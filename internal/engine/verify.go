@@ -8,8 +8,8 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/parallel"
-	"github.com/unprune/unprune/internal/progress"
 	"github.com/unprune/unprune/internal/plan"
+	"github.com/unprune/unprune/internal/progress"
 	"github.com/unprune/unprune/internal/verify"
 )
 
