@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The incident, reproduced in the lab and resolved with unprune (README: `make demo`).
 #
-# A team commits the kube-system Namespace into an Application's path; Argo CD syncs it; the commit is
-# reverted. The app is now stuck OutOfSync with kube-system "requiring pruning". unprune finds it,
-# previews the fix, applies it, and shows the app Synced with kube-system untouched.
+# A team commits Namespaces — kube-system, and two that hold other teams' data — into an Application's
+# path; Argo CD syncs them; the commit is reverted. The app is now stuck OutOfSync with all three
+# "requiring pruning". The trap is shown for real: a prune sync of one of them deletes it and all it
+# holds. unprune then finds the rest, previews the fix, applies it, and shows the app Synced; a prune
+# sync after it deletes nothing.
 #
 # Environment: ARGOCD_VERSION (v3.6.1), TRACKING (annotation+label), KEEP_LAB=1 to leave the lab running.
 set -euo pipefail
@@ -45,8 +47,18 @@ wait_for() {
 }
 app_field() { kubectl -n argocd get application "$app" -o "jsonpath=$1"; }
 app_is() { [ "$(app_field '{.status.sync.status}/{.status.sync.revision}')" = "$1/$2" ]; }
-kube_system_requires_pruning() {
-	app_field '{range .status.resources[*]}{.kind}/{.name}={.requiresPruning}{"\n"}{end}' | grep -qx 'Namespace/kube-system=true'
+requires_pruning() {
+	app_field '{range .status.resources[*]}{.kind}/{.name}={.requiresPruning}{"\n"}{end}' | grep -qx "Namespace/$1=true"
+}
+# prune_sync [RESOURCES]: ask Argo CD for a sync with PRUNE ticked (of RESOURCES only: a JSON list of
+# {group, kind, name}), and wait until that operation has succeeded.
+prune_sync() {
+	local who=demo-$RANDOM sync='{"revision":"main","prune":true}'
+	if [ -n "${1:-}" ]; then
+		sync="{\"revision\":\"main\",\"prune\":true,\"resources\":$1}"
+	fi
+	kubectl -n argocd patch application "$app" --type merge -p "{\"operation\":{\"initiatedBy\":{\"username\":\"$who\"},\"sync\":$sync}}" >/dev/null
+	wait_for "the prune sync to finish" 120 sh -c "[ \"\$(command kubectl --kubeconfig '$KUBECONFIG' -n argocd get application '$app' -o jsonpath='{.status.operationState.operation.initiatedBy.username}/{.status.operationState.phase}')\" = $who/Succeeded ]"
 }
 refresh() { kubectl -n argocd annotate application "$app" argocd.argoproj.io/refresh=normal --overwrite >/dev/null; }
 
@@ -83,28 +95,42 @@ rev=$(git -C "$repo/work" rev-parse HEAD)
 wait_for "the app to sync" 120 app_is Synced "$rev"
 show kubectl -n argocd get application "$app"
 
-step "Someone commits the kube-system Namespace into the app's path; Argo CD syncs it"
-cat >"$repo/work/manifests/kube-system.yaml" <<EOF
+step "Someone commits kube-system and two team Namespaces into the app's path; Argo CD syncs them"
+for ns in kube-system payments sandbox; do
+	cat >"$repo/work/manifests/namespace-$ns.yaml" <<EOF
 apiVersion: v1
 kind: Namespace
 metadata:
-  name: kube-system
+  name: $ns
 EOF
-git -C "$repo/work" add -A && git -C "$repo/work" commit --quiet -m "oops: kube-system" && git -C "$repo/work" push --quiet origin main
+done
+git -C "$repo/work" add -A && git -C "$repo/work" commit --quiet -m "oops: namespaces" && git -C "$repo/work" push --quiet origin main
 rev=$(git -C "$repo/work" rev-parse HEAD)
 refresh
-wait_for "the app to sync kube-system" 120 app_is Synced "$rev"
+wait_for "the app to sync the namespaces" 120 app_is Synced "$rev"
+# The teams' data, created outside this app: what a deleted namespace takes with it.
+for ns in payments sandbox; do
+	kubectl -n "$ns" create configmap ledger --from-literal=owner="team-$ns" >/dev/null
+done
 show kubectl get namespace kube-system -o jsonpath='{"labels:      "}{.metadata.labels}{"\n"}{"annotations: "}{.metadata.annotations.argocd\.argoproj\.io/tracking-id}{"\n"}'
 
-step "The commit is reverted: the app is stuck OutOfSync, kube-system \"requires pruning\""
+step "The commit is reverted: the app is stuck OutOfSync, the namespaces \"require pruning\""
 git -C "$repo/work" revert --no-edit HEAD >/dev/null && git -C "$repo/work" push --quiet origin main
 rev=$(git -C "$repo/work" rev-parse HEAD)
 refresh
 wait_for "the app to be OutOfSync at the revert" 120 app_is OutOfSync "$rev"
-wait_for "kube-system to require pruning" 60 kube_system_requires_pruning
+for ns in kube-system payments sandbox; do
+	wait_for "$ns to require pruning" 60 requires_pruning "$ns"
+done
 show kubectl -n argocd get application "$app"
-echo "A sync with PRUNE ticked would now try to delete kube-system (the API server refuses only for"
-echo "default, kube-system and kube-public: any other namespace would be gone)."
+
+step "The trap, for real: someone syncs Namespace sandbox with PRUNE ticked"
+prune_sync '[{"kind":"Namespace","name":"sandbox"}]'
+wait_for "sandbox to be deleted" 120 sh -c "! command kubectl --kubeconfig '$KUBECONFIG' get namespace sandbox"
+show kubectl get namespace sandbox || true
+show kubectl -n sandbox get configmap ledger || true
+echo "Namespace sandbox is gone, and with it everything it held. A full prune sync would do the same"
+echo "to payments (the API server refuses only for default, kube-system and kube-public)."
 
 step "unprune scan: every app stuck on resources that require pruning"
 show unprune scan || true
@@ -115,16 +141,15 @@ show unprune detach "$app" --all || true
 step "unprune detach --dry-run=server: the API server checks the patches (nothing changes)"
 show unprune detach "$app" --all --dry-run=server || true
 
-step "unprune detach --yes: release kube-system, and see the app Synced"
+step "unprune detach --yes: release kube-system and payments, and see the app Synced"
 export XDG_STATE_HOME=$LAB_DIR/state
 show unprune detach "$app" --all --yes
 
-step "kube-system is intact; the app is Synced; a prune sync now deletes nothing"
-show kubectl get namespace kube-system
+step "The same trap after unprune: a full sync with PRUNE ticked deletes nothing"
+prune_sync
+show kubectl get namespace kube-system payments
+show kubectl -n payments get configmap ledger
 show kubectl -n argocd get application "$app"
-kubectl -n argocd patch application "$app" --type merge -p '{"operation":{"initiatedBy":{"username":"demo"},"sync":{"revision":"main","prune":true}}}' >/dev/null
-wait_for "the prune sync to finish" 120 sh -c "[ \"\$(command kubectl --kubeconfig '$KUBECONFIG' -n argocd get application '$app' -o jsonpath='{.status.operationState.operation.initiatedBy.username}/{.status.operationState.phase}')\" = demo/Succeeded ]"
-show kubectl get namespace kube-system
 journal_file=$(ls "$XDG_STATE_HOME"/unprune/journal/*.json)
 echo
 echo "The journal of the change: $journal_file"
