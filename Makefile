@@ -19,7 +19,7 @@ export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES
 # Components `make test` needs: the control plane and every Argo CD version the lab runs.
 LAB_COMPONENTS := etcd kubernetes argocd-v3.6.1 argocd-v3.0.23 argocd-v2.14.11
 
-.PHONY: help deps build lab-build lab-up lab-down lab-status test test-unit test-lab demo bench fuzz vet
+.PHONY: help deps build dist lab-build lab-up lab-down lab-status test test-unit test-lab demo bench fuzz vet
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -27,9 +27,18 @@ help: ## list the targets
 deps: ## install the OS packages the lab needs (redis-server, git)
 	@bash hack/deps.sh
 
-build: ## build bin/unprune and bin/kubectl-unprune
+build: ## build bin/unprune, bin/kubectl-unprune (and its kubectl_complete-unprune), bin/argocd-unprune
 	$(GO) build -o bin/unprune ./cmd/unprune
 	$(GO) build -o bin/kubectl-unprune ./cmd/kubectl-unprune
+	$(GO) build -o bin/argocd-unprune ./cmd/argocd-unprune
+	install -m 0755 plugins/kubectl_complete-unprune bin/kubectl_complete-unprune
+
+# The release archives of .goreleaser.yaml built with the go command alone: every platform, the
+# same ldflags, sha256 checksums and the krew manifest. VERSION defaults to `git describe`.
+VERSION ?=
+dist: ## cross-compile the release archives into dist/ with checksums and the krew manifest (VERSION=v1.2.3)
+	rm -rf dist
+	$(GO) run ./hack/dist -out dist $(if $(VERSION),-version $(VERSION))
 
 lab-build: deps ## build the lab's binaries (or find them in the cache)
 	@bash lab/build.sh $(LAB_COMPONENTS) >/dev/null
