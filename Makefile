@@ -19,7 +19,7 @@ export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES
 # Components `make test` needs: the control plane and every Argo CD version the lab runs.
 LAB_COMPONENTS := etcd kubernetes argocd-v3.6.1 argocd-v3.0.23 argocd-v2.14.11
 
-.PHONY: help deps build dist lab-build lab-up lab-down lab-status test test-unit test-lab demo bench fuzz vet
+.PHONY: help deps build dist docs lab-build lab-up lab-down lab-status test test-unit test-lab demo bench fuzz vet
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -39,6 +39,9 @@ VERSION ?=
 dist: ## cross-compile the release archives into dist/ with checksums and the krew manifest (VERSION=v1.2.3)
 	rm -rf dist
 	$(GO) run ./hack/dist -out dist $(if $(VERSION),-version $(VERSION))
+
+docs: ## regenerate the command reference, docs/commands/*.md, from the command tree
+	$(GO) run ./hack/gendocs -dir docs/commands
 
 lab-build: deps ## build the lab's binaries (or find them in the cache)
 	@bash lab/build.sh $(LAB_COMPONENTS) >/dev/null
