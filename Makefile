@@ -27,10 +27,18 @@ help: ## list the targets
 deps: ## install the OS packages the lab needs (redis-server, git)
 	@bash hack/deps.sh
 
+# `make build` stamps the binaries as releases do (.goreleaser.yaml): the version from git describe,
+# the commit and its date. Explicit ldflags, because a machine may set GOFLAGS=-buildvcs=false.
+GIT_VERSION := $(shell git describe --tags --always --dirty 2>/dev/null)
+GIT_COMMIT := $(shell git rev-parse HEAD 2>/dev/null)
+GIT_DATE := $(shell git log -1 --format=%cI 2>/dev/null)
+VERSION_PKG := github.com/unprune/unprune/internal/version
+BUILD_LDFLAGS := -X $(VERSION_PKG).version=$(GIT_VERSION) -X $(VERSION_PKG).commit=$(GIT_COMMIT) -X $(VERSION_PKG).buildDate=$(GIT_DATE)
+
 build: ## build bin/unprune, bin/kubectl-unprune (and its kubectl_complete-unprune), bin/argocd-unprune
-	$(GO) build -o bin/unprune ./cmd/unprune
-	$(GO) build -o bin/kubectl-unprune ./cmd/kubectl-unprune
-	$(GO) build -o bin/argocd-unprune ./cmd/argocd-unprune
+	$(GO) build -ldflags '$(BUILD_LDFLAGS)' -o bin/unprune ./cmd/unprune
+	$(GO) build -ldflags '$(BUILD_LDFLAGS)' -o bin/kubectl-unprune ./cmd/kubectl-unprune
+	$(GO) build -ldflags '$(BUILD_LDFLAGS)' -o bin/argocd-unprune ./cmd/argocd-unprune
 	install -m 0755 plugins/kubectl_complete-unprune bin/kubectl_complete-unprune
 
 # The release archives of .goreleaser.yaml built with the go command alone: every platform, the
