@@ -35,11 +35,13 @@ GIT_DATE := $(shell git log -1 --format=%cI 2>/dev/null)
 VERSION_PKG := github.com/unprune/unprune/internal/version
 BUILD_LDFLAGS := -X $(VERSION_PKG).version=$(GIT_VERSION) -X $(VERSION_PKG).commit=$(GIT_COMMIT) -X $(VERSION_PKG).buildDate=$(GIT_DATE)
 
+BIN_DIR ?= bin
+
 build: ## build bin/unprune, bin/kubectl-unprune (and its kubectl_complete-unprune), bin/argocd-unprune
-	$(GO) build -ldflags '$(BUILD_LDFLAGS)' -o bin/unprune ./cmd/unprune
-	$(GO) build -ldflags '$(BUILD_LDFLAGS)' -o bin/kubectl-unprune ./cmd/kubectl-unprune
-	$(GO) build -ldflags '$(BUILD_LDFLAGS)' -o bin/argocd-unprune ./cmd/argocd-unprune
-	install -m 0755 plugins/kubectl_complete-unprune bin/kubectl_complete-unprune
+	$(GO) build -ldflags '$(BUILD_LDFLAGS)' -o $(BIN_DIR)/unprune ./cmd/unprune
+	$(GO) build -ldflags '$(BUILD_LDFLAGS)' -o $(BIN_DIR)/kubectl-unprune ./cmd/kubectl-unprune
+	$(GO) build -ldflags '$(BUILD_LDFLAGS)' -o $(BIN_DIR)/argocd-unprune ./cmd/argocd-unprune
+	install -m 0755 plugins/kubectl_complete-unprune $(BIN_DIR)/kubectl_complete-unprune
 
 # The release archives of .goreleaser.yaml built with the go command alone: every platform, the
 # same ldflags, sha256 checksums and the krew manifest. VERSION defaults to `git describe`.

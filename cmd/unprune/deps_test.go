@@ -11,7 +11,7 @@ import (
 // lab builds them in modules of its own.
 func TestNoArgoCDOrKubernetesModule(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{if .Module}}{{.Module.Path}}{{end}}",
-		"github.com/unprune/unprune/cmd/unprune", "github.com/unprune/unprune/cmd/kubectl-unprune").Output()
+		"github.com/unprune/unprune/cmd/unprune", "github.com/unprune/unprune/cmd/kubectl-unprune", "github.com/unprune/unprune/cmd/argocd-unprune").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
