@@ -12,13 +12,18 @@ import (
 
 func TestRun(t *testing.T) {
 	v := argocd.Version{Major: 3, Minor: 6, Patch: 1}
-	s := cluster.Settings{Settings: argocd.NewSettings(map[string]string{argocd.SettingTrackingMethod: "annotation"}, &v), FilterKnown: true}
+	s := cluster.Settings{Settings: argocd.NewSettings(map[string]string{argocd.SettingTrackingMethod: "annotation"}, &v), FilterKnown: true,
+		Filter: argocd.ResourceFilter{Exclusions: []argocd.FilteredResource{{APIGroups: []string{""}, Kinds: []string{"Secret"}}}}}
 	c := clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer)
 	c.Add("", "Namespace", "", "untracked", nil, nil)
 	c.Add("", "Namespace", "", "other", nil, map[string]string{argocd.AnnotationTrackingID: "other:/Namespace:dest/other"})
 	c.Add("", "Namespace", "", "mine", nil, map[string]string{argocd.AnnotationTrackingID: "web:/Namespace:dest/mine"})
 	c.Add("", "Namespace", "", "leaving", nil, map[string]string{argocd.AnnotationTrackingID: "web:/Namespace:dest/leaving"})
 	c.Add("", "ConfigMap", "dest", "hook", nil, nil)
+	// Live, untracked, but never an app's: owned by another object, or of an excluded kind.
+	owned := c.Add("", "ConfigMap", "dest", "owned", nil, nil)
+	c.Update(owned, func(o *cluster.Object) { o.Owners = []string{"Deployment/web"} })
+	c.Add("", "Secret", "dest", "excluded", nil, nil)
 	argo := clustertest.NewArgoCD("argocd", c, s.Settings)
 	app := argocd.Application{Namespace: "argocd", Name: "web", Project: "default", Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "dest"},
 		Resources: []argocd.Resource{{Version: "v1", Kind: "Namespace", Name: "mine"}, {Version: "v1", Kind: "Namespace", Name: "leaving"}}}
@@ -38,6 +43,14 @@ metadata: {name: mine}
 apiVersion: v1
 kind: Namespace
 metadata: {name: brand-new}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: owned}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: excluded}
 ---
 apiVersion: v1
 kind: List
@@ -66,8 +79,9 @@ items:
 			t.Errorf("%s: %s, want %s", k, got[k], v)
 		}
 	}
-	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0], "hook") {
-		t.Errorf("skipped %v; want the hook, namespaced into the destination", rep.Skipped)
+	skipped := strings.Join(rep.Skipped, "\n")
+	if len(rep.Skipped) != 2 || !strings.Contains(skipped, "ConfigMap/dest/hook: a hook") || !strings.Contains(skipped, "Secret/dest/excluded: its kind is excluded") {
+		t.Errorf("skipped %q; want the hook and the excluded Secret, namespaced into the destination", rep.Skipped)
 	}
 }
 
