@@ -225,7 +225,7 @@ func auditCluster(ctx context.Context, objects cluster.Objects, jobs []*job, s a
 		workers = 8
 	}
 	rows := make([]Row, len(jobs))
-	step := progress.Start(ctx, "weighing deletions in "+objects.Info().Name, len(jobs))
+	step := progress.Start(ctx, "auditing deletions in cluster "+objects.Info().Name, len(jobs))
 	defer step.Finish()
 	parallel.ForEach(len(jobs), workers, func(i int) {
 		rows[i] = judge(ctx, objects, jobs[i], s, argo.Namespace(), policy, o.Probe, controllerAs)
