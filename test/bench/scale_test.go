@@ -230,13 +230,7 @@ func BenchmarkDetachAtScale(b *testing.B) {
 						return process(b, bin, "--kubeconfig", env.State.Kubeconfig, "--journal-dir", journals, "--argocd-namespace", sets[0].argocdNamespace,
 							"detach", sets[0].app, "--all", "--yes", "--wait=false")
 					}
-					var d measurement
-					var loop time.Duration
-					if run%2 == 0 {
-						d, loop = detach(), patchLoop(b, dyn, sets[1], true)
-					} else {
-						loop, d = patchLoop(b, dyn, sets[1], true), detach()
-					}
+					d, loop := pair(run, detach, func() time.Duration { return patchLoop(b, dyn, sets[1], true) })
 					k := kubectlAll(b, env, sets[2])
 					paths, _ := filepath.Glob(filepath.Join(journals, "*.json"))
 					if len(paths) != 1 {
@@ -245,13 +239,7 @@ func BenchmarkDetachAtScale(b *testing.B) {
 					undo := func() measurement {
 						return process(b, bin, "--kubeconfig", env.State.Kubeconfig, "--journal-dir", journals, "undo", paths[0], "--yes")
 					}
-					var u measurement
-					var restore time.Duration
-					if run%2 == 0 {
-						u, restore = undo(), patchLoop(b, dyn, sets[1], false)
-					} else {
-						restore, u = patchLoop(b, dyn, sets[1], false), undo()
-					}
+					u, restore := pair(run, undo, func() time.Duration { return patchLoop(b, dyn, sets[1], false) })
 					patchLoop(b, dyn, sets[2], false)
 					detachVsLoop = append(detachVsLoop, d.took.Seconds()/loop.Seconds())
 					detachVsKubectl = append(detachVsKubectl, d.took.Seconds()/k.Seconds())
@@ -274,6 +262,16 @@ func BenchmarkDetachAtScale(b *testing.B) {
 			})
 		}
 	}
+}
+
+// pair measures unprune and its baseline one after the other, unprune first in even runs.
+func pair(run int, unprune func() measurement, baseline func() time.Duration) (measurement, time.Duration) {
+	if run%2 == 0 {
+		m := unprune()
+		return m, baseline()
+	}
+	d := baseline()
+	return unprune(), d
 }
 
 // kubectlAll removes the tracking metadata from every ConfigMap of the namespace with one kubectl.
