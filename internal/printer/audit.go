@@ -115,11 +115,7 @@ func guardNames(guards []risk.Guard) []string {
 
 // Names are the -o name lines.
 func (d AuditReport) Names() []string {
-	out := make([]string, 0, len(d.Items))
-	for _, it := range d.Items {
-		out = append(out, it.Resource.NameLine())
-	}
-	return out
+	return names(d.Items, func(it AuditItem) string { return it.Resource.NameLine() })
 }
 
 // AuditTable writes the human table; wide adds the cluster, why each is risky and the probe's answer.

@@ -133,11 +133,7 @@ func NewChangeReport(kind string, meta Metadata, argo *ArgoCD, run *engine.Run) 
 
 // Names are the -o name lines.
 func (d ChangeReport) Names() []string {
-	out := make([]string, 0, len(d.Items))
-	for _, it := range d.Items {
-		out = append(out, it.Resource.NameLine())
-	}
-	return out
+	return names(d.Items, func(it ChangeItem) string { return it.Resource.NameLine() })
 }
 
 // ChangeTable writes one row per object: what changes (or changed), or why not.

@@ -75,11 +75,7 @@ func NewCheckReport(meta Metadata, argo *ArgoCD, r check.Report) CheckReport {
 
 // Names are the -o name lines.
 func (d CheckReport) Names() []string {
-	out := make([]string, 0, len(d.Items))
-	for _, it := range d.Items {
-		out = append(out, it.Resource.NameLine())
-	}
-	return out
+	return names(d.Items, func(it CheckItem) string { return it.Resource.NameLine() })
 }
 
 // what says in words what happens to the object.

@@ -65,11 +65,7 @@ func NewJournalList(meta Metadata, dir string, sums []journal.Summary) JournalLi
 
 // Names are the -o name lines: the journal paths.
 func (d JournalList) Names() []string {
-	out := make([]string, 0, len(d.Items))
-	for _, it := range d.Items {
-		out = append(out, it.Path)
-	}
-	return out
+	return names(d.Items, func(it JournalItem) string { return it.Path })
 }
 
 // JournalTable writes the human table.

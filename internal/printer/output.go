@@ -200,3 +200,12 @@ func yesNo(b bool) string {
 	}
 	return "no"
 }
+
+// names is a document's -o name output: one line per item.
+func names[T any](items []T, line func(T) string) []string {
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		out = append(out, line(it))
+	}
+	return out
+}

@@ -61,11 +61,7 @@ func NewScanReport(meta Metadata, r scan.Report) ScanReport {
 
 // Names are the -o name lines.
 func (d ScanReport) Names() []string {
-	out := make([]string, 0, len(d.Items))
-	for _, it := range d.Items {
-		out = append(out, it.Resource.NameLine())
-	}
-	return out
+	return names(d.Items, func(it ScanItem) string { return it.Resource.NameLine() })
 }
 
 // ScanTable writes the human table; wide adds the cluster, why each is risky and what Argo CD
