@@ -6,13 +6,10 @@ package audit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
@@ -279,58 +276,6 @@ func judge(ctx context.Context, objects cluster.Objects, j *job, s argocd.Settin
 		// Only what unprune can read for itself stands; an unprobed policy it recognises counts.
 	}
 	return row
-}
-
-// probeDelete asks the API server whether it would delete the object, deleting nothing. It probes
-// as Argo CD's controller when it can, since only a denial that also stops the controller guards
-// anything. As the prober itself, an RBAC refusal of the prober says nothing about the controller:
-// the result is then inconclusive.
-func probeDelete(ctx context.Context, p cluster.Prober, ref cluster.Ref, controllerAs string) *Probe {
-	if controllerAs != "" {
-		err := p.ProbeDelete(ctx, ref, controllerAs)
-		switch f := cluster.Classify(err); {
-		case err == nil:
-			return &Probe{Result: ProbeAllowed, As: controllerAs, Message: "the API server would delete it for Argo CD's controller"}
-		case f == cluster.FailureAdmission || isImmortal(err):
-			return &Probe{Result: ProbeDenied, As: controllerAs, Message: message(err)}
-		case f == cluster.FailureNotFound:
-			return &Probe{Result: ProbeGone, As: controllerAs, Message: "the object no longer exists"}
-		case f == cluster.FailureRBAC && !impersonationDenied(err):
-			return &Probe{Result: ProbeControllerForbidden, As: controllerAs, Message: message(err)}
-		}
-		// Impersonation not allowed (or another failure): probe as the prober instead.
-	}
-	err := p.ProbeDelete(ctx, ref, "")
-	switch f := cluster.Classify(err); {
-	case err == nil:
-		return &Probe{Result: ProbeAllowed, Message: "the API server would delete it"}
-	case f == cluster.FailureAdmission || isImmortal(err):
-		return &Probe{Result: ProbeDenied, Message: message(err)}
-	case f == cluster.FailureNotFound:
-		return &Probe{Result: ProbeGone, Message: "the object no longer exists"}
-	case f == cluster.FailureRBAC:
-		return &Probe{Result: ProbeInconclusive, Message: "your user may not delete it, so the API server's answer says nothing about Argo CD's controller " +
-			"(probe as a user who may delete it, or let unprune probe as the controller: --controller-as)"}
-	}
-	return &Probe{Result: ProbeInconclusive, Message: "the probe failed: " + err.Error()}
-}
-
-func isImmortal(err error) bool {
-	// The API server's own refusal to delete default, kube-system and kube-public.
-	return err != nil && strings.Contains(err.Error(), "this namespace may not be deleted")
-}
-
-func impersonationDenied(err error) bool {
-	return strings.Contains(err.Error(), "cannot impersonate")
-}
-
-// message is the API server's own words, without the client's wrapping.
-func message(err error) string {
-	var status apierrors.APIStatus
-	if errors.As(err, &status) && status.Status().Message != "" {
-		return status.Status().Message
-	}
-	return err.Error()
 }
 
 // ContentsOf says what a deletion takes with it: the objects in a Namespace, the custom resources

@@ -18,9 +18,19 @@ import (
 var gvrSelfSubjectAccessReview = schema.GroupVersionResource{Group: "authorization.k8s.io", Version: "v1", Resource: "selfsubjectaccessreviews"}
 
 // impersonating returns a dynamic client acting as user (the clients' own when user is empty).
+// When the clients already act as someone (--as), the API server cannot be asked as a third user:
+// replacing the impersonation would send the request with the credentials' own rights.
 func (o *Objects) impersonating(user string) (dynamic.Interface, error) {
-	if user == "" {
+	acting := o.Config.Impersonate
+	if user == "" || (acting.UserName == user && len(acting.Groups) == 0 && acting.UID == "" && len(acting.Extra) == 0) {
 		return o.Dynamic, nil
+	}
+	if acting.UserName != "" || len(acting.Groups) > 0 || acting.UID != "" {
+		who := acting.UserName
+		if who == "" {
+			who = "groups " + strings.Join(acting.Groups, ",")
+		}
+		return nil, &cluster.ChainedImpersonationError{ActingAs: who, As: user}
 	}
 	cfg := rest.CopyConfig(o.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}

@@ -1,0 +1,16 @@
+package cluster
+
+import "fmt"
+
+// ChainedImpersonationError is a request as As that was not sent because the client already acts
+// as ActingAs (kubectl's --as, --as-group, --as-uid): the API server does not let an impersonated
+// user impersonate in turn, and replacing the impersonation would send the request with the
+// credentials' own rights instead of ActingAs's.
+type ChainedImpersonationError struct {
+	ActingAs string
+	As       string
+}
+
+func (e *ChainedImpersonationError) Error() string {
+	return fmt.Sprintf("cannot act as %s while acting as %s (--as): Kubernetes does not chain impersonation; run without --as to act as %s", e.As, e.ActingAs, e.As)
+}
