@@ -3,6 +3,7 @@ module github.com/unprune/unprune
 go 1.26.0
 
 require (
+	github.com/gobwas/glob v1.0.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	golang.org/x/term v0.48.0

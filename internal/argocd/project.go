@@ -3,7 +3,6 @@ package argocd
 import (
 	"encoding/json"
 	"fmt"
-	"path"
 	"path/filepath"
 )
 
@@ -50,7 +49,9 @@ func ParseProject(data []byte) (Project, error) {
 // Permits reports whether the project lets an app manage a resource, as AppProject
 // IsGroupKindNamePermitted does (pkg/apis/application/v1alpha1/app_project_types.go): namespaced
 // kinds unless blacklisted (and, with a whitelist, only listed ones); cluster-scoped kinds only
-// when whitelisted — an empty cluster whitelist allows none. Entries are filepath.Match patterns.
+// when whitelisted — an empty cluster whitelist allows none. Entries are filepath.Match patterns, not
+// Argo CD's glob: isResourceInList and isNamedResourceInList (pkg/apis/application/v1alpha1/types.go)
+// call filepath.Match in every release from v2.14.11 to v3.6.1, so `{a,b}` matches nothing here.
 func (p Project) Permits(group, kind, name string, namespaced bool) bool {
 	if namespaced {
 		white := p.NamespaceWhitelist == nil || (len(*p.NamespaceWhitelist) != 0 && inList(group, kind, "", *p.NamespaceWhitelist))
@@ -100,8 +101,8 @@ var coreExclusions = []FilteredResource{
 
 // Excluded reports whether Argo CD ignores a kind in a cluster (its server URL), following
 // IsExcludedResource: excluded wins; otherwise included, or allowed when no inclusion rule names
-// the cluster. Argo CD matches groups and clusters with glob patterns; path.Match covers the `*`,
-// `?` and `[...]` they are written with.
+// the cluster. Groups and clusters are Argo CD glob patterns (see globMatch); kinds are exact,
+// case-sensitive names or `*` (matchKind in util/settings/filtered_resource.go, v2.14.11–v3.6.1).
 func (f ResourceFilter) Excluded(group, kind, clusterURL string) bool {
 	for _, r := range append(append([]FilteredResource{}, coreExclusions...), f.Exclusions...) {
 		if r.match(group, kind, clusterURL) {
@@ -127,7 +128,7 @@ func (r FilteredResource) match(group, kind, clusterURL string) bool {
 
 func (r FilteredResource) matchGroup(group string) bool {
 	for _, g := range r.APIGroups {
-		if ok, _ := path.Match(g, group); ok {
+		if globMatch(g, group) {
 			return true
 		}
 	}
@@ -145,7 +146,7 @@ func (r FilteredResource) matchKind(kind string) bool {
 
 func (r FilteredResource) matchCluster(clusterURL string) bool {
 	for _, c := range r.Clusters {
-		if ok, _ := path.Match(c, clusterURL); ok {
+		if globMatch(c, clusterURL) {
 			return true
 		}
 	}

@@ -26,6 +26,9 @@ func TestProjectPermits(t *testing.T) {
 		// An empty cluster whitelist allows no cluster-scoped kind; a nil namespace whitelist allows all.
 		{Project{}, "", "Namespace", "x", false, false},
 		{Project{NamespaceWhitelist: &none}, "", "ConfigMap", "c", true, false},
+		// AppProject lists are filepath.Match patterns, not Argo CD's glob: no `{a,b}` alternation.
+		{Project{NamespaceBlacklist: []GroupKind{{Group: "{apps,batch}", Kind: "*"}}}, "apps", "Deployment", "d", true, true},
+		{Project{NamespaceBlacklist: []GroupKind{{Group: "[^a]pps", Kind: "*"}}}, "opps", "Deployment", "d", true, false},
 	}
 	for _, tt := range tests {
 		if got := tt.project.Permits(tt.group, tt.kind, tt.name, tt.namespaced); got != tt.wantPermits {

@@ -90,3 +90,56 @@ func TestReadManifestsRefusesNonObjects(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestRunGlobExclusions: resource.exclusions are Argo CD globs (util/glob), so an excluded kind is
+// neither adopted nor pruned even when only `{a,b}` or a `*` across `/` names it, and a kind that
+// path.Match alone would exclude (`[^a]` is no negation in Argo CD's glob) is still reported.
+func TestRunGlobExclusions(t *testing.T) {
+	const server = "https://host:6443/k8s/clusters/c-1"
+	v := argocd.Version{Major: 3, Minor: 6, Patch: 1}
+	s := cluster.Settings{Settings: argocd.NewSettings(map[string]string{argocd.SettingTrackingMethod: "annotation"}, &v), FilterKnown: true,
+		Filter: argocd.ResourceFilter{Exclusions: []argocd.FilteredResource{
+			{APIGroups: []string{"{apps,extensions}"}, Kinds: []string{"Deployment"}, Clusters: []string{"https://*"}},
+			{APIGroups: []string{"[^a]atch"}, Kinds: []string{"*"}},
+		}}}
+	remote := clustertest.NewCluster("c-1", server, append(clustertest.DefaultKinds,
+		clustertest.Kind{Group: "batch", Version: "v1", Resource: "jobs", Kind: "Job", Namespaced: true})...)
+	for _, k := range []struct{ group, kind string }{{"apps", "Deployment"}, {"batch", "Job"}} {
+		remote.Add(k.group, k.kind, "dest", "untracked", nil, nil)
+		remote.Add(k.group, k.kind, "dest", "leaving", nil, map[string]string{argocd.AnnotationTrackingID: "web:" + k.group + "/" + k.kind + ":dest/leaving"})
+	}
+	argo := clustertest.NewArgoCD("argocd", clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer), s.Settings)
+	argo.Remote[server] = remote
+	app := argocd.Application{Namespace: "argocd", Name: "web", Project: "default", Destination: argocd.Destination{Server: server, Namespace: "dest"},
+		Resources: []argocd.Resource{
+			{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "dest", Name: "leaving"},
+			{Group: "batch", Version: "v1", Kind: "Job", Namespace: "dest", Name: "leaving"},
+		}}
+	manifests, err := ReadManifests("-", strings.NewReader(`
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: untracked}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: untracked}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), argo, s, app, manifests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, it := range rep.Items {
+		got[it.Resource.Kind+"/"+it.Resource.Name+" "+string(it.Kind)] = true
+	}
+	want := map[string]bool{"Job/untracked Adoption": true, "Job/leaving Prune": true}
+	if len(got) != len(want) || !got["Job/untracked Adoption"] || !got["Job/leaving Prune"] {
+		t.Errorf("items %v, want %v: Deployments are excluded by {apps,extensions} on https://*, Jobs are not by [^a]atch", got, want)
+	}
+	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0], "Deployment.apps/dest/untracked: its kind is excluded") {
+		t.Errorf("skipped %q; want only the excluded Deployment", rep.Skipped)
+	}
+}
