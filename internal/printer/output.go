@@ -125,6 +125,13 @@ func (o Output) Print(w io.Writer, doc any, names func() []string) error {
 		if err := u.UnmarshalJSON(b); err != nil {
 			return err
 		}
+		// Escape the document's strings, not the rendered text: the values come from clusters and
+		// may carry terminal escape sequences, while the template's own newlines and tabs are the
+		// user's layout and must stay. Values are escaped as the table's cells are, but never cut:
+		// a template extracts data, and a shortened value would be silently wrong. jsonpath-as-json
+		// stays valid JSON (an escaped value is an ordinary string); -o json and -o yaml carry the
+		// values as they are, encoded by their encoders.
+		u.Object = escapeStrings(u.Object).(map[string]any)
 		return o.template.PrintObj(u, w)
 	}
 	return fmt.Errorf("format %s is not a document format", o.Format)
@@ -152,10 +159,15 @@ const maxCell = 512
 // Safe makes a value read from a cluster fit to print on a terminal: control characters (escape
 // sequences, newlines, tabs) are shown escaped, invalid UTF-8 is replaced, and long values are cut.
 func Safe(s string) string {
+	return escape(s, maxCell)
+}
+
+// escape is Safe with a limit of runes shown, none when limit is negative.
+func escape(s string, limit int) string {
 	var b strings.Builder
 	n := 0
 	for i, r := range s {
-		if n >= maxCell {
+		if limit >= 0 && n >= limit {
 			fmt.Fprintf(&b, "…(%d bytes)", len(s))
 			break
 		}
@@ -171,6 +183,28 @@ func Safe(s string) string {
 		n++
 	}
 	return b.String()
+}
+
+// escapeStrings escapes every string of a decoded JSON value, map keys included (a template can
+// range over labels and print their keys), as Safe does but without cutting.
+func escapeStrings(v any) any {
+	switch v := v.(type) {
+	case string:
+		return escape(v, -1)
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, x := range v {
+			out[escape(k, -1)] = escapeStrings(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = escapeStrings(x)
+		}
+		return out
+	}
+	return v
 }
 
 // Line is Safe for a whole message: it keeps the message's length but escapes control characters.

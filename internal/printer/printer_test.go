@@ -2,8 +2,10 @@ package printer
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -90,6 +92,58 @@ func TestTemplateOutput(t *testing.T) {
 	_ = o.Print(&b, doc, doc.Names)
 	if b.String() != "namespace/a\nnamespace/b\n" {
 		t.Fatalf("-o name printed %q", b.String())
+	}
+}
+
+// TestTemplateOutputEscapesClusterValues: a value read from a cluster reaches the terminal through
+// -o jsonpath and -o go-template escaped exactly as a table cell, while the template's own newlines
+// and tabs stay, and jsonpath-as-json stays valid JSON.
+func TestTemplateOutputEscapesClusterValues(t *testing.T) {
+	const hostile = "web\x1b[31mred\r"
+	want := Safe(hostile)
+	if want != `web\x1b[31mred\r` {
+		t.Fatalf("Safe(%q) = %q: the test's expectation no longer holds", hostile, want)
+	}
+	doc := ScanReport{APIVersion: APIVersion, Kind: "ScanReport", Items: []ScanItem{{Resource: ResourceRef{Kind: "ConfigMap", Name: hostile}}}}
+	for _, tt := range []struct{ output, want string }{
+		{"jsonpath={.items[*].resource.name}", want},
+		{`jsonpath={range .items[*]}{.resource.kind}{"\t"}{.resource.name}{"\n"}{end}`, "ConfigMap\t" + want + "\n"},
+		{"go-template={{range .items}}{{.resource.name}}\n{{end}}", want + "\n"},
+	} {
+		o, err := ParseOutput(tt.output, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := o.Print(&b, doc, doc.Names); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != tt.want {
+			t.Errorf("-o %s printed %q, want %q", tt.output, b.String(), tt.want)
+		}
+	}
+	o, err := ParseOutput("jsonpath-as-json={.items[*].resource.name}", false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := o.Print(&b, doc, doc.Names); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	if err := json.Unmarshal(b.Bytes(), &names); err != nil || len(names) != 1 || names[0] != want {
+		t.Errorf("-o jsonpath-as-json printed %q (%v), want a JSON list of %q", b.String(), err, want)
+	}
+}
+
+// TestEscapeStrings: keys are escaped too (a template may print label keys), numbers are left
+// alone, and long values are not cut as table cells are.
+func TestEscapeStrings(t *testing.T) {
+	long := strings.Repeat("x", maxCell+10)
+	got := escapeStrings(map[string]any{"k\x1b": []any{"v\r", int64(1), map[string]any{"long": long}}})
+	want := map[string]any{`k\x1b`: []any{`v\r`, int64(1), map[string]any{"long": long}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("escapeStrings = %#v, want %#v", got, want)
 	}
 }
 
