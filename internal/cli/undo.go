@@ -41,11 +41,15 @@ in the cluster each entry was changed in.
 Each object is matched by UID: an object deleted and recreated under the same name is refused. Each
 key is restored only while it still holds what unprune wrote; a key someone has set differently
 since is left alone and reported. Tracking metadata that would name another app or another object
-than the entry's own is never restored (a journal is an input: one edited to hand an object to
-another app is refused). Journals others can write are refused, as ssh refuses loose keys.
+than the entry's own is never restored, nor tracking for an app that does not exist, as the journal
+records it, in the journal's Argo CD installation: undo reads those Applications first (in the
+cluster of --argocd-context, else --context; or through Argo CD's API with --via argocd), and
+refuses the entry when it cannot. Journals others can write are refused, as ssh refuses loose keys.
+These checks catch mistakes and stale journals; whoever runs as you can still edit a journal.
 
-Without --yes this is a preview; --dry-run=server asks the API server. Undo needs no Argo CD: it
-works from the journal alone; when Argo CD is reachable, the journal's Applications get a refresh.
+Without --yes this is a preview; --dry-run=server asks the API server. Guard and keep journals
+restore no tracking and need no Argo CD; after a restore, the journal's Applications get a refresh
+when Argo CD is reachable.
 
 ` + exitCodesHelp,
 		Example: `  # Journals, newest first
@@ -118,7 +122,7 @@ func (o *UndoOptions) Run(ctx context.Context) error {
 		_ = rec.Close()
 		return err
 	}
-	u, err := e.PlanUndo(ctx, rec, o.connect)
+	u, err := e.PlanUndo(ctx, rec, o.connect, o.journalArgoCD)
 	if err != nil {
 		_ = rec.Close()
 		return engineError(err)
@@ -151,6 +155,33 @@ func (o *UndoOptions) finish(u *engine.UndoRun, path string) error {
 		return &ExitError{Code: code, Err: fmt.Errorf("%s", msg)}
 	}
 	return Silent(code)
+}
+
+// journalArgoCD reaches the Argo CD installation a journal recorded, to read the Applications
+// whose tracking undo would write back: through Argo CD's API with --via argocd, else in the
+// cluster of --argocd-context (or --context), which must be the API server the journal recorded.
+func (o *UndoOptions) journalArgoCD(ctx context.Context, j *journal.Journal) (cluster.ArgoCD, error) {
+	if j.ArgoCD == nil {
+		return nil, fmt.Errorf("the journal names no Argo CD installation")
+	}
+	if o.ArgoCDNamespace != "" && o.ArgoCDNamespace != j.ArgoCD.Namespace {
+		return nil, fmt.Errorf("the journal's Argo CD runs in namespace %s, not --argocd-namespace %s: leave the flag out", j.ArgoCD.Namespace, o.ArgoCDNamespace)
+	}
+	o.ArgoCDNamespace = j.ArgoCD.Namespace
+	argo, err := o.ArgoCD(ctx)
+	if err != nil {
+		return nil, err
+	}
+	recorded, _ := j.ClusterOf(journal.Entry{Cluster: j.ArgoCD.Cluster})
+	got := argo.Cluster()
+	switch {
+	case recorded.Via == cluster.ViaKubeconfig && got.Via == cluster.ViaKubeconfig && recorded.URL != "" && got.URL != recorded.URL:
+		return nil, fmt.Errorf("the journal's Argo CD runs in the cluster at %s, but context %q talks to %s: name its context with --argocd-context",
+			recorded.URL, got.Context, got.URL)
+	case recorded.Via == cluster.ViaArgoCDAPI && got.Via == cluster.ViaArgoCDAPI && got.Server != recorded.Server:
+		return nil, fmt.Errorf("the journal was written through Argo CD's API at %s, but this run talks to %s: point --argocd-server (--server for argocd unprune) or $ARGOCD_SERVER at the journal's", recorded.Server, got.Server)
+	}
+	return argo, nil
 }
 
 // connect reaches the cluster a journal entry lives in, the way it was reached when the entry was

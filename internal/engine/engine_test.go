@@ -326,7 +326,7 @@ func TestUndoRestoresAndRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := e.PlanUndo(context.Background(), rec, func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) { return w.cluster, nil })
+	u, err := e.PlanUndo(context.Background(), rec, func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) { return w.cluster, nil }, w.argoOf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestUndoRefusesForeignTracking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, _ := e.PlanUndo(context.Background(), rec, func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) { return w.cluster, nil })
+	u, _ := e.PlanUndo(context.Background(), rec, func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) { return w.cluster, nil }, w.argoOf)
 	e.Restore(context.Background(), u, DryRunNone)
 	if it := u.Items[0]; it.Outcome != OutcomeRefused || !strings.Contains(it.Message, "names app instance") {
 		t.Fatalf("%s: %s", it.Outcome, it.Message)
@@ -403,7 +403,7 @@ func TestScrubLastAppliedKeepsSecretsOut(t *testing.T) {
 		t.Fatalf("the journal holds the Secret's data:\n%s", raw)
 	}
 	rec, _ := w.store.Open(run.Journal)
-	u, _ := e.PlanUndo(context.Background(), rec, func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) { return w.cluster, nil })
+	u, _ := e.PlanUndo(context.Background(), rec, func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) { return w.cluster, nil }, w.argoOf)
 	e.Restore(context.Background(), u, DryRunNone)
 	if got := w.cluster.Object(ref).Annotations[argocd.AnnotationLastAppliedConfiguration]; got != lastApplied {
 		t.Fatalf("undo did not restore last-applied byte for byte:\n got %q\nwant %q", got, lastApplied)

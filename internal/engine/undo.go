@@ -27,9 +27,12 @@ type UndoRun struct {
 // PlanUndo reads, for every entry of the journal not undone yet, the live object in the entry's
 // cluster and decides which keys to put back: only keys that still hold what unprune wrote (a key
 // someone has set differently since is left alone and reported), only on the object unprune changed
-// (same UID), and never tracking metadata naming another app or object than the entry's own.
-func (e *Engine) PlanUndo(ctx context.Context, rec *journal.Recorder, connect Connect) (*UndoRun, error) {
+// (same UID), never tracking metadata naming another app or object than the entry's own, and
+// tracking only for an app that exists, as the journal describes it, in the journal's Argo CD
+// installation (reached with argoOf).
+func (e *Engine) PlanUndo(ctx context.Context, rec *journal.Recorder, connect Connect, argoOf ArgoCDOf) (*UndoRun, error) {
 	j := rec.Snapshot()
+	checks := checkApps(ctx, j, argoOf)
 	run := &Run{Command: "undo", Strategy: j.Command, Mode: ModePreview}
 	apps := map[string]*AppRun{}
 	byCluster := map[string][]*Item{}
@@ -63,36 +66,40 @@ func (e *Engine) PlanUndo(ctx context.Context, rec *journal.Recorder, connect Co
 		byCluster[key] = append(byCluster[key], it)
 	}
 	parallel.ForEach(len(clusters), len(clusters), func(k int) {
-		items := byCluster[clusters[k]]
-		first := j.Entries[items[0].Entry]
-		info, _ := j.ClusterOf(first)
-		objects, err := connect(ctx, info, first.Application)
-		if err != nil {
-			for _, it := range items {
-				it.Outcome, it.Reason, it.Message = OutcomeFailed, string(cluster.Classify(err)), err.Error()
-			}
-			return
-		}
-		refs := make([]cluster.Ref, len(items))
-		for i, it := range items {
-			it.Objects = objects
-			if resolved, err := objects.Resolve(ctx, it.Ref.Group, it.Ref.Kind, it.Ref.Version, it.Ref.Namespace, it.Ref.Name); err == nil {
-				it.Ref = resolved
-			}
-			refs[i] = it.Ref
-			entry := j.Entries[it.Entry]
-			it.replan = func(live *cluster.Object) plan.Plan { return undoPlan(j, entry, live) }
-		}
-		for i, res := range objects.Read(ctx, refs) {
-			it := items[i]
-			if cluster.IsNotFound(res.Err) {
-				it.Outcome, it.Reason, it.Message = OutcomeGone, string(cluster.FailureNotFound), "the object no longer exists"
-				continue
-			}
-			decide(it, res)
-		}
+		readUndo(ctx, j, byCluster[clusters[k]], connect, checks)
 	})
 	return &UndoRun{Run: run, Recorder: rec, Journal: j}, nil
+}
+
+// readUndo reads the objects of one cluster's entries and plans their restore.
+func readUndo(ctx context.Context, j *journal.Journal, items []*Item, connect Connect, checks appChecks) {
+	first := j.Entries[items[0].Entry]
+	info, _ := j.ClusterOf(first)
+	objects, err := connect(ctx, info, first.Application)
+	if err != nil {
+		for _, it := range items {
+			it.Outcome, it.Reason, it.Message = OutcomeFailed, string(cluster.Classify(err)), err.Error()
+		}
+		return
+	}
+	refs := make([]cluster.Ref, len(items))
+	for i, it := range items {
+		it.Objects = objects
+		if resolved, err := objects.Resolve(ctx, it.Ref.Group, it.Ref.Kind, it.Ref.Version, it.Ref.Namespace, it.Ref.Name); err == nil {
+			it.Ref = resolved
+		}
+		refs[i] = it.Ref
+		entry := j.Entries[it.Entry]
+		it.replan = func(live *cluster.Object) plan.Plan { return checks.guard(j, entry, undoPlan(j, entry, live)) }
+	}
+	for i, res := range objects.Read(ctx, refs) {
+		it := items[i]
+		if cluster.IsNotFound(res.Err) {
+			it.Outcome, it.Reason, it.Message = OutcomeGone, string(cluster.FailureNotFound), "the object no longer exists"
+			continue
+		}
+		decide(it, res)
+	}
 }
 
 // Restore carries a planned undo as far as mode says; restored entries are marked undone.
