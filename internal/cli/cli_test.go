@@ -139,12 +139,17 @@ func TestRunExit(t *testing.T) {
 	apps := func(verified bool, errText string) []printer.AppSummary {
 		return []printer.AppSummary{{Application: printer.AppRef{Namespace: "argocd", Name: "a"}, Verification: &printer.Verification{Verified: verified, Error: errText}}}
 	}
+	compared := func(verified bool) []printer.AppSummary {
+		return []printer.AppSummary{{Application: printer.AppRef{Namespace: "argocd", Name: "a"}, Verification: &printer.Verification{Verified: verified, Compared: true}}}
+	}
 	tests := []struct {
 		name   string
 		mode   string
 		s      printer.ChangeSummary
 		verify bool
 		want   int
+		// says is a part of the message the exit code comes with.
+		says string
 	}{
 		{name: "preview with changes", mode: "Preview", s: printer.ChangeSummary{Planned: 2}, want: ExitFindings},
 		{name: "preview, nothing to do", mode: "Preview", s: printer.ChangeSummary{Unchanged: 2}, want: ExitOK},
@@ -153,6 +158,11 @@ func TestRunExit(t *testing.T) {
 		{name: "dry run accepted", mode: "ServerDryRun", s: printer.ChangeSummary{DryRunAccepted: 2}, want: ExitFindings},
 		{name: "dry run rejected", mode: "ServerDryRun", s: printer.ChangeSummary{DryRunAccepted: 1, Failed: 1}, want: ExitFailure},
 		{name: "applied and verified", mode: "Apply", s: printer.ChangeSummary{Applied: 2, Applications: apps(true, "")}, verify: true, want: ExitOK},
+		{name: "released already, Argo CD has not compared", mode: "Apply", s: printer.ChangeSummary{Unchanged: 2, Applications: apps(false, "")}, verify: true,
+			want: ExitNotSynced, says: "has not compared the app since"},
+		{name: "released already and verified", mode: "Apply", s: printer.ChangeSummary{Unchanged: 2, Applied: 1, Applications: compared(true)}, verify: true, want: ExitOK},
+		{name: "compared, still listed", mode: "Apply", s: printer.ChangeSummary{Applied: 1, Applications: compared(false)}, verify: true,
+			want: ExitNotSynced, says: "did not show the release"},
 		{name: "applied, not shown", mode: "Apply", s: printer.ChangeSummary{Applied: 2, Applications: apps(false, "")}, verify: true, want: ExitNotSynced},
 		{name: "applied, verification failed to run", mode: "Apply", s: printer.ChangeSummary{Applied: 2, Applications: apps(false, "timeout")}, verify: true, want: ExitNotSynced},
 		{name: "applied without waiting", mode: "Apply", s: printer.ChangeSummary{Applied: 2}, want: ExitOK},
@@ -175,6 +185,9 @@ func TestRunExit(t *testing.T) {
 			}
 			if code >= ExitFailure && msg == "" {
 				t.Fatalf("exit %d without a message", code)
+			}
+			if !strings.Contains(msg, tt.says) {
+				t.Fatalf("exit %d says %q, want it to say %q", code, msg, tt.says)
 			}
 		})
 	}

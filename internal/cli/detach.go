@@ -27,6 +27,8 @@ type DetachOptions struct {
 	Wait     bool
 	Timeout  time.Duration
 	Workers  int
+	// AllOrNothing changes nothing when any selected object is refused or cannot be read.
+	AllOrNothing bool
 
 	selection selectionFlags
 	change    changeFlags
@@ -96,6 +98,7 @@ shows the resources released. Ctrl-C stops sending patches at once; the journal 
 	f.BoolVar(&o.Wait, "wait", o.Wait, "after applying, refresh the app and wait until Argo CD shows the resources released")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for Argo CD")
 	f.IntVar(&o.Workers, "workers", o.Workers, "objects patched concurrently (within --qps/--burst)")
+	f.BoolVar(&o.AllOrNothing, "all-or-nothing", false, "change nothing when any selected resource is refused or cannot be read (default: release the others, exit 4)")
 	_ = cmd.RegisterFlagCompletionFunc("strategy", fixedCompletion("untrack", "keep"))
 	o.selection.add(cmd)
 	o.change.add(cmd)
@@ -207,13 +210,20 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 	return o.execute(ctx, e, run)
 }
 
-// execute previews, asks, applies and verifies a planned run.
+// execute previews, asks, applies and verifies a planned run. Objects refused or unreadable do not
+// stop the others unless --all-or-nothing: the report names them and the exit code says so.
 func (o *DetachOptions) execute(ctx context.Context, e *engine.Engine, run *engine.Run) error {
 	counts := run.Counts()
 	mode := o.change.dryRun
+	planned, released := counts[engine.OutcomePlanned], alreadyReleased(run)
 	blocked := counts[engine.OutcomeRefused]+counts[engine.OutcomeFailed] > 0
-	if blocked || counts[engine.OutcomePlanned] == 0 {
-		if counts[engine.OutcomePlanned] == 0 && !blocked {
+	if blocked && o.AllOrNothing || planned == 0 && (released == 0 || mode != engine.DryRunNone) {
+		switch {
+		case blocked && o.AllOrNothing:
+			fmt.Fprintln(o.ErrOut, "--all-or-nothing: some resources are refused or failed, so nothing is changed.")
+		case planned == 0 && released > 0:
+			fmt.Fprintf(o.ErrOut, "Nothing to change: %d resources are released already; Argo CD has not compared since. Add --yes to wait for it.\n", released)
+		case planned == 0 && !blocked:
 			fmt.Fprintln(o.ErrOut, "Nothing to change: the selected resources carry no tracking metadata of their apps.")
 		}
 		return o.finish(run, false)
@@ -222,7 +232,7 @@ func (o *DetachOptions) execute(ctx context.Context, e *engine.Engine, run *engi
 		if err := o.print(run); err != nil {
 			return err
 		}
-		ok, err := confirm(o.IOStreams, fmt.Sprintf("Detach %d resources from %s (strategy %s)? [y/N] ", counts[engine.OutcomePlanned], appsText(run), run.Strategy))
+		ok, err := confirm(o.IOStreams, fmt.Sprintf("Detach %d resources from %s (strategy %s)? [y/N] ", planned, appsText(run), run.Strategy))
 		if err != nil || !ok {
 			fmt.Fprintln(o.ErrOut, "Nothing was changed.")
 			return Silent(ExitFindings)
@@ -235,7 +245,7 @@ func (o *DetachOptions) execute(ctx context.Context, e *engine.Engine, run *engi
 	if run.Journal != "" {
 		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", run.Journal, run.Journal)
 	}
-	wait := o.Wait && mode == engine.DryRunNone && !run.Interrupted && run.Counts()[engine.OutcomeApplied] > 0
+	wait := o.Wait && mode == engine.DryRunNone && !run.Interrupted && run.Counts()[engine.OutcomeApplied]+released > 0
 	if wait {
 		fmt.Fprintf(o.ErrOut, "Waiting up to %s for Argo CD to show the resources released...\n", o.Timeout)
 		e.Verify(ctx, run, o.Timeout)
@@ -297,6 +307,18 @@ func (o *DetachOptions) print(run *engine.Run) error {
 func looksLikeResource(arg string) bool {
 	first, _, found := strings.Cut(arg, "/")
 	return found && (strings.ContainsAny(first, "ABCDEFGHIJKLMNOPQRSTUVWXYZ.") || strings.Count(arg, "/") > 1)
+}
+
+// alreadyReleased counts the objects an earlier run (or someone else) released before Argo CD
+// compared the app again.
+func alreadyReleased(run *engine.Run) int {
+	n := 0
+	for _, it := range run.Items {
+		if it.Outcome == engine.OutcomeUnchanged && it.Reason == engine.ReasonAlreadyReleased {
+			n++
+		}
+	}
+	return n
 }
 
 func appsText(run *engine.Run) string {

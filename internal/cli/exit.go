@@ -107,8 +107,11 @@ func runExit(doc printer.ChangeReport, verify bool) (int, string) {
 		for _, a := range s.Applications {
 			if v := a.Verification; v != nil && !v.Verified {
 				why := "did not show the release"
-				if v.Error != "" {
+				switch {
+				case v.Error != "":
 					why = "could not be asked (" + v.Error + ")"
+				case !v.Compared:
+					why = "has not compared the app since (its controller is busy or stopped), so it did not show the release"
 				}
 				return ExitNotSynced, fmt.Sprintf("every change was made, but Argo CD %s for Application %s/%s in time",
 					why, a.Application.Namespace, a.Application.Name)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
@@ -45,7 +46,38 @@ func (e *Engine) PlanDetach(ctx context.Context, req DetachRequest) (*Run, error
 		}
 	}
 	e.readAndPlan(ctx, run)
+	e.explainReleased(run)
 	return run, nil
+}
+
+// explainReleased says, for each object released already, which earlier run released it, when a
+// journal of this machine knows.
+func (e *Engine) explainReleased(run *Run) {
+	uids := map[string]bool{}
+	for _, it := range run.Items {
+		if it.Reason == ReasonAlreadyReleased && it.Live != nil {
+			uids[it.Live.UID] = true
+		}
+	}
+	if len(uids) == 0 || e.Journals == nil {
+		return
+	}
+	found := e.Journals.Releases(uids)
+	for _, it := range run.Items {
+		if it.Reason != ReasonAlreadyReleased || it.Live == nil {
+			continue
+		}
+		r, ok := found[it.Live.UID]
+		switch {
+		case !ok:
+			it.Message = "already released: it carries no tracking metadata of the app (removed by hand or by another tool); Argo CD has not compared the app since"
+		case r.Sent:
+			it.Message = fmt.Sprintf("already released by unprune at %s (journal %s); Argo CD has not compared the app since", r.At.UTC().Format(time.RFC3339), r.Path)
+		default:
+			it.Message = fmt.Sprintf("already released: unprune's run of %s (journal %s) ended before it could record the patch; Argo CD has not compared the app since",
+				r.At.UTC().Format(time.RFC3339), r.Path)
+		}
+	}
 }
 
 // selectForApp adds an app and its selected rows to the run.
@@ -169,6 +201,8 @@ func decide(it *Item, res cluster.ReadResult) {
 	switch {
 	case it.Plan.Refusal != nil:
 		it.Outcome, it.Reason, it.Message = OutcomeRefused, string(it.Plan.Refusal.Code), it.Plan.Refusal.Message
+	case it.Plan.Released && len(it.Plan.Changes) == 0:
+		it.Outcome, it.Reason, it.Message = OutcomeUnchanged, ReasonAlreadyReleased, "already released: it carries no tracking metadata of the app; Argo CD has not compared the app since"
 	case len(it.Plan.Changes) == 0:
 		it.Outcome = OutcomeUnchanged
 	default:

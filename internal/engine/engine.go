@@ -86,6 +86,11 @@ const (
 	OutcomeNotAttempted   Outcome = "NotAttempted"   // interrupted before its patch was sent
 )
 
+// ReasonAlreadyReleased marks an Unchanged object that the app's status still lists but that carries
+// no tracking of the app any more: released by an earlier, interrupted run (or by hand) before Argo
+// CD compared the app again. The run goes on with the others and waits for Argo CD to drop it.
+const ReasonAlreadyReleased = "AlreadyReleased"
+
 // Changed reports outcomes that changed the object.
 func (o Outcome) Changed() bool { return o == OutcomeApplied || o == OutcomeRestored }
 
@@ -162,7 +167,10 @@ func (r *Run) Counts() map[Outcome]int {
 type Verification struct {
 	// Verified is true when a comparison that started after the last patch showed the released
 	// objects released (gone from the app, or no longer making it OutOfSync).
-	Verified   bool
+	Verified bool
+	// Compared is true when Argo CD compared the app after the change; false means its controller
+	// has not got to it yet (busy, or stopped), so the status says nothing about the release.
+	Compared   bool
 	Synced     bool
 	SyncStatus string
 	Revision   string

@@ -9,7 +9,6 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/parallel"
-	"github.com/unprune/unprune/internal/plan"
 	"github.com/unprune/unprune/internal/progress"
 )
 
@@ -185,8 +184,11 @@ func (e *Engine) patchOne(ctx context.Context, it *Item, dryRun bool, rec marks,
 		live = fresh
 		it.Live = fresh
 		current = it.replan(fresh)
-		if current.Refusal != nil && current.Refusal.Code == plan.RefuseTrackingNotFound || current.Refusal == nil && len(current.Changes) == 0 {
+		if current.Refusal == nil && len(current.Changes) == 0 {
 			it.Plan = current
+			if current.Released {
+				it.Reason = ReasonAlreadyReleased
+			}
 			e.skip(it, rec, OutcomeUnchanged, "nothing left to change after a conflict: released by someone else meanwhile")
 			return
 		}

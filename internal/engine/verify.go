@@ -42,6 +42,10 @@ func (e *Engine) Verify(ctx context.Context, run *Run, timeout time.Duration) {
 		switch {
 		case it.Outcome.Changed():
 			j.changed = true
+		case it.Outcome == OutcomeUnchanged && it.Reason == ReasonAlreadyReleased:
+			// Released by an earlier, interrupted run (or by hand) while Argo CD lagged: nothing
+			// was patched now, but only Argo CD dropping it proves the release, so wait for that.
+			j.changed = true
 		case it.Outcome == OutcomeUnchanged && it.Row != nil && it.Row.RequiresPruning:
 			// Released already (by someone else): it must leave the app's status too.
 		default:
@@ -70,7 +74,7 @@ func (e *Engine) Verify(ctx context.Context, run *Run, timeout time.Duration) {
 		defer step.Add(1)
 		out, err := verify.Wait(ctx, e.ArgoCD, j.app.App, j.released, want, patchedAt,
 			verify.Options{Timeout: timeout, Poll: e.Poll, Now: e.Now})
-		v := &Verification{Verified: out.Verified, Synced: out.App.SyncStatus == "Synced", SyncStatus: out.App.SyncStatus,
+		v := &Verification{Verified: out.Verified, Compared: out.Fresh, Synced: out.App.SyncStatus == "Synced", SyncStatus: out.App.SyncStatus,
 			Revision: out.App.Revision, Elapsed: e.now().Sub(patchedAt), StillListed: out.Lingering}
 		if err != nil {
 			v.Verified = false

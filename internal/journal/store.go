@@ -210,23 +210,10 @@ type Summary struct {
 // List returns a summary of every journal in the directory, newest first (by createdAt, then ID).
 // Files that fail to load are included with Err set. A missing directory means no journals.
 func (s *Store) List() ([]Summary, error) {
-	des, err := os.ReadDir(s.Dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("list journals in %s: %w", s.Dir, err)
-	}
 	var out []Summary
-	for _, de := range des {
-		name := de.Name()
-		if de.IsDir() || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, Ext) {
-			continue
-		}
-		path := filepath.Join(s.Dir, name)
-		j, torn, err := s.Load(path)
+	err := s.each(func(path string, j *Journal, torn bool, err error) {
 		if err != nil {
-			id := strings.TrimSuffix(name, Ext)
+			id := strings.TrimSuffix(filepath.Base(path), Ext)
 			sum := Summary{Path: path, ID: id, Err: err}
 			if len(id) >= len(idTimeLayout) {
 				if t, perr := time.Parse(idTimeLayout, id[:len(idTimeLayout)]); perr == nil {
@@ -234,17 +221,39 @@ func (s *Store) List() ([]Summary, error) {
 				}
 			}
 			out = append(out, sum)
-			continue
+			return
 		}
 		out = append(out, summarize(path, j, torn))
-	}
+	})
 	sort.SliceStable(out, func(a, b int) bool {
 		if !out[a].CreatedAt.Equal(out[b].CreatedAt) {
 			return out[a].CreatedAt.After(out[b].CreatedAt)
 		}
 		return out[a].ID > out[b].ID
 	})
-	return out, nil
+	return out, err
+}
+
+// each loads every journal file of the directory, in directory order. A missing directory means no
+// journals.
+func (s *Store) each(fn func(path string, j *Journal, torn bool, err error)) error {
+	des, err := os.ReadDir(s.Dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("list journals in %s: %w", s.Dir, err)
+	}
+	for _, de := range des {
+		name := de.Name()
+		if de.IsDir() || strings.HasPrefix(name, ".") || !strings.HasSuffix(name, Ext) {
+			continue
+		}
+		path := filepath.Join(s.Dir, name)
+		j, torn, err := s.Load(path)
+		fn(path, j, torn, err)
+	}
+	return nil
 }
 
 func summarize(path string, j *Journal, torn bool) Summary {
@@ -275,4 +284,42 @@ func (s *Store) Latest() (string, error) {
 		return "", fmt.Errorf("newest journal %s cannot be read: %w", list[0].Path, list[0].Err)
 	}
 	return list[0].Path, nil
+}
+
+// Release is where a journal recorded the release of one object.
+type Release struct {
+	Path string
+	At   time.Time
+	// Sent is false when the entry is still planned: the run was killed after the journal was
+	// written, before it could mark the patch — which may or may not have been sent.
+	Sent bool
+}
+
+// Releases finds, for the given object UIDs, the newest entry of a detach journal whose patch
+// was applied or planned (a run killed before it could mark it), so that a rerun can say who
+// released an object Argo CD still lists. Journals that cannot be read are passed over: this is
+// an explanation, never a permission.
+func (s *Store) Releases(uids map[string]bool) map[string]Release {
+	out := map[string]Release{}
+	if len(uids) == 0 {
+		return out
+	}
+	_ = s.each(func(path string, j *Journal, _ bool, err error) {
+		if err != nil || j.Command != "detach" {
+			return
+		}
+		for _, e := range j.Entries {
+			if !uids[e.Object.UID] || e.State != StateApplied && e.State != StatePlanned {
+				continue
+			}
+			at := e.UpdatedAt
+			if at.IsZero() {
+				at = j.CreatedAt
+			}
+			if prev, seen := out[e.Object.UID]; !seen || at.After(prev.At) {
+				out[e.Object.UID] = Release{Path: path, At: at, Sent: e.State == StateApplied}
+			}
+		}
+	})
+	return out
 }

@@ -70,10 +70,6 @@ const (
 	RefuseHasOwner           RefusalCode = "HasOwnerReferences"
 	RefuseDeleting           RefusalCode = "BeingDeleted"
 	RefuseHook               RefusalCode = "Hook"
-	// RefuseTrackingNotFound: Argo CD lists the object as this app's, but it carries none of the
-	// tracking metadata unprune knows, under any setting: unprune's view of Argo CD is wrong, or the
-	// status predates a release.
-	RefuseTrackingNotFound RefusalCode = "TrackingNotFound"
 	// RefuseOtherInstallation: the object's installation-id names another Argo CD installation.
 	RefuseOtherInstallation RefusalCode = "OtherInstallation"
 )
@@ -93,6 +89,11 @@ type Plan struct {
 	Changes []journal.Change
 	Notes   []string
 	Refusal *Refusal
+	// Released is true when the app's status still lists the object but it carries no tracking
+	// metadata naming the app under any tracking method: there is nothing left that unprune (or
+	// anyone) could remove. This is what a rerun meets after an interruption, while Argo CD has not
+	// compared the app again; only that comparison can prove the release, and the engine waits for it.
+	Released bool
 }
 
 // Build plans the release of one object under Argo CD's settings.
@@ -168,11 +169,14 @@ func planFromRow(s argocd.Settings, p Plan, own argocd.Ownership, o Options) Pla
 		fields = append(fields, argocd.Field{Kind: argocd.FieldLabel, Key: s.InstanceLabelKey, Value: value})
 	}
 	if len(fields) == 0 {
-		p.Refusal = &Refusal{Code: RefuseTrackingNotFound, Message: fmt.Sprintf(
-			"Argo CD lists %s as requiring pruning in this app, but it carries no tracking metadata naming %q under any tracking method (%s). "+
-				"If it was released moments ago, Argo CD has not compared since: run `unprune scan` again in a few seconds. "+
-				"Otherwise unprune's view of Argo CD is wrong: pass --argocd-version (the version Argo CD really runs) or --argocd-namespace",
-			t.Ref, t.Instance, own.Detail)}
+		// Nothing names this app under any method: whatever unprune's view of the settings, there
+		// is nothing left to remove. A refusal here would make every rerun after an interruption
+		// fail until Argo CD compares again (a busy or stopped controller: minutes). The release is
+		// still not taken on faith: the engine waits for a comparison that no longer lists the
+		// object, and says so when Argo CD has not compared yet or still lists it.
+		p.Released = true
+		p.Notes = append(p.Notes, fmt.Sprintf("already released: it carries no tracking metadata naming %q under any tracking method (%s); "+
+			"Argo CD still lists it because it has not compared the app since", t.Instance, own.Detail))
 		return p
 	}
 	p.Notes = append(p.Notes, fmt.Sprintf("Argo CD lists this object as the app's although, with %s, unprune expected no tracking (%s): "+

@@ -438,20 +438,27 @@ func TestBuildForce(t *testing.T) {
 
 // TestBuildStatusRowIsAuthority: a row requiring pruning means Argo CD matched the object to the
 // app. When the settings find no tracking, unprune's model is wrong: it removes what names this app
-// under any method, or refuses — never "released already".
+// under any method; only when nothing names the app under any method is the object released already
+// (a rerun while Argo CD has not compared), and then nothing is planned.
 func TestBuildStatusRowIsAuthority(t *testing.T) {
 	tests := []struct {
-		name        string
-		settings    argocd.Settings
-		target      Target
-		opts        Options
-		wantCode    RefusalCode
-		wantChanges []string
-		wantNote    string
+		name         string
+		settings     argocd.Settings
+		target       Target
+		opts         Options
+		wantCode     RefusalCode
+		wantChanges  []string
+		wantNote     string
+		wantReleased bool
 	}{
-		{name: "no metadata at all", settings: labelMode, target: Target{Ref: ui, RequiresPruning: true}, wantCode: RefuseTrackingNotFound},
+		{name: "no metadata at all", settings: labelMode, target: Target{Ref: ui, RequiresPruning: true}, wantReleased: true, wantNote: "already released"},
 		{name: "ambiguous, part-of only", settings: ambiguousMode, target: Target{Ref: ui, RequiresPruning: true, Labels: map[string]string{keyPartOf: "guestbook"}},
-			wantCode: RefuseTrackingNotFound},
+			wantReleased: true},
+		{name: "released, another app's label left", settings: annotationMode,
+			target:       Target{Ref: ui, RequiresPruning: true, Labels: map[string]string{keyInstance: "other"}, Annotations: map[string]string{"team": "a"}},
+			wantReleased: true},
+		{name: "keep, released already", settings: labelMode, target: Target{Ref: ui, RequiresPruning: true}, opts: Options{Strategy: StrategyKeep},
+			wantReleased: true},
 		{name: "annotation mode read, label tracking real", settings: annotationMode,
 			target:      Target{Ref: ui, RequiresPruning: true, Labels: map[string]string{keyInstance: "guestbook"}},
 			wantChanges: []string{removed(journal.FieldLabel, keyInstance, "guestbook")}, wantNote: "unprune's view of the settings is wrong"},
@@ -478,6 +485,9 @@ func TestBuildStatusRowIsAuthority(t *testing.T) {
 			}
 			if got := changeStrings(p.Changes); !slices.Equal(got, tt.wantChanges) {
 				t.Errorf("changes %q, want %q", got, tt.wantChanges)
+			}
+			if p.Released != tt.wantReleased {
+				t.Errorf("released %v, want %v", p.Released, tt.wantReleased)
 			}
 			if tt.wantNote != "" && !strings.Contains(strings.Join(p.Notes, "\n"), tt.wantNote) {
 				t.Errorf("notes %q lack %q", p.Notes, tt.wantNote)

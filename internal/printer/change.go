@@ -51,6 +51,7 @@ type AppSummary struct {
 // Verification is what Argo CD showed after the change.
 type Verification struct {
 	Verified       bool          `json:"verified"`
+	Compared       bool          `json:"compared"`
 	Synced         bool          `json:"synced"`
 	SyncStatus     string        `json:"syncStatus"`
 	Revision       string        `json:"revision,omitempty"`
@@ -117,7 +118,7 @@ func NewChangeReport(kind string, meta Metadata, argo *ArgoCD, run *engine.Run) 
 	for _, a := range run.Apps {
 		as := AppSummary{Application: AppRef{a.App.Namespace, a.App.Name}, Instance: a.Instance, Message: a.Message}
 		if v := a.Verification; v != nil {
-			as.Verification = &Verification{Verified: v.Verified, Synced: v.Synced, SyncStatus: v.SyncStatus, Revision: v.Revision,
+			as.Verification = &Verification{Verified: v.Verified, Compared: v.Compared, Synced: v.Synced, SyncStatus: v.SyncStatus, Revision: v.Revision,
 				ElapsedSeconds: v.Elapsed.Seconds(), Error: v.Error}
 			for _, r := range v.StillListed {
 				as.Verification.StillListed = append(as.Verification.StillListed, fromRow(r))
@@ -222,6 +223,9 @@ func VerificationText(doc ChangeReport) string {
 			for _, r := range v.OutOfSync {
 				fmt.Fprintf(&b, "    %s\n", Safe(r.String()))
 			}
+		case !v.Compared:
+			fmt.Fprintf(&b, "Application %s: Argo CD has not compared it since the change (%.1fs): its controller is busy or stopped. "+
+				"The release shows when it does: unprune scan %s\n", ref, v.ElapsedSeconds, ref)
 		default:
 			fmt.Fprintf(&b, "Application %s is still %s after %.1fs.\n", ref, orNone(v.SyncStatus), v.ElapsedSeconds)
 			for _, r := range v.StillListed {

@@ -269,6 +269,22 @@ type ArgoCD struct {
 	mu       sync.Mutex
 	apps     map[string]*argocd.Application
 	refreshs int
+	stopped  bool
+}
+
+// Stop pauses the fake controller (a busy or stopped application controller): refreshes are
+// recorded but no app is compared until Resume.
+func (a *ArgoCD) Stop() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stopped = true
+}
+
+// Resume lets the fake controller compare again.
+func (a *ArgoCD) Resume() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.stopped = false
 }
 
 var _ cluster.ArgoCD = (*ArgoCD)(nil)
@@ -350,7 +366,7 @@ func (a *ArgoCD) GetApplication(_ context.Context, namespace, name string) (argo
 	if app == nil {
 		return argocd.Application{}, apierrors.NewNotFound(schema.GroupResource{Group: "argoproj.io", Resource: "applications"}, name)
 	}
-	if app.Refresh != "" {
+	if app.Refresh != "" && !a.stopped {
 		a.compare(app)
 	}
 	out := *app

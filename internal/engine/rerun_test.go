@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/journal"
+)
+
+// TestRerunWhileArgoCDLagsConverges: after a run that released some objects, Argo CD has not compared
+// the app yet (its controller is stopped), so its status still lists them. A rerun of --all plans
+// only the others, says who released the first ones, journals only what it patches, and its
+// verification says Argo CD has not compared — until the controller comes back.
+func TestRerunWhileArgoCDLagsConverges(t *testing.T) {
+	w := newWorld(t, "team-a", "team-b", "team-c", "team-d")
+	w.argo.Stop()
+	e := w.engine()
+	first := w.detach(DetachRequest{Resources: []ResourceArg{{Raw: "Namespace/team-a", Kind: "Namespace", Name: "team-a"},
+		{Raw: "Namespace/team-b", Kind: "Namespace", Name: "team-b"}}})
+	if err := e.Apply(context.Background(), first, DryRunNone); err != nil || first.Counts()[OutcomeApplied] != 2 {
+		t.Fatalf("first run: %v %v", err, outcomes(first))
+	}
+
+	rerun := w.detach(DetachRequest{All: true})
+	got := outcomes(rerun)
+	if got["team-a"] != OutcomeUnchanged || got["team-b"] != OutcomeUnchanged || got["team-c"] != OutcomePlanned || got["team-d"] != OutcomePlanned {
+		t.Fatalf("rerun outcomes %v", got)
+	}
+	for _, it := range rerun.Items {
+		if it.Outcome != OutcomeUnchanged {
+			continue
+		}
+		if it.Reason != ReasonAlreadyReleased || !strings.Contains(it.Message, first.Journal) {
+			t.Errorf("%s: reason %q message %q; want %s naming journal %s", it.Ref.Name, it.Reason, it.Message, ReasonAlreadyReleased, first.Journal)
+		}
+	}
+	if err := e.Apply(context.Background(), rerun, DryRunNone); err != nil || rerun.Counts()[OutcomeApplied] != 2 {
+		t.Fatalf("rerun apply: %v %v", err, outcomes(rerun))
+	}
+	j, _, err := w.store.Load(rerun.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, entry := range j.Entries {
+		if entry.Object.Name == "team-a" || entry.Object.Name == "team-b" {
+			t.Errorf("the rerun journaled %s again: objects must be released once", entry.Object.Name)
+		}
+	}
+
+	e.Verify(context.Background(), rerun, 50*time.Millisecond)
+	if v := rerun.Apps[0].Verification; v == nil || v.Verified || v.Compared {
+		t.Fatalf("with the controller stopped: verification %+v, want not compared", v)
+	}
+	w.argo.Resume()
+	e.Verify(context.Background(), rerun, time.Second)
+	if v := rerun.Apps[0].Verification; v == nil || !v.Verified || !v.Compared || !v.Synced {
+		t.Fatalf("after the controller resumed: verification %+v", v)
+	}
+}
+
+// TestRerunOfReleasedOnlyStillWaitsForArgoCD: when every object was released by an earlier run,
+// nothing is patched, but the run still waits for the comparison that drops them.
+func TestRerunOfReleasedOnlyStillWaitsForArgoCD(t *testing.T) {
+	w := newWorld(t, "team-a")
+	w.argo.Stop()
+	e := w.engine()
+	first := w.detach(DetachRequest{All: true})
+	if err := e.Apply(context.Background(), first, DryRunNone); err != nil {
+		t.Fatal(err)
+	}
+	w.argo.Resume()
+	rerun := w.detach(DetachRequest{All: true})
+	if rerun.Counts()[OutcomeUnchanged] != 1 || rerun.Items[0].Reason != ReasonAlreadyReleased {
+		t.Fatalf("rerun %v reason %q", outcomes(rerun), rerun.Items[0].Reason)
+	}
+	if err := e.Apply(context.Background(), rerun, DryRunNone); err != nil || rerun.Journal != "" {
+		t.Fatalf("nothing to patch, yet: %v journal %q", err, rerun.Journal)
+	}
+	before := w.argo.Refreshes()
+	e.Verify(context.Background(), rerun, time.Second)
+	if v := rerun.Apps[0].Verification; v == nil || !v.Verified || w.argo.Refreshes() == before {
+		t.Fatalf("verification %+v after %d refreshes", v, w.argo.Refreshes()-before)
+	}
+}
+
+// TestReleasedByHandIsNotBlamedOnAJournal: an object whose tracking someone removed by hand is
+// released already, and the message does not invent a journal.
+func TestReleasedByHandIsNotBlamedOnAJournal(t *testing.T) {
+	w := newWorld(t, "team-a")
+	w.cluster.Update(w.refs["team-a"], func(o *cluster.Object) {
+		delete(o.Labels, argocd.DefaultInstanceLabelKey)
+		delete(o.Annotations, argocd.AnnotationTrackingID)
+	})
+	run := w.detach(DetachRequest{All: true})
+	it := run.Items[0]
+	if it.Outcome != OutcomeUnchanged || it.Reason != ReasonAlreadyReleased || !strings.Contains(it.Message, "by hand") || strings.Contains(it.Message, journal.Ext) {
+		t.Fatalf("%s %s %q", it.Outcome, it.Reason, it.Message)
+	}
+}
