@@ -49,7 +49,8 @@ DELETE carrying dryRun=All: the API server authorizes it, runs admission and ans
 That dry-run DELETE is the only DELETE unprune ever sends, and only with --probe. Only a denial that
 would also stop Argo CD's controller counts: unprune probes as the controller when it may impersonate
 it (--controller-as, default its service account when it exists), else as you — and when RBAC refuses
-you, the probe cannot judge and says so.
+you, the probe cannot judge and says so. With --as, unprune already acts as another user and cannot act
+as the controller too (Kubernetes does not chain impersonation): it probes as that user.
 
 --fail-on high|any makes the exit code 1 when unguarded (or unjudged) deletions of that risk exist, for CI.
 
