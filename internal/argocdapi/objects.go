@@ -79,6 +79,17 @@ func fromManifest(r cluster.Ref, manifest string) (*cluster.Object, error) {
 	u := &unstructured.Unstructured{Object: content}
 	obj := &cluster.Object{Ref: r, UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion(),
 		Labels: u.GetLabels(), Annotations: u.GetAnnotations(), Deleting: u.GetDeletionTimestamp() != nil, Content: content}
+	// Argo CD returns the live object with its managedFields (server/application/application.go,
+	// GetResource and PatchResource only mask Secrets' data), and passes a merge patch to the
+	// destination unchanged: releasing Argo CD's field ownership works through its API too.
+	var meta struct {
+		Metadata struct {
+			ManagedFields []cluster.ManagedFieldsEntry `json:"managedFields"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal([]byte(manifest), &meta); err == nil {
+		obj.ManagedFields = meta.Metadata.ManagedFields
+	}
 	for _, ref := range u.GetOwnerReferences() {
 		obj.Owners = append(obj.Owners, ref.Kind+"/"+ref.Name)
 	}

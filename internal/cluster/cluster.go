@@ -6,7 +6,9 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -96,8 +98,48 @@ type Object struct {
 	// Owners are "Kind/name" of each ownerReference.
 	Owners   []string
 	Deleting bool
+	// ManagedFields are metadata.managedFields as the API server returned them.
+	ManagedFields []ManagedFieldsEntry
 	// Content is the whole object, when the backend read it in full (Get); nil after a metadata read.
 	Content map[string]any
+}
+
+// ManagedFieldsEntry is one entry of metadata.managedFields, with the JSON names of
+// metav1.ManagedFieldsEntry so that it is sent back to the API server as it was read. Time is kept as
+// the string the API server sent, FieldsV1 as its raw JSON.
+type ManagedFieldsEntry struct {
+	Manager     string          `json:"manager,omitempty"`
+	Operation   string          `json:"operation,omitempty"`
+	APIVersion  string          `json:"apiVersion,omitempty"`
+	Time        string          `json:"time,omitempty"`
+	FieldsType  string          `json:"fieldsType,omitempty"`
+	FieldsV1    json.RawMessage `json:"fieldsV1,omitempty"`
+	Subresource string          `json:"subresource,omitempty"`
+}
+
+// Identity is what the API server keeps one entry per: manager, operation, API version and
+// subresource.
+func (e ManagedFieldsEntry) Identity() string {
+	return e.Manager + "|" + e.Operation + "|" + e.APIVersion + "|" + e.Subresource
+}
+
+// Equal reports whether two entries are the same, field for field; FieldsV1 is compared as JSON
+// (its bytes without insignificant space: an indented journal holds the same value).
+func (e ManagedFieldsEntry) Equal(o ManagedFieldsEntry) bool {
+	return e.Identity() == o.Identity() && e.Time == o.Time && e.SameFields(o)
+}
+
+// SameFields reports whether two entries own the same fields.
+func (e ManagedFieldsEntry) SameFields(o ManagedFieldsEntry) bool {
+	return e.FieldsType == o.FieldsType && bytes.Equal(compact(e.FieldsV1), compact(o.FieldsV1))
+}
+
+func compact(raw json.RawMessage) []byte {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return raw
+	}
+	return b.Bytes()
 }
 
 // ReadResult is one object of a bulk read: the object, or why it could not be read.
