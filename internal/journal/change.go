@@ -15,6 +15,9 @@ type Field string
 const (
 	FieldLabel      Field = "label"
 	FieldAnnotation Field = "annotation"
+	// FieldManagedFields: the entries of one field manager (the change's Key) in
+	// metadata.managedFields, carried by ManagedFields (journal v1alpha3).
+	FieldManagedFields Field = "managedFields"
 )
 
 // Change is one label or annotation key as it was before and after the patch. A nil Before or After
@@ -30,6 +33,8 @@ type Change struct {
 	Before   *string         `json:"before,omitempty"`
 	After    *string         `json:"after,omitempty"`
 	Embedded *EmbeddedChange `json:"embedded,omitempty"`
+	// ManagedFields is set, instead of Before and After, when Field is managedFields.
+	ManagedFields *ManagedFieldsChange `json:"managedFields,omitempty"`
 }
 
 // EmbeddedChange describes the rewrite of a value that embeds the object's configuration, without
@@ -139,17 +144,31 @@ func (c Change) Inverse() Change {
 		e.before, e.after = e.after, e.before
 		out.Embedded = &e
 	}
+	if c.ManagedFields != nil {
+		out.ManagedFields = c.ManagedFields.inverse()
+	}
 	return out
 }
 
 // IsRemoval reports whether c removes a key that was present.
-func (c Change) IsRemoval() bool { return c.Embedded == nil && c.Before != nil && c.After == nil }
+func (c Change) IsRemoval() bool {
+	return c.Embedded == nil && c.ManagedFields == nil && c.Before != nil && c.After == nil
+}
 
 // IsAddition reports whether c adds a key that was absent.
-func (c Change) IsAddition() bool { return c.Embedded == nil && c.Before == nil && c.After != nil }
+func (c Change) IsAddition() bool {
+	return c.Embedded == nil && c.ManagedFields == nil && c.Before == nil && c.After != nil
+}
 
 // String renders c for humans without any embedded content, e.g. `annotation "a/b": "x" -> <absent>`.
 func (c Change) String() string {
+	if c.ManagedFields != nil {
+		verb := "remove"
+		if c.ManagedFields.Restore {
+			verb = "restore"
+		}
+		return fmt.Sprintf("managedFields: %s entries of %s (%s)", verb, c.Key, c.ManagedFields.Describe())
+	}
 	if c.Embedded != nil {
 		verb := "remove"
 		if c.Embedded.Restore {
@@ -180,11 +199,17 @@ func showValue(p *string) string {
 
 func (c Change) validate() error {
 	var errs []error
-	if c.Field != FieldLabel && c.Field != FieldAnnotation {
-		errs = append(errs, fmt.Errorf("field %q is not %q or %q", c.Field, FieldLabel, FieldAnnotation))
-	}
 	if c.Key == "" {
 		errs = append(errs, errors.New("key is empty"))
+	}
+	if (c.Field == FieldManagedFields) != (c.ManagedFields != nil) {
+		return errors.Join(append(errs, errors.New("a managedFields change, and only one, carries managedFields"))...)
+	}
+	if c.ManagedFields != nil {
+		return errors.Join(append(errs, validateManagedFields(c)...)...)
+	}
+	if c.Field != FieldLabel && c.Field != FieldAnnotation {
+		errs = append(errs, fmt.Errorf("field %q is not %q, %q or %q", c.Field, FieldLabel, FieldAnnotation, FieldManagedFields))
 	}
 	switch {
 	case c.Embedded != nil:
@@ -213,6 +238,9 @@ func (c Change) clone() Change {
 		e := *c.Embedded
 		e.Removed = append([]EmbeddedKey(nil), e.Removed...)
 		out.Embedded = &e
+	}
+	if c.ManagedFields != nil {
+		out.ManagedFields = c.ManagedFields.clone()
 	}
 	return out
 }

@@ -16,7 +16,10 @@
 // options, unprune's protection label. A change of kubectl's last-applied-configuration annotation
 // (--scrub-last-applied), which embeds the whole object as it was applied (a Secret's data
 // included), is recorded only as the keys removed from the embedded metadata and SHA-256 digests of
-// the value before and after: no value of the object's data reaches the journal. The journal also
+// the value before and after: no value of the object's data reaches the journal. Releasing Argo
+// CD's field ownership records the removed metadata.managedFields entries of its field manager
+// (argocd-controller) exactly, fieldsV1 included — field names, never values — so that undo can put
+// them back; the other entries, which the patch sends unchanged, are not recorded. The journal also
 // names the clusters (API server URL, kubeconfig context, Argo CD server) and the tool version.
 // It never holds credentials.
 //
@@ -39,4 +42,11 @@
 // the user (or root) and writable by nobody else, as must its directory; loading is strict (unknown
 // fields, another kind or a newer apiVersion are refused); and undo refuses to restore tracking
 // metadata that names another app or another object than the entry's.
+//
+// # Versions
+//
+// The managedFields change (field "managedFields") was added to unprune.dev/v1alpha2 without a new
+// version: journals written before it load unchanged, and an older unprune refuses a journal that
+// holds one (strict decoding: unknown field "managedFields") rather than misreading it, so journals
+// without it stay readable by older releases.
 package journal
