@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/lastapplied"
 )
@@ -47,6 +48,8 @@ type Target struct {
 	RequiresPruning bool
 	// Hook is true when the status row marks the object a hook, or (without a row) its annotations do.
 	Hook bool
+	// ManagedFields are the object's metadata.managedFields.
+	ManagedFields []cluster.ManagedFieldsEntry
 }
 
 // Options change what a plan may do.
@@ -58,6 +61,8 @@ type Options struct {
 	// annotation. Argo CD ignores that copy for ownership; scrubbing only keeps a later
 	// `kubectl apply` of that old configuration from writing the keys back.
 	ScrubLastApplied bool
+	// KeepManagedFields leaves Argo CD's field manager entries in managedFields (see disownFields).
+	KeepManagedFields bool
 }
 
 // RefusalCode classifies a refusal for machine-readable output and exit codes.
@@ -136,7 +141,7 @@ func Build(s argocd.Settings, t Target, o Options) Plan {
 		// The app's status says Argo CD matched the object to this app, yet the settings find no
 		// tracking of it: unprune's model of the installation is wrong (an unknown version, a
 		// method read wrongly). Fall back to every kind of tracking metadata naming this app.
-		return planFromRow(s, p, own, o)
+		return disownFields(planFromRow(s, p, own, o), o)
 	}
 	if !t.RequiresPruning && !o.Force {
 		return refuse(RefuseNotRequiresPruning, "%s does not require pruning in the app (it is still in git, or the app has not refreshed); use --force to detach it anyway", t.Ref)
@@ -145,7 +150,7 @@ func Build(s argocd.Settings, t Target, o Options) Plan {
 	case StrategyKeep:
 		return planKeep(p)
 	default:
-		return planUntrack(s, own, p, o)
+		return disownFields(planUntrack(s, own, p, o), o)
 	}
 }
 

@@ -1,0 +1,63 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/journal"
+)
+
+// ArgoCDFieldManager is the field manager Argo CD's controller writes with: server-side apply syncs
+// (ServerSideApply=true) apply as it (argo-cd common/common.go ArgoCDSSAManager, passed by
+// controller/sync.go WithServerSideApplyManager), and gitops-engine's kubectl apply
+// (pkg/utils/kube/resource_ops.go, newApplyOptionsCommon) sets it as the field manager of
+// client-side applies too, which then show as operation Update.
+const ArgoCDFieldManager = "argocd-controller"
+
+// operationApply is the managedFields operation of a server-side apply.
+const operationApply = "Apply"
+
+// disownFields adds to an untrack plan the removal of Argo CD's entries from managedFields, for an
+// object Argo CD last applied server-side (an Apply entry of its manager). Those entries make Argo
+// CD the owner of every field it applied, so after the release any other server-side applier (a
+// team's own pipeline, another GitOps tool) hits a conflict on each of them (argo-cd#15005). All
+// the manager's entries go, Update ones included: a conflict is reported against any other manager
+// that owns a field. Every other manager's entry is sent back as it was read.
+//
+// Keep never touches managedFields: the object stays Argo CD's. An object Argo CD applied only
+// client-side is left alone too: its fields are owned through Update entries that kubectl and
+// Argo CD's own migration to server-side apply expect (the client-side apply migration).
+func disownFields(p Plan, o Options) Plan {
+	if p.Refusal != nil || len(p.Changes) == 0 || o.Strategy == StrategyKeep || o.KeepManagedFields {
+		return p
+	}
+	var applied *cluster.ManagedFieldsEntry
+	for i, e := range p.Target.ManagedFields {
+		if e.Manager == ArgoCDFieldManager && e.Operation == operationApply {
+			applied = &p.Target.ManagedFields[i]
+		}
+	}
+	if applied == nil {
+		return p
+	}
+	c := journal.ManagedFieldsRemoval(ArgoCDFieldManager, p.Target.ManagedFields, placeholder(applied.APIVersion))
+	if c.ManagedFields.Placeholder != nil {
+		p.Notes = append(p.Notes, fmt.Sprintf("%s was the object's only field manager: an entry of %s that owns no field of the object takes its place, "+
+			"because with no entry at all the API server gives every field to \"before-first-apply\" at the next server-side apply, which conflicts the same way",
+			ArgoCDFieldManager, PlaceholderManager))
+	}
+	p.Changes = append(p.Changes, c)
+	return p
+}
+
+// PlaceholderManager is the field manager of the entry that stands in for Argo CD's when those were
+// the only ones.
+const PlaceholderManager = "unprune"
+
+// placeholder is an Update entry that owns only metadata itself, a field no apply ever changes (it
+// is there before and after), so it never conflicts; the API server keeps such an entry as sent.
+func placeholder(apiVersion string) cluster.ManagedFieldsEntry {
+	return cluster.ManagedFieldsEntry{Manager: PlaceholderManager, Operation: "Update", APIVersion: apiVersion,
+		FieldsType: "FieldsV1", FieldsV1: json.RawMessage(`{"f:metadata":{}}`)}
+}
