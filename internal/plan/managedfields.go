@@ -25,9 +25,10 @@ const operationApply = "Apply"
 // the manager's entries go, Update ones included: a conflict is reported against any other manager
 // that owns a field. Every other manager's entry is sent back as it was read.
 //
-// Keep never touches managedFields: the object stays Argo CD's. An object Argo CD applied only
-// client-side is left alone too: its fields are owned through Update entries that kubectl and
-// Argo CD's own migration to server-side apply expect (the client-side apply migration).
+// Keep never touches managedFields: the object stays Argo CD's. An object Argo CD never applied
+// server-side (no Apply entry) is left as it is: releasing ownership is for what a server-side
+// sync claimed, and client-side applies also leave kubectl's last-applied configuration, which a
+// later apply reads; unprune does not decide that for them.
 func disownFields(p Plan, o Options) Plan {
 	if p.Refusal != nil || len(p.Changes) == 0 || o.Strategy == StrategyKeep || o.KeepManagedFields {
 		return p
