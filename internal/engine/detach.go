@@ -23,6 +23,8 @@ type DetachRequest struct {
 	Force            bool
 	Strategy         plan.Strategy
 	ScrubLastApplied bool
+	// KeepManagedFields leaves Argo CD's entries in managedFields (plan.Options).
+	KeepManagedFields bool
 }
 
 // PlanDetach reads the apps and their selected objects and plans each object's release. Nothing
@@ -39,7 +41,8 @@ func (e *Engine) PlanDetach(ctx context.Context, req DetachRequest) (*Run, error
 	if req.Selector != nil && len(apps) == 0 {
 		return run, nil
 	}
-	opts := plan.Options{Strategy: req.Strategy, Force: req.Force, ScrubLastApplied: req.ScrubLastApplied}
+	opts := plan.Options{Strategy: req.Strategy, Force: req.Force, ScrubLastApplied: req.ScrubLastApplied,
+		KeepManagedFields: req.KeepManagedFields}
 	for _, app := range apps {
 		if err := e.selectForApp(ctx, run, app, req, opts, len(apps) == 1); err != nil {
 			return nil, err
@@ -123,7 +126,7 @@ func (e *Engine) selectForApp(ctx context.Context, run *Run, app argocd.Applicat
 		it := &Item{App: a, Row: row, Objects: a.Objects, Ref: ref, Entry: -1}
 		target := func(live *cluster.Object) plan.Target {
 			t := plan.Target{Instance: a.Instance, Ref: live.Ref.ObjectRef(), Labels: live.Labels, Annotations: live.Annotations,
-				OwnerReferences: live.Owners, Deleting: live.Deleting}
+				OwnerReferences: live.Owners, Deleting: live.Deleting, ManagedFields: live.ManagedFields}
 			if row != nil {
 				t.RequiresPruning, t.Hook = row.RequiresPruning, row.Hook
 			} else {

@@ -13,14 +13,27 @@ import (
 
 // MergePatch builds the JSON merge patch for changes: null removes a key, a string sets it. The
 // resourceVersion makes the API server refuse the patch with 409 Conflict when the object changed
-// since it was read; nothing outside metadata.labels and metadata.annotations is ever sent.
+// since it was read; nothing outside metadata.labels, metadata.annotations and (for a change of
+// field ownership) metadata.managedFields is ever sent.
 func MergePatch(resourceVersion string, changes []journal.Change) ([]byte, error) {
 	if resourceVersion == "" {
 		return nil, errors.New("no resourceVersion to make the patch conditional on")
 	}
 	labels := map[string]any{}
 	annotations := map[string]any{}
+	var managed []cluster.ManagedFieldsEntry
 	for _, c := range changes {
+		if c.ManagedFields != nil {
+			if managed != nil {
+				return nil, errors.New("two changes of managedFields in one patch")
+			}
+			list, err := managedFieldsToSend(c)
+			if err != nil {
+				return nil, err
+			}
+			managed = list
+			continue
+		}
 		target := annotations
 		if c.Field == journal.FieldLabel {
 			target = labels
@@ -42,6 +55,9 @@ func MergePatch(resourceVersion string, changes []journal.Change) ([]byte, error
 	if len(annotations) > 0 {
 		meta["annotations"] = annotations
 	}
+	if managed != nil {
+		meta["managedFields"] = managed
+	}
 	return json.Marshal(map[string]any{"metadata": meta})
 }
 
@@ -50,6 +66,12 @@ func MergePatch(resourceVersion string, changes []journal.Change) ([]byte, error
 func Mismatches(o *cluster.Object, changes []journal.Change) []string {
 	var out []string
 	for _, c := range changes {
+		if c.ManagedFields != nil {
+			if !c.ExpectsEntries(o.ManagedFields) {
+				out = append(out, fmt.Sprintf("managedFields of %s are not what unprune sent", c.Key))
+			}
+			continue
+		}
 		current := o.Annotations
 		if c.Field == journal.FieldLabel {
 			current = o.Labels

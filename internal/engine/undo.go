@@ -155,6 +155,9 @@ func undoPlan(j *journal.Journal, e journal.Entry, live *cluster.Object) plan.Pl
 		}
 	}
 	for _, c := range e.Changes {
+		if c.ManagedFields != nil {
+			continue // after the tracking keys: undoManagedFields
+		}
 		current := live.Annotations
 		if c.Field == journal.FieldLabel {
 			current = live.Labels
@@ -175,6 +178,7 @@ func undoPlan(j *journal.Journal, e journal.Entry, live *cluster.Object) plan.Pl
 				c.Field, c.Key, describeValue(c, v, has)))
 		}
 	}
+	p = undoManagedFields(p, e, live, len(p.Notes) == 0)
 	if len(p.Changes) == 0 && len(p.Notes) > 0 {
 		return refuse("ChangedSince", "%s", strings.Join(p.Notes, "; "))
 	}
