@@ -177,6 +177,8 @@ func describeChanges(cs []Change) []string {
 	var out []string
 	for _, c := range cs {
 		switch {
+		case c.ManagedFields != nil:
+			out = append(out, describeManagedFields(c))
 		case c.Embedded != nil && len(c.Embedded.Restored) > 0:
 			out = append(out, fmt.Sprintf("put %s back into %s %s", keyList(c.Embedded.Restored), c.Field, c.Key))
 		case c.Embedded != nil:

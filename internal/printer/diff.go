@@ -21,7 +21,12 @@ import (
 func MetadataLines(labels, annotations map[string]string, changes []journal.Change) []string {
 	labels, annotations = clone(labels), clone(annotations)
 	embedded := map[string]string{}
+	var managed []string
 	for _, c := range changes {
+		if c.ManagedFields != nil {
+			managed = append(managed, "  "+Safe(c.String()))
+			continue
+		}
 		m := annotations
 		if c.Field == journal.FieldLabel {
 			m = labels
@@ -64,7 +69,7 @@ func MetadataLines(labels, annotations map[string]string, changes []journal.Chan
 			lines = append(lines, "    "+Safe(k)+": "+v)
 		}
 	}
-	return lines
+	return append(lines, managed...)
 }
 
 func embeddedKeys(keys []journal.EmbeddedKey) string {

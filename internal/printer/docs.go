@@ -1,6 +1,7 @@
 package printer
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -117,6 +118,24 @@ type Change struct {
 	Before   *string   `json:"before,omitempty"`
 	After    *string   `json:"after,omitempty"`
 	Embedded *Embedded `json:"embedded,omitempty"`
+	// ManagedFields is set for a change of a field manager's entries in metadata.managedFields.
+	ManagedFields *ManagedFields `json:"managedFields,omitempty"`
+}
+
+// ManagedFields is a change of one field manager's managedFields entries, named without their
+// fieldsV1.
+type ManagedFields struct {
+	Removed []ManagedFieldsEntry `json:"removed,omitempty"`
+	// Restored are the entries an undo puts back.
+	Restored []ManagedFieldsEntry `json:"restored,omitempty"`
+}
+
+// ManagedFieldsEntry names one managedFields entry.
+type ManagedFieldsEntry struct {
+	Manager     string `json:"manager"`
+	Operation   string `json:"operation"`
+	APIVersion  string `json:"apiVersion,omitempty"`
+	Subresource string `json:"subresource,omitempty"`
 }
 
 // Embedded is the redacted form of an embedded-configuration change.
@@ -143,7 +162,37 @@ func Changes(cs []journal.Change) []Change {
 				oc.Embedded.Removed = keys
 			}
 		}
+		if m := c.ManagedFields; m != nil {
+			entries := make([]ManagedFieldsEntry, 0, len(m.Entries))
+			for _, e := range m.Entries {
+				entries = append(entries, ManagedFieldsEntry{Manager: e.Manager, Operation: e.Operation, APIVersion: e.APIVersion, Subresource: e.Subresource})
+			}
+			oc.ManagedFields = &ManagedFields{}
+			if m.Restore {
+				oc.ManagedFields.Restored = entries
+			} else {
+				oc.ManagedFields.Removed = entries
+			}
+		}
 		out = append(out, oc)
 	}
 	return out
+}
+
+// describeManagedFields says which entries of a field manager a change removes or puts back, e.g.
+// "managedFields: remove entries of argocd-controller (Apply, apps/v1)".
+func describeManagedFields(c Change) string {
+	verb, entries := "remove", c.ManagedFields.Removed
+	if len(c.ManagedFields.Restored) > 0 {
+		verb, entries = "restore", c.ManagedFields.Restored
+	}
+	parts := make([]string, 0, len(entries))
+	for _, e := range entries {
+		s := e.Operation + ", " + e.APIVersion
+		if e.Subresource != "" {
+			s += " (" + e.Subresource + ")"
+		}
+		parts = append(parts, s)
+	}
+	return fmt.Sprintf("managedFields: %s entries of %s (%s)", verb, Safe(c.Key), Safe(strings.Join(parts, "; ")))
 }
