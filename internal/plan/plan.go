@@ -108,16 +108,9 @@ func Build(s argocd.Settings, t Target, o Options) Plan {
 		p.Refusal = &Refusal{Code: code, Message: fmt.Sprintf(format, args...)}
 		return p
 	}
-	if t.Deleting {
-		return refuse(RefuseDeleting, "%s is being deleted already; nothing can keep it now", t.Ref)
-	}
-	if t.Hook {
-		return refuse(RefuseHook, "%s is a hook: Argo CD lists every live hook as requiring pruning, but never prunes it and it never "+
-			"makes the app OutOfSync; its delete policy only deletes hooks the app still tracks, so untracking it would break the next hook run", t.Ref)
-	}
-	if len(t.OwnerReferences) > 0 {
-		return refuse(RefuseHasOwner, "%s is owned by %s: Argo CD never prunes objects with owners, so detach its owner instead",
-			t.Ref, strings.Join(t.OwnerReferences, ", "))
+	if r := untouchable(t); r != nil {
+		p.Refusal = r
+		return p
 	}
 	if s.Method == argocd.MethodLabel && !argocd.LabelValueFits(t.Instance) {
 		p.Notes = append(p.Notes, fmt.Sprintf("the instance %q is longer than 63 characters: with label tracking Argo CD cannot apply "+
@@ -194,6 +187,22 @@ func planFromRow(s argocd.Settings, p Plan, own argocd.Ownership, o Options) Pla
 		p.Changes = append(p.Changes, journal.Removal(journal.Field(f.Kind), f.Key, f.Value))
 	}
 	return scrub(p, o)
+}
+
+// untouchable refuses the objects no change of tracking may touch, whatever the command: objects
+// being deleted, hooks, and objects with owners.
+func untouchable(t Target) *Refusal {
+	switch {
+	case t.Deleting:
+		return &Refusal{Code: RefuseDeleting, Message: fmt.Sprintf("%s is being deleted already; nothing can keep it now", t.Ref)}
+	case t.Hook:
+		return &Refusal{Code: RefuseHook, Message: fmt.Sprintf("%s is a hook: Argo CD lists every live hook as requiring pruning, but never prunes it and it never "+
+			"makes the app OutOfSync; its delete policy only deletes hooks the app still tracks, so untracking it would break the next hook run", t.Ref)}
+	case len(t.OwnerReferences) > 0:
+		return &Refusal{Code: RefuseHasOwner, Message: fmt.Sprintf("%s is owned by %s: Argo CD never prunes objects with owners, so detach its owner instead",
+			t.Ref, strings.Join(t.OwnerReferences, ", "))}
+	}
+	return nil
 }
 
 // isTruncatedInstance reports whether value is the instance label Argo CD writes in
@@ -285,28 +294,33 @@ func dedupe(fields []argocd.Field) []argocd.Field {
 // deleting the Application with cascade (its resources finalizer) keeps it too — Prune=false does
 // nothing there.
 func planKeep(p Plan) Plan {
-	for _, want := range []struct {
-		key     string
-		options []string
-	}{
-		{argocd.AnnotationCompareOptions, []string{argocd.OptionIgnoreExtraneous}},
-		{argocd.AnnotationSyncOptions, []string{argocd.OptionPruneDisabled, argocd.OptionDeleteDisabled}},
-	} {
-		before, had := p.Target.Annotations[want.key]
-		merged, changed := before, false
-		for _, option := range want.options {
-			var c bool
-			merged, c = argocd.SetOption(merged, option)
-			changed = changed || c
-		}
-		if !changed {
-			continue
-		}
-		if had {
-			p.Changes = append(p.Changes, journal.Rewrite(journal.FieldAnnotation, want.key, before, merged))
-		} else {
-			p.Changes = append(p.Changes, journal.Addition(journal.FieldAnnotation, want.key, merged))
-		}
+	p = mergeOptions(p, argocd.AnnotationCompareOptions, argocd.OptionIgnoreExtraneous)
+	return mergeOptions(p, argocd.AnnotationSyncOptions, KeepSyncOptions()...)
+}
+
+// KeepSyncOptions are the sync options that keep an object whatever its app does: Prune=false so
+// no sync prunes it, Delete=false so deleting the app with cascade keeps it. `detach --strategy
+// keep` and `move --prepare` merge exactly these.
+func KeepSyncOptions() []string {
+	return []string{argocd.OptionPruneDisabled, argocd.OptionDeleteDisabled}
+}
+
+// mergeOptions merges options into the options annotation key of the plan's target, adding one
+// change when anything changes.
+func mergeOptions(p Plan, key string, options ...string) Plan {
+	before, had := p.Target.Annotations[key]
+	merged, changed := before, false
+	for _, option := range options {
+		var c bool
+		merged, c = argocd.SetOption(merged, option)
+		changed = changed || c
+	}
+	switch {
+	case !changed:
+	case had:
+		p.Changes = append(p.Changes, journal.Rewrite(journal.FieldAnnotation, key, before, merged))
+	default:
+		p.Changes = append(p.Changes, journal.Addition(journal.FieldAnnotation, key, merged))
 	}
 	return p
 }
