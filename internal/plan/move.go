@@ -1,0 +1,202 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/journal"
+)
+
+// Refusals of move and prepare, besides those every tracking change shares.
+const (
+	// RefuseNotTracked: the object is not tracked by the app it would be moved from.
+	RefuseNotTracked RefusalCode = "NotTrackedByApp"
+	// RefuseLabelTooLong: label tracking cannot name the new app on any object (its instance is
+	// longer than a label value may be).
+	RefuseLabelTooLong RefusalCode = "InstanceTooLongForLabel"
+)
+
+// MoveTo is the app a move hands objects to.
+type MoveTo struct {
+	// Instance is the app's instance name (app, or <namespace>_<app>).
+	Instance string
+	// DestinationNamespace is the app's spec.destination.namespace: Argo CD writes it in the
+	// namespace slot of a cluster-scoped object's tracking-id (util/argo/resource_tracking.go,
+	// UnstructuredToAppInstanceValue), so the moved id must carry the new app's.
+	DestinationNamespace string
+}
+
+// Prepared is what `move --prepare` wrote on an object's sync-options annotation, read back from
+// its journal: the value before (nil when absent) and the value it wrote.
+type Prepared struct {
+	Before *string
+	After  string
+}
+
+// BuildMove plans the rewrite of an object's tracking from t.Instance's app to to's, the way Argo CD
+// itself would write it for that app (util/argo/resource_tracking.go, SetAppInstance): the instance
+// label's value (in annotation+label mode truncated to 63 characters as Argo CD does; in label mode
+// as is), the tracking-id naming the object with the new instance, the installation-id left as it
+// is (the same installation tracks it). When prepared is not nil, the options `move --prepare` added
+// to sync-options are taken off again, and only those.
+func BuildMove(s argocd.Settings, t Target, to MoveTo, prepared *Prepared) Plan {
+	p := Plan{Target: t}
+	if r := untouchable(t); r != nil {
+		p.Refusal = r
+		return p
+	}
+	own := s.Owner(t.Labels, t.Annotations, t.Ref)
+	switch {
+	case own.TrackedBy(to.Instance):
+		p.Notes = append(p.Notes, fmt.Sprintf("tracked by %q already: no tracking to rewrite", to.Instance))
+		return unprepare(p, prepared)
+	case own.Reason == argocd.ReasonTrackingIDNamesOtherObject && !own.Tracked:
+		return refused(p, RefuseNamesOtherObject, "%s: %s; its metadata belongs to that object: fix the copy by hand if needed", t.Ref, own.Detail)
+	case !own.TrackedBy(t.Instance) && own.Tracked:
+		return refused(p, RefuseOtherOwner, "%s: %s", t.Ref, own.Refusal(t.Instance))
+	case !own.TrackedBy(t.Instance):
+		if id, ok := t.Annotations[argocd.AnnotationInstallationID]; ok && s.InstallationID != "" && id != s.InstallationID {
+			return refused(p, RefuseOtherInstallation, "%s carries installation-id %q, while this Argo CD's is %q: it belongs to another Argo CD installation",
+				t.Ref, id, s.InstallationID)
+		}
+		return refused(p, RefuseNotTracked, "%s is not tracked by %q (%s): nothing to move", t.Ref, t.Instance, own.Detail)
+	}
+	if s.Method == argocd.MethodLabel && !argocd.LabelValueFits(to.Instance) {
+		return refused(p, RefuseLabelTooLong, "the instance %q is longer than 63 characters: with label tracking Argo CD cannot apply any resource of that app "+
+			"(the API server refuses the label value); switch to annotation tracking first", to.Instance)
+	}
+	p.Changes = append(p.Changes, rewriteLabel(s, t, to)...)
+	p.Changes = append(p.Changes, rewriteTrackingID(t, to)...)
+	if len(p.Changes) == 0 {
+		return refused(p, RefuseNotTracked, "%s: unprune found no tracking metadata naming %q to rewrite (%s)", t.Ref, t.Instance, own.Detail)
+	}
+	return unprepare(p, prepared)
+}
+
+func refused(p Plan, code RefusalCode, format string, args ...any) Plan {
+	p.Refusal = &Refusal{Code: code, Message: fmt.Sprintf(format, args...)}
+	return p
+}
+
+// rewriteLabel rewrites the instance label when it names the old app: in label mode it is the
+// tracking itself; in annotation+label mode Argo CD writes it (truncated) for other tools. In
+// annotation mode Argo CD neither reads nor writes it, so a label of that key is someone else's
+// (Helm's) and stays.
+func rewriteLabel(s argocd.Settings, t Target, to MoveTo) []journal.Change {
+	value, ok := t.Labels[s.InstanceLabelKey]
+	if !ok || (value != t.Instance && !isTruncatedInstance(value, t.Instance)) || !s.WritesLabel() {
+		return nil
+	}
+	next := to.Instance
+	if s.Method == argocd.MethodAnnotationAndLabel || !argocd.LabelValueFits(next) {
+		// Argo CD truncates the label it writes beside the annotation (TruncateLabel); label mode
+		// with a long instance was refused before.
+		truncated, ok := argocd.TruncatedLabelValue(to.Instance)
+		if !ok {
+			return nil
+		}
+		next = truncated
+	}
+	if next == value {
+		return nil
+	}
+	return []journal.Change{journal.Rewrite(journal.FieldLabel, s.InstanceLabelKey, value, next)}
+}
+
+// rewriteTrackingID rewrites a tracking-id naming the old app and this object, under any method: in
+// label mode Argo CD ignores it, but a later switch to annotation tracking would not.
+func rewriteTrackingID(t Target, to MoveTo) []journal.Change {
+	value, ok := t.Annotations[argocd.AnnotationTrackingID]
+	if !ok {
+		return nil
+	}
+	id, ok := argocd.ParseTrackingID(value)
+	if !ok || id.Instance != t.Instance || !id.RefersTo(t.Ref) {
+		return nil
+	}
+	id.Instance = to.Instance
+	if t.Ref.ClusterScoped || t.Ref.Namespace == "" {
+		id.Namespace = to.DestinationNamespace
+	}
+	if id.String() == value {
+		return nil
+	}
+	return []journal.Change{journal.Rewrite(journal.FieldAnnotation, argocd.AnnotationTrackingID, value, id.String())}
+}
+
+// unprepare takes off the options `move --prepare` added to sync-options: the value it found is put
+// back when nobody changed it since; otherwise only the added options are removed and whatever else
+// is there now stays.
+func unprepare(p Plan, prepared *Prepared) Plan {
+	if prepared == nil {
+		return p
+	}
+	const key = argocd.AnnotationSyncOptions
+	live, has := p.Target.Annotations[key]
+	if !has {
+		p.Notes = append(p.Notes, key+" is gone since --prepare: nothing to take off")
+		return p
+	}
+	next, keep := restoredOptions(live, prepared)
+	switch {
+	case next == live && keep:
+	case !keep:
+		p.Changes = append(p.Changes, journal.Removal(journal.FieldAnnotation, key, live))
+	default:
+		p.Changes = append(p.Changes, journal.Rewrite(journal.FieldAnnotation, key, live, next))
+	}
+	return p
+}
+
+// restoredOptions is live without the options prepare added; keep is false when nothing should
+// remain (the annotation was absent before prepare and holds nothing else now).
+func restoredOptions(live string, prepared *Prepared) (string, bool) {
+	if live == prepared.After {
+		if prepared.Before == nil {
+			return "", false
+		}
+		return *prepared.Before, true
+	}
+	var before []string
+	if prepared.Before != nil {
+		before = argocd.ParseOptions(*prepared.Before)
+	}
+	var added []string
+	for _, o := range argocd.ParseOptions(prepared.After) {
+		if !slices.Contains(before, o) {
+			added = append(added, o)
+		}
+	}
+	var rest []string
+	for _, o := range argocd.ParseOptions(live) {
+		if !slices.Contains(added, o) {
+			rest = append(rest, o)
+		}
+	}
+	if len(rest) == len(argocd.ParseOptions(live)) {
+		return live, true
+	}
+	return strings.Join(rest, ","), len(rest) > 0 || prepared.Before != nil
+}
+
+// BuildPrepare plans what `move --prepare` writes before the commit that moves an object's manifest
+// lands: the sync options that keep it whatever its app does meanwhile (the same `detach --strategy
+// keep` merges: KeepSyncOptions). The object is still in its app's git, so it need not require
+// pruning; it must be tracked by the app.
+func BuildPrepare(s argocd.Settings, t Target) Plan {
+	p := Plan{Target: t}
+	if r := untouchable(t); r != nil {
+		p.Refusal = r
+		return p
+	}
+	own := s.Owner(t.Labels, t.Annotations, t.Ref)
+	if !own.TrackedBy(t.Instance) {
+		if own.Tracked {
+			return refused(p, RefuseOtherOwner, "%s: %s", t.Ref, own.Refusal(t.Instance))
+		}
+		return refused(p, RefuseNotTracked, "%s is not tracked by %q (%s): nothing to prepare", t.Ref, t.Instance, own.Detail)
+	}
+	return mergeOptions(p, argocd.AnnotationSyncOptions, KeepSyncOptions()...)
+}
