@@ -29,6 +29,8 @@ type DetachOptions struct {
 	Workers  int
 	// AllOrNothing changes nothing when any selected object is refused or cannot be read.
 	AllOrNothing bool
+	// KeepManagedFields leaves argocd-controller's managedFields entries on released objects.
+	KeepManagedFields bool
 
 	selection selectionFlags
 	change    changeFlags
@@ -47,8 +49,11 @@ With the default strategy "untrack", unprune removes exactly the tracking metada
 for your installation's settings: the instance label (only when its value is this app's instance,
 or the truncated form Argo CD writes for long instances), the tracking-id annotation (only when it
 names this app and this very object) and the installation-id annotation that belongs with it.
-Nothing else on the object changes. Hooks are never detached: Argo CD never prunes them, and their
-delete policy needs the tracking.
+When Argo CD applied the object server-side (ServerSideApply=true), untrack also removes the entries
+of its field manager, argocd-controller, from metadata.managedFields, so that another server-side
+applier can take the fields over without conflicts (--keep-managed-fields leaves them). Nothing else
+on the object changes. Hooks are never detached: Argo CD never prunes them, and their delete policy
+needs the tracking.
 
 With --strategy keep, tracking stays and unprune merges IgnoreExtraneous into
 argocd.argoproj.io/compare-options and Prune=false,Delete=false into argocd.argoproj.io/sync-options:
@@ -95,6 +100,7 @@ shows the resources released. Ctrl-C stops sending patches at once; the journal 
 	f.BoolVar(&o.Force, "force", false, "also detach resources the app does not mark as requiring pruning")
 	f.StringVar(&o.Strategy, "strategy", o.Strategy, "untrack (remove tracking metadata) or keep (stay in the app, never pruned)")
 	f.BoolVar(&o.Scrub, "scrub-last-applied", false, "also remove the same keys from kubectl.kubernetes.io/last-applied-configuration (Argo CD ignores that copy; off by default so nothing else changes)")
+	f.BoolVar(&o.KeepManagedFields, "keep-managed-fields", false, "leave argocd-controller's entries in managedFields of objects Argo CD applied server-side (default: untrack removes them, so that another server-side applier can take the fields over without conflicts)")
 	f.BoolVar(&o.Wait, "wait", o.Wait, "after applying, refresh the app and wait until Argo CD shows the resources released")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for Argo CD")
 	f.IntVar(&o.Workers, "workers", o.Workers, "objects patched concurrently (within --qps/--burst)")
@@ -131,7 +137,7 @@ func (o *DetachOptions) Validate(args []string) error {
 			return usageError("--dry-run=server: Argo CD's API cannot send a patch as a dry run; preview with --dry-run=client, or use your kubeconfig")
 		}
 	}
-	r := engine.DetachRequest{All: o.All, Force: o.Force, Strategy: strategy, ScrubLastApplied: o.Scrub}
+	r := engine.DetachRequest{All: o.All, Force: o.Force, Strategy: strategy, ScrubLastApplied: o.Scrub, KeepManagedFields: o.KeepManagedFields}
 	if o.selection.any() {
 		if !o.All {
 			return usageError("selecting apps with -A, -l or --project needs --all")
