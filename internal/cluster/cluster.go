@@ -234,6 +234,7 @@ type ArgoCD interface {
 	Refresh(ctx context.Context, app argocd.Application, hard bool) error
 	// Destination returns the objects of the cluster the app deploys to.
 	Destination(ctx context.Context, app argocd.Application) (Objects, error)
+	ApplicationWriter
 }
 
 // Clock is time as the engine sees it; tests inject their own.

@@ -266,10 +266,17 @@ type ArgoCD struct {
 	// Now is the controller's clock.
 	Now func() time.Time
 
+	// OnCreate runs when an Application is created, under the fake's lock: the test plays the
+	// controller's first comparison (its status rows).
+	OnCreate func(app *argocd.Application)
+
 	mu       sync.Mutex
 	apps     map[string]*argocd.Application
 	refreshs int
 	stopped  bool
+	// raw are the Applications as stored objects (applications.go), made on first use.
+	raw    map[string]map[string]any
+	writes []string
 }
 
 // Stop pauses the fake controller (a busy or stopped application controller): refreshes are
