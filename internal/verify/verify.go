@@ -20,6 +20,9 @@ const (
 	Gone Expectation = iota
 	// Ignored: kept objects stay listed (requiring pruning) but no longer make the app OutOfSync.
 	Ignored
+	// Adopted: moved objects are listed by the app that took them over, Synced and not requiring
+	// pruning.
+	Adopted
 )
 
 // Outcome is what the app's status said last.
@@ -43,6 +46,9 @@ type Outcome struct {
 // start of its last full comparison (controller/appcontroller.go takes the time before
 // CompareAppState). A Synced read before that proves nothing.
 func Judge(app argocd.Application, released []argocd.Resource, want Expectation, patchedAt time.Time) Outcome {
+	if want == Adopted {
+		return judgeAdopted(app, released, patchedAt)
+	}
 	o := Outcome{App: app}
 	isReleased := map[string]bool{}
 	for _, r := range released {
@@ -71,6 +77,35 @@ func Judge(app argocd.Application, released []argocd.Resource, want Expectation,
 		// Kept objects stay listed as OutOfSync rows; the app's status says whether they still count.
 		o.Verified = app.SyncStatus == "Synced" || len(o.OutOfSync) > 0
 	}
+	return o
+}
+
+// judgeAdopted: every moved row is listed, Synced and not requiring pruning, in a comparison that
+// started after the patch (its rows were listed before the patch too, OutOfSync, so only the time
+// of the comparison proves anything).
+func judgeAdopted(app argocd.Application, moved []argocd.Resource, patchedAt time.Time) Outcome {
+	o := Outcome{App: app}
+	rows := map[string]argocd.Resource{}
+	for _, r := range app.Resources {
+		rows[r.Key()] = r
+	}
+	isMoved := map[string]bool{}
+	for _, m := range moved {
+		isMoved[m.Key()] = true
+		if r, ok := rows[m.Key()]; !ok || r.RequiresPruning || r.Status != "Synced" {
+			if ok {
+				m = r
+			}
+			o.Lingering = append(o.Lingering, m)
+		}
+	}
+	for _, r := range app.Resources {
+		if !isMoved[r.Key()] && !r.Hook && (r.Status == "OutOfSync" || r.RequiresPruning) {
+			o.OutOfSync = append(o.OutOfSync, r)
+		}
+	}
+	o.Fresh = !app.ReconciledAt.IsZero() && app.ReconciledAt.Unix() > patchedAt.Unix()
+	o.Verified = o.Fresh && len(o.Lingering) == 0
 	return o
 }
 

@@ -43,3 +43,31 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+func TestJudgeAdopted(t *testing.T) {
+	moved := argocd.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "web", Name: "settings"}
+	later := patched.Add(time.Second).Truncate(time.Second)
+	with := func(status string, pruning bool) []argocd.Resource {
+		r := moved
+		r.Status, r.RequiresPruning = status, pruning
+		return []argocd.Resource{r}
+	}
+	tests := []struct {
+		name     string
+		app      argocd.Application
+		verified bool
+	}{
+		{name: "listed and Synced after the patch", app: argocd.Application{ReconciledAt: later, Resources: with("Synced", false)}, verified: true},
+		{name: "Synced, but compared before the patch", app: argocd.Application{ReconciledAt: patched.Truncate(time.Second), Resources: with("Synced", false)}},
+		{name: "still OutOfSync", app: argocd.Application{ReconciledAt: later, Resources: with("OutOfSync", false)}},
+		{name: "requires pruning", app: argocd.Application{ReconciledAt: later, Resources: with("OutOfSync", true)}},
+		{name: "not listed", app: argocd.Application{ReconciledAt: later}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if o := Judge(tt.app, []argocd.Resource{moved}, Adopted, patched); o.Verified != tt.verified {
+				t.Fatalf("verified %v, want %v (lingering %v)", o.Verified, tt.verified, o.Lingering)
+			}
+		})
+	}
+}
