@@ -266,6 +266,10 @@ type ArgoCD struct {
 	// Now is the controller's clock.
 	Now func() time.Time
 
+	// Shared are the rows (by argocd.Resource.Key) that several apps declare and whose only
+	// difference from git is the tracking: an app compares them Synced when the live object is
+	// tracked by it, OutOfSync otherwise (Argo CD's SharedResourceWarning case).
+	Shared map[string]bool
 	// OnCreate runs when an Application is created, under the fake's lock: the test plays the
 	// controller's first comparison (its status rows).
 	OnCreate func(app *argocd.Application)
@@ -400,6 +404,9 @@ func (a *ArgoCD) compare(app *argocd.Application) {
 			if !argocd.HasOption(obj.Annotations[argocd.AnnotationCompareOptions], argocd.OptionIgnoreExtraneous) {
 				outOfSync = true
 			}
+		} else if a.Shared[r.Key()] {
+			r.Status = a.sharedStatus(dest, r, instance)
+			outOfSync = outOfSync || r.Status == "OutOfSync"
 		} else if r.Status == "OutOfSync" {
 			outOfSync = true
 		}
@@ -414,6 +421,14 @@ func (a *ArgoCD) compare(app *argocd.Application) {
 		app.Refresh = ""
 		app.ReconciledAt = a.Now().Truncate(time.Second)
 	}
+}
+
+func (a *ArgoCD) sharedStatus(dest *Cluster, r argocd.Resource, instance string) string {
+	ref, err := dest.Resolve(context.Background(), r.Group, r.Kind, r.Version, r.Namespace, r.Name)
+	if obj := dest.Object(ref); err == nil && obj != nil && a.Config.Owner(obj.Labels, obj.Annotations, ref.ObjectRef()).TrackedBy(instance) {
+		return "Synced"
+	}
+	return "OutOfSync"
 }
 
 func (a *ArgoCD) destination(d argocd.Destination) *Cluster {

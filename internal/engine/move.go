@@ -1,0 +1,248 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/plan"
+	"github.com/unprune/unprune/internal/verify"
+)
+
+// MoveRequest is what `unprune move` is asked to do.
+type MoveRequest struct {
+	From, To  AppName
+	Resources []ResourceArg
+	// All selects every resource of From that To declares; with Prepare, every resource of From
+	// (hooks excepted).
+	All bool
+	// Prepare marks the resources so that From cannot prune or cascade-delete them while the commit
+	// that moves their manifests lands, instead of moving them.
+	Prepare bool
+}
+
+// Refusals of move.
+const (
+	// RefuseNotDeclared: the app the resource would move to does not declare it (its status does
+	// not list it): that app would prune it at its next sync.
+	RefuseNotDeclared plan.RefusalCode = "NotDeclaredByTargetApp"
+	// RefuseOperationRunning: a sync operation runs on one of the apps.
+	RefuseOperationRunning plan.RefusalCode = "OperationRunning"
+)
+
+// PlanMove reads both apps and the selected objects and plans, per object, the rewrite of its
+// tracking from From to To — or, with Prepare, the sync options that keep From from pruning it
+// meanwhile. Nothing is changed.
+func (e *Engine) PlanMove(ctx context.Context, req MoveRequest) (*Run, error) {
+	apps, err := e.resolveApps(ctx, []AppName{req.From, req.To}, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(apps) != 2 {
+		return nil, usage("--to names the app the resources are in already: name another app")
+	}
+	from, to := apps[0], apps[1]
+	strategy := journal.StrategyMove
+	if req.Prepare {
+		strategy = journal.StrategyPrepare
+	}
+	run := &Run{Command: journal.CommandMove, Strategy: strategy, Mode: ModePreview}
+	src := &AppRun{App: from, Instance: from.Instance(e.ArgoCD.Namespace())}
+	dst := &AppRun{App: to, Instance: to.Instance(e.ArgoCD.Namespace())}
+	run.Apps = []*AppRun{src, dst}
+	if src.Objects, err = e.sameDestination(ctx, from, to); err != nil {
+		return nil, err
+	}
+	dst.Objects = src.Objects
+	rows, err := moveRows(from, to, req)
+	if err != nil {
+		return nil, err
+	}
+	prepared := map[string]journal.Preparation{}
+	if !req.Prepare && e.Journals != nil {
+		prepared = e.Journals.Preparations(journal.AppRef{Namespace: from.Namespace, Name: from.Name})
+	}
+	moveTo := plan.MoveTo{Instance: dst.Instance, DestinationNamespace: to.Destination.Namespace}
+	for i := range rows {
+		it := e.moveItem(ctx, run, src, &rows[i])
+		it.replan = func(live *cluster.Object) plan.Plan {
+			t := targetOf(src.Instance, live, it.Row)
+			if req.Prepare {
+				return plan.BuildPrepare(e.Settings, t)
+			}
+			return plan.BuildMove(e.Settings, t, moveTo, preparedMarks(prepared, live.UID))
+		}
+		if it.Outcome == "" && !req.Prepare {
+			refuseUndeclared(it, to)
+		}
+		refuseOperations(it, from, to)
+	}
+	e.readAndPlan(ctx, run)
+	notePrepared(run, prepared, req.Prepare)
+	return run, nil
+}
+
+// sameDestination returns the objects of the apps' destination cluster, and refuses apps that
+// deploy to different clusters: tracking names an app, not a cluster, so moving an object to an
+// app on another cluster would hand it to an app that cannot see it.
+func (e *Engine) sameDestination(ctx context.Context, from, to argocd.Application) (cluster.Objects, error) {
+	objects, err := e.ArgoCD.Destination(ctx, from)
+	if err != nil {
+		return nil, err
+	}
+	other, err := e.ArgoCD.Destination(ctx, to)
+	if err != nil {
+		return nil, err
+	}
+	a, b := objects.Info(), other.Info()
+	same := a.Server != "" && a.Server == b.Server || a.Server == "" && b.Server == "" && a.Name == b.Name
+	if !same {
+		return nil, usage("Application %s deploys to %s and %s to %s: resources move only between apps of the same destination cluster",
+			from.Ref(), from.Destination, to.Ref(), to.Destination)
+	}
+	return objects, nil
+}
+
+// moveRows picks the rows of From to move: the named ones, or with All those To declares (every
+// non-hook row with Prepare, before To declares anything).
+func moveRows(from, to argocd.Application, req MoveRequest) ([]argocd.Resource, error) {
+	if !req.All {
+		rows, unknown := selectRows(from, req.Resources, false)
+		if len(unknown) > 0 {
+			return nil, usage("Application %s lists no resource %s: name resources as `unprune scan` or `argocd app resources` print them", from.Ref(), Quote(unknown[0].Raw))
+		}
+		return rows, nil
+	}
+	declared := map[string]bool{}
+	for _, r := range to.Resources {
+		declared[r.Key()] = !r.RequiresPruning
+	}
+	var rows []argocd.Resource
+	for _, r := range from.Resources {
+		if !r.Hook && (req.Prepare || declared[r.Key()]) {
+			rows = append(rows, r)
+		}
+	}
+	return rows, nil
+}
+
+// moveItem adds one row of the source app to the run.
+func (e *Engine) moveItem(ctx context.Context, run *Run, src *AppRun, row *argocd.Resource) *Item {
+	ref := cluster.Ref{Group: row.Group, Version: row.Version, Kind: row.Kind, Namespace: row.Namespace, Name: row.Name}
+	it := &Item{App: src, Row: row, Objects: src.Objects, Ref: ref, Entry: -1}
+	run.Items = append(run.Items, it)
+	resolved, err := src.Objects.Resolve(ctx, row.Group, row.Kind, row.Version, row.Namespace, row.Name)
+	if err != nil {
+		it.Outcome, it.Reason, it.Message = OutcomeFailed, string(cluster.Classify(err)), err.Error()
+		return it
+	}
+	it.Ref = resolved
+	return it
+}
+
+// targetOf is what the planner sees of a live object of the app with this instance.
+func targetOf(instance string, live *cluster.Object, row *argocd.Resource) plan.Target {
+	t := plan.Target{Instance: instance, Ref: live.Ref.ObjectRef(), Labels: live.Labels, Annotations: live.Annotations,
+		OwnerReferences: live.Owners, Deleting: live.Deleting, ManagedFields: live.ManagedFields}
+	if row != nil {
+		t.RequiresPruning, t.Hook = row.RequiresPruning, row.Hook
+	} else {
+		t.Hook = argocd.IsHook(live.Annotations)
+	}
+	return t
+}
+
+// refuseUndeclared refuses a row the target app does not list as its own desired resource: the
+// app's status lists every resource of its desired state (controller/state.go, CompareAppState:
+// one row per target object, live or not), typically OutOfSync with a SharedResourceWarning while
+// another app tracks it. A row requiring pruning there is not desired either.
+func refuseUndeclared(it *Item, to argocd.Application) {
+	for _, r := range to.Resources {
+		if r.Key() == it.Row.Key() && !r.RequiresPruning && !r.Hook {
+			return
+		}
+	}
+	it.Outcome, it.Reason = OutcomeRefused, string(RefuseNotDeclared)
+	it.Message = fmt.Sprintf("Application %s does not declare %s (its status does not list it): after the move it would prune it; "+
+		"commit the manifest to its source first, and wait until it lists the resource (OutOfSync, shared with %s)", to.Ref(), it.Row, it.App.Ref())
+}
+
+func refuseOperations(it *Item, apps ...argocd.Application) {
+	for _, app := range apps {
+		if app.Operation && (it.Outcome == "" || it.Outcome == OutcomePlanned) {
+			it.Outcome, it.Reason = OutcomeRefused, string(RefuseOperationRunning)
+			it.Message = fmt.Sprintf("Application %s has a sync operation running (phase %s): changing its resources now races the sync; wait for it to finish and run again",
+				app.Ref(), orUnknown(app.OperationPhase))
+		}
+	}
+}
+
+func preparedMarks(found map[string]journal.Preparation, uid string) *plan.Prepared {
+	p, ok := found[uid]
+	if !ok {
+		return nil
+	}
+	after, _ := p.Change.Value()
+	return &plan.Prepared{Before: p.Change.Before, After: after}
+}
+
+// notePrepared says, per moved object, whether a prepare journal was found: without one, the
+// sync options are left as they are, whoever set them.
+func notePrepared(run *Run, found map[string]journal.Preparation, prepare bool) {
+	if prepare {
+		return
+	}
+	for _, it := range run.Items {
+		if it.Live == nil {
+			continue
+		}
+		if p, ok := found[it.Live.UID]; ok {
+			it.Plan.Notes = append(it.Plan.Notes, "takes off the sync options `move --prepare` added (journal "+p.Path+")")
+		} else if _, has := it.Live.Annotations[argocd.AnnotationSyncOptions]; has {
+			it.Plan.Notes = append(it.Plan.Notes, "no `move --prepare` journal of this object on this machine: its sync options are left as they are")
+		}
+	}
+}
+
+// VerifyMove waits until Argo CD shows the move: the source app no longer lists the moved objects,
+// and the target app lists them Synced, each in a comparison that started after the last patch.
+// A prepare changes nothing Argo CD reports, so nothing is verified.
+func (e *Engine) VerifyMove(ctx context.Context, run *Run, timeout time.Duration) {
+	if run.Strategy != journal.StrategyMove || len(run.Apps) != 2 {
+		return
+	}
+	var moved []argocd.Resource
+	for _, it := range run.Items {
+		if it.Row != nil && (it.Outcome.Changed() || it.Outcome == OutcomeUnchanged) {
+			moved = append(moved, *it.Row)
+		}
+	}
+	if len(moved) == 0 {
+		return
+	}
+	patchedAt := e.now()
+	var wg sync.WaitGroup
+	for i, want := range []verify.Expectation{verify.Gone, verify.Adopted} {
+		wg.Add(1)
+		go func(a *AppRun) {
+			defer wg.Done()
+			a.Verification = e.waitFor(ctx, a, moved, want, patchedAt, timeout)
+		}(run.Apps[i])
+	}
+	wg.Wait()
+}
+
+func (e *Engine) waitFor(ctx context.Context, a *AppRun, rows []argocd.Resource, want verify.Expectation, patchedAt time.Time, timeout time.Duration) *Verification {
+	out, err := verify.Wait(ctx, e.ArgoCD, a.App, rows, want, patchedAt, verify.Options{Timeout: timeout, Poll: e.Poll, Now: e.Now})
+	v := &Verification{Verified: out.Verified, Compared: out.Fresh, Synced: out.App.SyncStatus == "Synced", SyncStatus: out.App.SyncStatus,
+		Revision: out.App.Revision, Elapsed: e.now().Sub(patchedAt), StillListed: out.Lingering, OutOfSync: out.OutOfSync}
+	if err != nil {
+		v.Verified = false
+		v.Error = cluster.Explain(err, "verify Application "+a.Ref(), e.ArgoCD.Cluster()).Error()
+	}
+	return v
+}

@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/cluster/clustertest"
+	"github.com/unprune/unprune/internal/journal"
+)
+
+// addShop adds the app "shop", which declares the given namespaces (listed OutOfSync, shared with
+// guestbook, until they are tracked by it).
+func (w *world) addShop(declares ...string) {
+	app := argocd.Application{Name: "shop", Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "shop-ns"}, SyncStatus: "OutOfSync"}
+	w.argo.Shared = map[string]bool{}
+	for _, ns := range declares {
+		r := argocd.Resource{Version: "v1", Kind: "Namespace", Name: ns, Status: "OutOfSync"}
+		app.Resources = append(app.Resources, r)
+		w.argo.Shared[r.Key()] = true
+	}
+	w.argo.AddApp(app)
+}
+
+func (w *world) move(req MoveRequest) *Run {
+	w.t.Helper()
+	req.From, req.To = AppName{Name: "guestbook"}, AppName{Name: "shop"}
+	run, err := w.engine().PlanMove(context.Background(), req)
+	if err != nil {
+		w.t.Fatalf("plan: %v", err)
+	}
+	return run
+}
+
+func TestMoveRefusesWhatTheTargetDoesNotDeclare(t *testing.T) {
+	w := newWorld(t, "team-a", "team-b")
+	w.addShop("team-a")
+	run := w.move(MoveRequest{Resources: []ResourceArg{{Kind: "Namespace", Name: "team-a"}, {Kind: "Namespace", Name: "team-b"}}})
+	if got := outcomes(run); got["team-a"] != OutcomePlanned || got["team-b"] != OutcomeRefused {
+		t.Fatalf("outcomes %v", got)
+	}
+	if it := run.Items[1]; it.Reason != string(RefuseNotDeclared) {
+		t.Fatalf("reason %s: %s", it.Reason, it.Message)
+	}
+	if w.patches() != 0 {
+		t.Fatal("planning patched")
+	}
+}
+
+func TestMoveRefusesAnotherDestination(t *testing.T) {
+	w := newWorld(t, "team-a")
+	w.addShop("team-a")
+	w.argo.AddApp(argocd.Application{Name: "shop", Destination: argocd.Destination{Server: "https://remote.example", Namespace: "x"}})
+	w.argo.Remote["https://remote.example"] = clustertest.NewCluster("remote", "https://remote.example")
+	_, err := w.engine().PlanMove(context.Background(), MoveRequest{From: AppName{Name: "guestbook"}, To: AppName{Name: "shop"}, All: true})
+	if err == nil {
+		t.Fatal("a move to an app of another destination was planned")
+	}
+}
+
+// The whole two-step move: prepare marks the objects, the move rewrites the tracking and takes off
+// exactly the marks prepare added, both apps verify, and undo puts everything back.
+func TestMovePrepareThenMoveThenUndo(t *testing.T) {
+	w := newWorld(t, "team-a", "team-b")
+	w.cluster.Update(w.refs["team-b"], func(o *cluster.Object) { o.Annotations[argocd.AnnotationSyncOptions] = "Validate=false" })
+	w.addShop() // before the commit: shop declares nothing yet
+	e := w.engine()
+	prep := w.move(MoveRequest{All: true, Prepare: true})
+	if err := e.Apply(context.Background(), prep, DryRunNone); err != nil || prep.Counts()[OutcomeApplied] != 2 {
+		t.Fatalf("prepare: %v %v", err, outcomes(prep))
+	}
+	if a, b := w.syncOptions("team-a"), w.syncOptions("team-b"); a != "Prune=false,Delete=false" || b != "Validate=false,Prune=false,Delete=false" {
+		t.Fatalf("after prepare: %q %q", a, b)
+	}
+	w.addShop("team-a", "team-b") // the commit landed: shop declares them
+	run := w.move(MoveRequest{All: true})
+	if err := e.Apply(context.Background(), run, DryRunNone); err != nil || run.Counts()[OutcomeApplied] != 2 {
+		t.Fatalf("move: %v %v", err, outcomes(run))
+	}
+	a := w.cluster.Object(w.refs["team-a"])
+	if a.Labels[argocd.DefaultInstanceLabelKey] != "shop" || a.Annotations[argocd.AnnotationTrackingID] != "shop:/Namespace:shop-ns/team-a" {
+		t.Fatalf("team-a after the move: %v %v", a.Labels, a.Annotations)
+	}
+	if _, has := a.Annotations[argocd.AnnotationSyncOptions]; has || w.syncOptions("team-b") != "Validate=false" {
+		t.Fatalf("sync options after the move: %q %q", a.Annotations[argocd.AnnotationSyncOptions], w.syncOptions("team-b"))
+	}
+	// The controller's comparison starts in a later second than the patch (reconciledAt has second
+	// precision): only such a comparison can show the target app Synced on the moved objects.
+	w.argo.Now = func() time.Time { return time.Now().Add(2 * time.Second) }
+	e.VerifyMove(context.Background(), run, time.Second)
+	for _, app := range run.Apps {
+		if v := app.Verification; v == nil || !v.Verified {
+			t.Fatalf("%s: verification %+v", app.Ref(), v)
+		}
+	}
+	u := w.undo(run.Journal, w.argo)
+	if got := u.Counts()[OutcomeRestored]; got != 2 {
+		t.Fatalf("undo restored %d: %v", got, outcomes(u.Run))
+	}
+	a = w.cluster.Object(w.refs["team-a"])
+	if a.Labels[argocd.DefaultInstanceLabelKey] != "guestbook" || a.Annotations[argocd.AnnotationTrackingID] != "guestbook:/Namespace:default/team-a" ||
+		w.syncOptions("team-a") != "Prune=false,Delete=false" {
+		t.Fatalf("team-a after undo: %v %v", a.Labels, a.Annotations)
+	}
+}
+
+func (w *world) syncOptions(ns string) string {
+	return w.cluster.Object(w.refs[ns]).Annotations[argocd.AnnotationSyncOptions]
+}
+
+// Without a prepare journal the move leaves sync options alone, whoever set them, and says so.
+func TestMoveWithoutPrepareLeavesSyncOptions(t *testing.T) {
+	w := newWorld(t, "team-a")
+	w.cluster.Update(w.refs["team-a"], func(o *cluster.Object) { o.Annotations[argocd.AnnotationSyncOptions] = "Prune=false" })
+	w.addShop("team-a")
+	run := w.move(MoveRequest{All: true})
+	if err := w.engine().Apply(context.Background(), run, DryRunNone); err != nil {
+		t.Fatal(err)
+	}
+	if w.syncOptions("team-a") != "Prune=false" || len(run.Items[0].Plan.Notes) == 0 {
+		t.Fatalf("sync options %q, notes %v", w.syncOptions("team-a"), run.Items[0].Plan.Notes)
+	}
+	j, _, err := w.store.Load(run.Journal)
+	if err != nil || j.Command != journal.CommandMove || j.Strategy != journal.StrategyMove {
+		t.Fatalf("journal %v %+v", err, j)
+	}
+}
