@@ -70,6 +70,9 @@ type Report struct {
 	// kinds the project does not permit), with why.
 	Skipped  []string
 	Warnings []string
+	// Apps are the Applications the change deletes or renames, with what that does to their
+	// resources (apps of apps, ApplicationSets).
+	Apps []AppChange
 }
 
 // Run compares the desired manifests with the live objects of the app's destination and with what
@@ -95,6 +98,7 @@ func Run(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, app argoc
 	}
 	adoptions(ctx, objects, s, targets, policy, argo.Namespace(), &rep)
 	prunes(ctx, objects, s, keys, policy, argo.Namespace(), &rep)
+	family(ctx, argo, s, manifests, &rep)
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}

@@ -22,14 +22,21 @@ type CheckReport struct {
 	Items       []CheckItem  `json:"items"`
 	Skipped     []string     `json:"skipped,omitempty"`
 	Warnings    []string     `json:"warnings,omitempty"`
+	// Applications are the apps the change deletes or renames (apps of apps, ApplicationSets).
+	Applications []CheckApp `json:"applications,omitempty"`
 }
 
 // CheckSummary counts a check.
 type CheckSummary struct {
 	Adoptions int `json:"adoptions"`
 	Prunes    int `json:"prunes"`
-	// High counts high-risk adoptions and unguarded high-risk prunes.
+	// High counts high-risk adoptions and unguarded high-risk prunes, and the unguarded high-risk
+	// resources deleted with the apps the change deletes.
 	High int `json:"high"`
+	// AppsDeleted counts Applications the change deletes; CascadeDeletions the resources their
+	// finalizers delete with them.
+	AppsDeleted      int `json:"appsDeleted,omitempty"`
+	CascadeDeletions int `json:"cascadeDeletions,omitempty"`
 }
 
 // CheckItem is one adoption or prune.
@@ -53,9 +60,7 @@ func NewCheckReport(meta Metadata, argo *ArgoCD, r check.Report) CheckReport {
 		Application: AppRef{r.App.Namespace, r.App.Name}, Instance: r.Instance, Cluster: NewClusterRef(r.Cluster),
 		Items: []CheckItem{}, Skipped: r.Skipped, Warnings: r.Warnings}
 	for _, it := range r.Items {
-		item := CheckItem{Kind: string(it.Kind), Reason: string(it.Reason), Resource: fromRow(it.Resource), OtherInstance: it.OtherInstance,
-			Risk: string(it.Risk), RiskReason: it.RiskWhy, Guards: guardNames(it.Guards), Guarded: it.Guarded, Notes: it.Notes, Error: it.Error,
-			Contents: newAuditContents(it.Contents)}
+		item := newCheckItem(it)
 		switch it.Kind {
 		case check.Adoption:
 			doc.Summary.Adoptions++
@@ -70,7 +75,21 @@ func NewCheckReport(meta Metadata, argo *ArgoCD, r check.Report) CheckReport {
 		}
 		doc.Items = append(doc.Items, item)
 	}
+	doc.Applications = newCheckApps(r.Apps)
+	for _, a := range doc.Applications {
+		if a.Fate == string(check.Cascade) || a.Fate == string(check.Orphaned) {
+			doc.Summary.AppsDeleted++
+		}
+		doc.Summary.CascadeDeletions += a.Deleted
+		doc.Summary.High += a.High
+	}
 	return doc
+}
+
+func newCheckItem(it check.Item) CheckItem {
+	return CheckItem{Kind: string(it.Kind), Reason: string(it.Reason), Resource: fromRow(it.Resource), OtherInstance: it.OtherInstance,
+		Risk: string(it.Risk), RiskReason: it.RiskWhy, Guards: guardNames(it.Guards), Guarded: it.Guarded, Notes: it.Notes, Error: it.Error,
+		Contents: newAuditContents(it.Contents)}
 }
 
 // Names are the -o name lines.
@@ -91,6 +110,12 @@ func (it CheckItem) what() string {
 		return "pruned: deleted at the next automated sync"
 	case check.LeftRequiringPruning:
 		return "pruned: left requiring pruning; any sync with PRUNE ticked deletes it"
+	case check.DeletedWithApp:
+		return "deleted with its app"
+	case check.KeptByGuard:
+		return "kept: a guard stops the cascade deletion"
+	case check.LeftTracked:
+		return "stays, still tracked by the deleted app"
 	}
 	return it.Reason
 }
@@ -105,7 +130,11 @@ func CheckTable(w io.Writer, o Output, doc CheckReport) error {
 		}
 		rows = append(rows, []string{it.Resource.String(), it.what(), it.Risk, orNone(contents), orNone(strings.Join(it.Guards, ","))})
 	}
-	return o.Rows(w, []string{"RESOURCE", "WHAT THE CHANGE DOES", "RISK", "CONTENTS", "GUARDS"}, rows)
+	if err := o.Rows(w, []string{"RESOURCE", "WHAT THE CHANGE DOES", "RISK", "CONTENTS", "GUARDS"}, rows); err != nil || len(doc.Applications) == 0 {
+		return err
+	}
+	fmt.Fprintln(w)
+	return checkAppsTable(w, o, doc.Applications)
 }
 
 // CheckMarkdown writes the check as a pull-request comment.
@@ -128,6 +157,7 @@ func CheckMarkdown(w io.Writer, doc CheckReport) error {
 				mdCell(orNone(contents)), mdCell(orNone(strings.Join(it.Guards, ", "))))
 		}
 	}
+	checkAppsMarkdown(&b, doc.Applications)
 	for _, s := range doc.Skipped {
 		fmt.Fprintf(&b, "\n- not managed as a resource: %s", mdCell(s))
 	}

@@ -115,6 +115,14 @@ func (g Guard) Describe() string {
 		return "the app's syncOptions Prune=false (Argo CD v3.4+): soft, a sync request with its own options replaces it"
 	case GuardAppPruneConfirm:
 		return "the app's syncOptions Prune=confirm (Argo CD v3.4+): soft, a sync request with its own options replaces it"
+	case GuardCRDNotCascaded:
+		return "a CRD: Argo CD never deletes it with its app"
+	case GuardDeleteDisabled:
+		return "sync-options Delete=false: kept when its app is deleted"
+	case GuardHelmKeep:
+		return "helm.sh/resource-policy: keep: kept when its app is deleted"
+	case GuardDeleteConfirm:
+		return "Delete=confirm or Prune=confirm: the app's cascade deletion waits for argocd.argoproj.io/deletion-approved"
 	}
 	return fmt.Sprint(string(g))
 }

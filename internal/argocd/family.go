@@ -1,0 +1,166 @@
+package argocd
+
+import (
+	"slices"
+	"strings"
+)
+
+// Finalizers on an Application that make its deletion delete its resources
+// (pkg/apis/application/v1alpha1/application_defaults.go; types.go isPropagationPolicyFinalizer).
+const (
+	FinalizerResources           = "resources-finalizer.argocd.argoproj.io"
+	FinalizerResourcesForeground = "resources-finalizer.argocd.argoproj.io/foreground"
+	FinalizerResourcesBackground = "resources-finalizer.argocd.argoproj.io/background"
+)
+
+// Sync options and annotations that guard a resource against the cascade deletion of its app
+// (controller/appcontroller.go shouldBeDeleted, controller/state.go
+// isObjRequiresDeletionConfirmation).
+const (
+	OptionDelete = "Delete"
+	// AnnotationHelmResourcePolicy with value "keep" keeps an object when its app is deleted.
+	AnnotationHelmResourcePolicy = "helm.sh/resource-policy"
+)
+
+// CascadeFinalizer returns the finalizer that makes deleting the app delete its resources, or ""
+// when there is none: the app's deletion then leaves every resource in place, still carrying its
+// tracking (Application.CascadedDeletion in types.go).
+func CascadeFinalizer(finalizers []string) string {
+	for _, f := range finalizers {
+		switch f {
+		case FinalizerResources, FinalizerResourcesForeground, FinalizerResourcesBackground:
+			return f
+		}
+	}
+	return ""
+}
+
+// OptionValue returns the value of a key=value option in an options annotation, as
+// gitops-engine's GetAnnotationOptionValue reads it (pkg/sync/resource/annotations.go): the first
+// entry with the prefix "key=".
+func OptionValue(annotation, key string) (string, bool) {
+	for _, o := range ParseOptions(annotation) {
+		if v, ok := strings.CutPrefix(o, key+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// AppOptionValue is the same for an app's syncPolicy.syncOptions list.
+func AppOptionValue(options []string, key string) (string, bool) {
+	for _, o := range options {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(o), key+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// OwnerReference is one metadata.ownerReferences entry.
+type OwnerReference struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+	Controller bool   `json:"controller,omitempty"`
+}
+
+// Source is an Application's spec.source (or its first spec.sources entry): where its manifests come
+// from, which tells a rename (same source, new name) from a removal.
+type Source struct {
+	RepoURL        string `json:"repoURL"`
+	Path           string `json:"path,omitempty"`
+	Chart          string `json:"chart,omitempty"`
+	TargetRevision string `json:"targetRevision,omitempty"`
+}
+
+// Whole is what a whole-app question needs beyond Application: its finalizers, owners and source,
+// read from the object's content.
+type Whole struct {
+	Namespace, Name string
+	Finalizers      []string
+	Owners          []OwnerReference
+	Sources         []Source
+	Destination     Destination
+	SyncOptions     []string
+	AutoPrune       bool
+	Annotations     map[string]string
+}
+
+// ParseWhole reads the whole-app view of an Application's content (a live object or a manifest).
+func ParseWhole(content map[string]any) Whole {
+	meta := mapAt(content, "metadata")
+	spec := mapAt(content, "spec")
+	w := Whole{Namespace: str(meta["namespace"]), Name: str(meta["name"]), Finalizers: strs(meta["finalizers"]), Annotations: map[string]string{}}
+	for k, v := range mapAt(meta, "annotations") {
+		w.Annotations[k] = str(v)
+	}
+	for _, o := range list(meta["ownerReferences"]) {
+		m, _ := o.(map[string]any)
+		ctrl, _ := m["controller"].(bool)
+		w.Owners = append(w.Owners, OwnerReference{APIVersion: str(m["apiVersion"]), Kind: str(m["kind"]), Name: str(m["name"]), UID: str(m["uid"]), Controller: ctrl})
+	}
+	if src := mapAt(spec, "source"); len(src) > 0 {
+		w.Sources = append(w.Sources, sourceOf(src))
+	}
+	for _, s := range list(spec["sources"]) {
+		m, _ := s.(map[string]any)
+		w.Sources = append(w.Sources, sourceOf(m))
+	}
+	d := mapAt(spec, "destination")
+	w.Destination = Destination{Server: str(d["server"]), Name: str(d["name"]), Namespace: str(d["namespace"])}
+	policy := mapAt(spec, "syncPolicy")
+	w.SyncOptions = strs(policy["syncOptions"])
+	if auto, ok := policy["automated"].(map[string]any); ok {
+		enabled, set := auto["enabled"].(bool)
+		prune, _ := auto["prune"].(bool)
+		w.AutoPrune = (!set || enabled) && prune
+	}
+	return w
+}
+
+// SameTarget reports whether two apps deploy the same source to the same destination: a removal of
+// one and an addition of the other is a rename.
+func (w Whole) SameTarget(o Whole) bool {
+	return len(w.Sources) > 0 && slices.Equal(w.Sources, o.Sources) && w.Destination == o.Destination
+}
+
+// OwnedBy returns the ownerReference of the given kind, if any.
+func (w Whole) OwnedBy(kind string) (OwnerReference, bool) {
+	for _, o := range w.Owners {
+		if o.Kind == kind && strings.HasPrefix(o.APIVersion, "argoproj.io/") {
+			return o, true
+		}
+	}
+	return OwnerReference{}, false
+}
+
+func sourceOf(m map[string]any) Source {
+	return Source{RepoURL: str(m["repoURL"]), Path: str(m["path"]), Chart: str(m["chart"]), TargetRevision: str(m["targetRevision"])}
+}
+
+func mapAt(m map[string]any, key string) map[string]any {
+	v, _ := m[key].(map[string]any)
+	return v
+}
+
+func list(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func strs(v any) []string {
+	var out []string
+	for _, x := range list(v) {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}

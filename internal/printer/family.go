@@ -1,0 +1,142 @@
+package printer
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/unprune/unprune/internal/check"
+)
+
+// CheckApp is one Application a change deletes or renames (`applications` in a CheckReport), with
+// what Argo CD then does to the resources it tracks.
+type CheckApp struct {
+	Application AppRef `json:"application"`
+	// DeletedBy says who deletes the app, and when.
+	DeletedBy string `json:"deletedBy"`
+	// Through lists the apps (namespace/name) whose cascade deletion reaches this one, outermost first.
+	Through   []string `json:"through,omitempty"`
+	RenamedTo string   `json:"renamedTo,omitempty"`
+	// Fate is Cascade, Orphaned, NotDeleted or NotEvaluated.
+	Fate      string      `json:"fate"`
+	Finalizer string      `json:"finalizer,omitempty"`
+	Cluster   *ClusterRef `json:"cluster,omitempty"`
+	// Deleted counts the resources the cascade deletes; High the unguarded high-risk ones.
+	Deleted          int         `json:"deleted"`
+	High             int         `json:"high"`
+	WaitsForApproval bool        `json:"waitsForApproval,omitempty"`
+	Resources        []CheckItem `json:"resources"`
+	Fix              string      `json:"fix,omitempty"`
+	Notes            []string    `json:"notes,omitempty"`
+	Error            string      `json:"error,omitempty"`
+}
+
+// newCheckApps converts whole-app changes.
+func newCheckApps(changes []check.AppChange) []CheckApp {
+	var out []CheckApp
+	for _, c := range changes {
+		a := CheckApp{Application: AppRef{c.App.Namespace, c.App.Name}, DeletedBy: c.DeletedBy, Through: c.Through, RenamedTo: c.RenamedTo,
+			Fate: string(c.Fate), Finalizer: c.Finalizer, Deleted: c.Deleted, High: c.High, WaitsForApproval: c.Waits,
+			Resources: []CheckItem{}, Fix: c.Fix, Notes: c.Notes, Error: c.Error}
+		if c.Cluster.Name != "" || c.Cluster.Server != "" {
+			ref := NewClusterRef(c.Cluster)
+			a.Cluster = &ref
+		}
+		for _, it := range c.Resources {
+			a.Resources = append(a.Resources, newCheckItem(it))
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// fate says in words what happens to the app and its resources.
+func (a CheckApp) fate() string {
+	var s string
+	switch check.Fate(a.Fate) {
+	case check.Cascade:
+		s = fmt.Sprintf("deleted with %s: cascade deletes %d resource(s)", a.Finalizer, a.Deleted)
+		if a.WaitsForApproval {
+			s += " once deletion is approved"
+		}
+	case check.Orphaned:
+		s = fmt.Sprintf("deleted without a resources finalizer: its %d resource(s) stay, still tracked", len(a.Resources))
+	case check.NotDeleted:
+		s = "not deleted"
+	default:
+		s = "not evaluated"
+	}
+	if a.RenamedTo != "" {
+		s = "renamed to " + a.RenamedTo + " (a deletion and a creation): " + s
+	}
+	return s
+}
+
+func (a CheckApp) name() string {
+	n := a.Application.Namespace + "/" + a.Application.Name
+	if len(a.Through) > 0 {
+		n += " (via " + strings.Join(a.Through, " → ") + ")"
+	}
+	return n
+}
+
+// checkAppsTable writes one row per resource of each deleted app.
+func checkAppsTable(w io.Writer, o Output, apps []CheckApp) error {
+	var rows [][]string
+	for _, a := range apps {
+		head := []string{a.name(), a.fate()}
+		if len(a.Resources) == 0 {
+			detail := a.Error
+			if detail == "" {
+				detail = a.DeletedBy
+			}
+			rows = append(rows, append(head, "<none>", orNone(detail), "", "", ""))
+		}
+		for _, it := range a.Resources {
+			contents := describeContents(it.Contents)
+			if it.Error != "" {
+				contents = "<unreadable: " + firstLine(it.Error) + ">"
+			}
+			rows = append(rows, append(head, it.Resource.String(), it.what(), it.Risk, orNone(contents), orNone(strings.Join(it.Guards, ","))))
+		}
+	}
+	return o.Rows(w, []string{"APPLICATION", "WHAT HAPPENS TO IT", "RESOURCE", "WHAT HAPPENS", "RISK", "CONTENTS", "GUARDS"}, rows)
+}
+
+// checkAppsMarkdown writes the whole-app section of the pull-request comment.
+func checkAppsMarkdown(b *strings.Builder, apps []CheckApp) {
+	if len(apps) == 0 {
+		return
+	}
+	b.WriteString("\n#### Applications this change deletes\n")
+	for _, a := range apps {
+		mark := ""
+		if a.High > 0 {
+			mark = "⚠️ "
+		}
+		fmt.Fprintf(b, "\n%s**`%s`**: %s.  \n_Deleted because_: %s.\n", mark, mdCell(a.name()), mdCell(a.fate()), mdCell(a.DeletedBy))
+		if a.Fix != "" {
+			fmt.Fprintf(b, "_Without a deletion window_: %s.\n", mdCell(a.Fix))
+		}
+		if len(a.Resources) > 0 {
+			b.WriteString("\n| | Resource | What happens | Risk | Contents | Guards |\n|---|---|---|---|---|---|\n")
+			for _, it := range a.Resources {
+				m := ""
+				if it.Risk == "High" && it.Reason == string(check.DeletedWithApp) && !a.WaitsForApproval {
+					m = "⚠️"
+				}
+				fmt.Fprintf(b, "| %s | `%s` | %s | %s | %s | %s |\n", m, mdCell(it.Resource.String()), mdCell(it.what()), it.Risk,
+					mdCell(orNone(describeContents(it.Contents))), mdCell(orNone(strings.Join(it.Guards, ", "))))
+			}
+		}
+		for _, n := range a.Notes {
+			fmt.Fprintf(b, "\n- %s", mdCell(n))
+		}
+		if a.Error != "" {
+			fmt.Fprintf(b, "\n- error: %s", mdCell(a.Error))
+		}
+		if len(a.Notes) > 0 || a.Error != "" {
+			b.WriteString("\n")
+		}
+	}
+}
