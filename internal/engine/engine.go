@@ -152,6 +152,8 @@ type Run struct {
 	Interrupted bool
 	// Warnings for the user.
 	Warnings []string
+	// Renamed is what a rename journal keeps of the renamed Application.
+	Renamed *journal.Renamed
 }
 
 // Counts tallies outcomes.

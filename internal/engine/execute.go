@@ -31,7 +31,22 @@ func (e *Engine) Apply(ctx context.Context, run *Run, mode DryRun) error {
 		e.patchAll(ctx, run, todo, true, noMarks{}, OutcomeDryRunAccepted)
 		return nil
 	}
+	rec, err := e.startJournal(run, todo)
+	if err != nil {
+		return err
+	}
+	e.patchAll(ctx, run, todo, false, applyMarks{rec}, OutcomeApplied)
+	if err := rec.Close(); err != nil {
+		run.JournalErr = err
+	}
+	return nil
+}
+
+// startJournal writes the journal of a run with an entry per item to change, every one planned,
+// fsynced before it returns: nothing is changed before it is on disk.
+func (e *Engine) startJournal(run *Run, todo []*Item) (*journal.Recorder, error) {
 	j := journal.New(run.Command, run.Strategy, e.ToolVersion)
+	j.Rename = run.Renamed
 	if e.ArgoCD != nil {
 		j.ArgoCD = &journal.ArgoCDRef{Namespace: e.ArgoCD.Namespace(), TrackingMethod: string(e.Settings.Method),
 			InstanceLabelKey: e.Settings.InstanceLabelKey, InstallationID: e.Settings.InstallationID,
@@ -51,14 +66,10 @@ func (e *Engine) Apply(ctx context.Context, run *Run, mode DryRun) error {
 	}
 	rec, err := e.Journals.Create(j)
 	if err != nil {
-		return fmt.Errorf("write the journal (nothing was changed): %w", err)
+		return nil, fmt.Errorf("write the journal (nothing was changed): %w", err)
 	}
 	run.Journal = rec.Path()
-	e.patchAll(ctx, run, todo, false, applyMarks{rec}, OutcomeApplied)
-	if err := rec.Close(); err != nil {
-		run.JournalErr = err
-	}
-	return nil
+	return rec, nil
 }
 
 func (r *Run) planned() []*Item {

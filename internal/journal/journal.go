@@ -62,6 +62,8 @@ type Journal struct {
 	// ArgoCD is the installation whose settings planned the changes; undo checks restored tracking
 	// values against them.
 	ArgoCD *ArgoCDRef `json:"argocd,omitempty"`
+	// Rename is set by `unprune rename`: the Application it renamed, as it was.
+	Rename *Renamed `json:"rename,omitempty"`
 	// Clusters are the clusters the entries live in, each named once.
 	Clusters []cluster.Info `json:"clusters"`
 	Entries  []Entry        `json:"entries"`
@@ -351,6 +353,7 @@ func (j *Journal) Clone() *Journal {
 		a := *j.ArgoCD
 		c.ArgoCD = &a
 	}
+	c.Rename = j.Rename.clone()
 	c.Clusters = append([]cluster.Info(nil), j.Clusters...)
 	if j.Entries != nil {
 		c.Entries = make([]Entry, len(j.Entries))

@@ -62,7 +62,9 @@ func (a *ArgoCD) SetApplicationObject(obj map[string]any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.rawLocked("")
-	app := a.sync(roundTrip(obj), nil)
+	meta, _ := obj["metadata"].(map[string]any)
+	ref := fmt.Sprint(meta["namespace"]) + "/" + fmt.Sprint(meta["name"])
+	app := a.sync(roundTrip(obj), a.apps[ref])
 	a.raw[app.Ref()] = roundTrip(obj)
 }
 

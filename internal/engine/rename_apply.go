@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/verify"
+)
+
+// ApplyRename carries a planned rename as far as mode says. A server dry run sends every write with
+// dryRun=All (the new app as it ends up, since a dry-run create leaves nothing to patch later). For
+// DryRunNone: the journal, with the old Application as it was, fsynced first; then the steps in
+// order, stopping at the first failure — the old Application is deleted only when every tracking
+// rewrite was applied and its finalizers are gone.
+func (e *Engine) ApplyRename(ctx context.Context, rr *RenameRun, mode DryRun) error {
+	rr.Mode = mode.Mode()
+	switch {
+	case mode == DryRunClient || rr.blocked():
+		return nil
+	case mode == DryRunServer:
+		e.dryRunRename(ctx, rr)
+		return nil
+	}
+	todo := rr.planned()
+	rec, err := e.startJournal(rr.Run, todo)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := rec.Close(); err != nil {
+			rr.JournalErr = err
+		}
+	}()
+	if !e.appStep(ctx, rr, 0, false) || !e.appStep(ctx, rr, 1, false) {
+		return nil
+	}
+	e.patchAll(ctx, rr.Run, todo, false, applyMarks{rec}, OutcomeApplied)
+	if n := rr.Counts()[OutcomeApplied]; n != len(todo) {
+		rr.Steps[2].Outcome, rr.Steps[2].Message = OutcomeNotAttempted, fmt.Sprintf("%d of %d tracking rewrites applied: the old Application is kept; undo the journal", n, len(todo))
+		rr.Steps[3].Outcome = OutcomeNotAttempted
+		return nil
+	}
+	if e.appStep(ctx, rr, 2, false) {
+		e.appStep(ctx, rr, 3, false)
+	}
+	return nil
+}
+
+// blocked reports a plan that must not be carried out: an object refused or unreadable.
+func (rr *RenameRun) blocked() bool {
+	c := rr.Counts()
+	return c[OutcomeRefused]+c[OutcomeFailed] > 0
+}
+
+func (e *Engine) dryRunRename(ctx context.Context, rr *RenameRun) {
+	create := *rr.Steps[0]
+	create.Object = rr.final
+	rr.Steps[0].Outcome, rr.Steps[0].Message = e.sendStep(ctx, rr, &create, true)
+	e.appStep(ctx, rr, 1, true)
+	e.patchAll(ctx, rr.Run, rr.planned(), true, noMarks{}, OutcomeDryRunAccepted)
+	e.appStep(ctx, rr, 2, true)
+	rr.Steps[3].Outcome, rr.Steps[3].Message = OutcomeUnchanged, "judged with the create above: a dry-run create leaves no app to patch"
+}
+
+// appStep sends step i and records its outcome; the later steps are marked not attempted when it
+// fails.
+func (e *Engine) appStep(ctx context.Context, rr *RenameRun, i int, dryRun bool) bool {
+	s := rr.Steps[i]
+	s.Outcome, s.Message = e.sendStep(ctx, rr, s, dryRun)
+	if s.Outcome == OutcomeFailed {
+		for _, later := range rr.Steps[i+1:] {
+			later.Outcome, later.Message = OutcomeNotAttempted, "an earlier step failed"
+		}
+		return false
+	}
+	return true
+}
+
+func (e *Engine) sendStep(ctx context.Context, rr *RenameRun, s *AppStep, dryRun bool) (Outcome, string) {
+	ok := OutcomeApplied
+	if dryRun {
+		ok = OutcomeDryRunAccepted
+	}
+	var err error
+	switch s.Verb {
+	case "create":
+		_, err = e.ArgoCD.CreateApplication(ctx, s.Object, dryRun)
+	case "patch":
+		var out map[string]any
+		out, err = e.ArgoCD.PatchApplication(ctx, s.App.Namespace, s.App.Name, s.Patch, dryRun)
+		if err == nil && s.App == rr.Old && !dryRun {
+			// The delete is conditional on this very version: no finalizer added back since.
+			rr.oldRV = metaString(out, "resourceVersion")
+		}
+	case "delete":
+		err = e.ArgoCD.DeleteApplication(ctx, s.App.Namespace, s.App.Name, rr.oldUID, rr.oldRV, dryRun)
+	}
+	if err != nil {
+		return OutcomeFailed, err.Error()
+	}
+	return ok, ""
+}
+
+// VerifyRename waits until Argo CD shows the new app tracking every renamed resource, Synced on
+// each, in a comparison that started after the last write.
+func (e *Engine) VerifyRename(ctx context.Context, rr *RenameRun, timeout time.Duration) {
+	if rr.Steps[3].Outcome != OutcomeApplied {
+		return
+	}
+	rows := rowsOf(rr.Run)
+	dst := rr.Apps[1]
+	if app, err := e.ArgoCD.GetApplication(ctx, dst.App.Namespace, dst.App.Name); err == nil {
+		dst.App = app
+	}
+	dst.Verification = e.waitFor(ctx, dst, rows, verify.Adopted, e.now(), timeout)
+}
+
+// rowsOf are the status rows of the objects a run moved (or found moved already).
+func rowsOf(run *Run) []argocd.Resource {
+	var rows []argocd.Resource
+	for _, it := range run.Items {
+		if it.Row != nil && (it.Outcome.Changed() || it.Outcome == OutcomeUnchanged) {
+			rows = append(rows, *it.Row)
+		}
+	}
+	return rows
+}

@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/journal"
+)
+
+// renameWorld is an app "guestbook", Synced, with automated prune and the resources finalizer,
+// tracking two namespaces; the fake controller gives a new app the same rows (the same desired
+// state), Synced where it tracks the objects.
+func renameWorld(t *testing.T) *world {
+	w := newWorld(t, "team-a", "team-b")
+	app, _ := w.argo.GetApplication(context.Background(), "argocd", "guestbook")
+	w.argo.Shared = map[string]bool{}
+	for i := range app.Resources {
+		app.Resources[i].RequiresPruning, app.Resources[i].Status = false, "Synced"
+		w.argo.Shared[app.Resources[i].Key()] = true
+	}
+	app.SyncStatus, app.Automated, app.AutoPrune = "Synced", true, true
+	w.argo.AddApp(app)
+	obj, _ := w.argo.ApplicationObject(context.Background(), "argocd", "guestbook")
+	meta := obj["metadata"].(map[string]any)
+	meta["finalizers"] = []any{"resources-finalizer.argocd.argoproj.io"}
+	meta["annotations"] = map[string]any{argocd.AnnotationRefresh: "normal", "team": "storage"}
+	obj["spec"].(map[string]any)["source"] = map[string]any{"repoURL": "https://git.example/apps", "path": "guestbook"}
+	w.argo.SetApplicationObject(obj)
+	w.argo.OnCreate = func(created *argocd.Application) {
+		created.Resources = append([]argocd.Resource(nil), app.Resources...)
+		created.SyncStatus = "OutOfSync"
+	}
+	w.argo.Now = func() time.Time { return time.Now().Add(2 * time.Second) }
+	return w
+}
+
+func TestRenameOrderAndOutcome(t *testing.T) {
+	w := renameWorld(t)
+	e := w.engine()
+	rr, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ApplyRename(context.Background(), rr, DryRunNone); err != nil {
+		t.Fatal(err)
+	}
+	var verbs []string
+	for _, wr := range w.argo.AppWrites() {
+		verbs = append(verbs, strings.Join(strings.Fields(wr)[:2], " "))
+	}
+	want := []string{"create argocd/shop", "patch argocd/guestbook", "delete argocd/guestbook", "patch argocd/shop"}
+	if !slices.Equal(verbs, want) {
+		t.Fatalf("writes %q, want %q", verbs, want)
+	}
+	// The old app's automation was off and its finalizer gone before any tracking moved.
+	if off := w.argo.AppWrites()[1]; !strings.Contains(off, `"finalizers":null`) || !strings.Contains(off, `"automated":null`) {
+		t.Fatalf("old app patch %s", off)
+	}
+	for _, ns := range []string{"team-a", "team-b"} {
+		o := w.cluster.Object(w.refs[ns])
+		if o.Labels[argocd.DefaultInstanceLabelKey] != "shop" || o.Annotations[argocd.AnnotationTrackingID] != "shop:/Namespace:default/"+ns {
+			t.Fatalf("%s: %v %v", ns, o.Labels, o.Annotations)
+		}
+	}
+	shop, err := w.argo.ApplicationObject(context.Background(), "argocd", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := shop["metadata"].(map[string]any)
+	if f := finalizersOf(shop); !slices.Equal(f, []string{"resources-finalizer.argocd.argoproj.io"}) {
+		t.Errorf("new app finalizers %v", f)
+	}
+	if a := meta["annotations"].(map[string]any); a["team"] != "storage" || a[argocd.AnnotationRefresh] != nil {
+		t.Errorf("new app annotations %v", a)
+	}
+	if p := syncPolicyOf(shop).(map[string]any); p["automated"] == nil {
+		t.Errorf("new app sync policy %v", p)
+	}
+	if _, err := w.argo.GetApplication(context.Background(), "argocd", "guestbook"); err == nil {
+		t.Error("the old app still exists")
+	}
+	e.VerifyRename(context.Background(), rr, time.Second)
+	if v := rr.Apps[1].Verification; v == nil || !v.Verified {
+		t.Fatalf("verification %+v", v)
+	}
+	j, _, err := w.store.Load(rr.Journal)
+	if err != nil || j.Rename == nil || j.Command != journal.CommandRename || len(j.Entries) != 2 {
+		t.Fatalf("journal %v %+v", err, j)
+	}
+}
+
+func TestRenameRefusals(t *testing.T) {
+	w := renameWorld(t)
+	e := w.engine()
+	req := RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"}
+	obj, _ := w.argo.ApplicationObject(context.Background(), "argocd", "guestbook")
+	obj["metadata"].(map[string]any)["ownerReferences"] = []any{map[string]any{"kind": "ApplicationSet", "name": "teams"}}
+	w.argo.SetApplicationObject(obj)
+	var refused *RefusedError
+	if _, err := e.PlanRename(context.Background(), req); !errors.As(err, &refused) || refused.Code != RefuseGenerated {
+		t.Fatalf("ApplicationSet: %v", err)
+	}
+	w = renameWorld(t)
+	e = w.engine()
+	app, _ := w.argo.GetApplication(context.Background(), "argocd", "guestbook")
+	app.SyncStatus = "OutOfSync"
+	w.argo.AddApp(app)
+	if _, err := e.PlanRename(context.Background(), req); !errors.As(err, &refused) || refused.Code != RefuseNotSynced {
+		t.Fatalf("OutOfSync: %v", err)
+	}
+	req.Force = true
+	if _, err := e.PlanRename(context.Background(), req); err != nil {
+		t.Fatalf("--force: %v", err)
+	}
+	if len(w.argo.AppWrites()) != 0 {
+		t.Fatalf("planning wrote %v", w.argo.AppWrites())
+	}
+}
