@@ -64,7 +64,7 @@ type RenameRun struct {
 	// final is the new Application as it ends up (what a server dry run creates).
 	final  map[string]any
 	oldUID string
-	oldRV     string
+	oldRV  string
 }
 
 // PlanRename reads the app, its object and its live resources, and plans the rename. Nothing is
@@ -144,7 +144,9 @@ func (e *Engine) planRenameItems(ctx context.Context, rr *RenameRun, app argocd.
 			continue
 		}
 		it := e.moveItem(ctx, rr.Run, src, row)
-		it.replan = func(live *cluster.Object) plan.Plan { return plan.BuildMove(e.Settings, targetOf(src.Instance, live, it.Row), to, nil) }
+		it.replan = func(live *cluster.Object) plan.Plan {
+			return plan.BuildMove(e.Settings, targetOf(src.Instance, live, it.Row), to, nil)
+		}
 	}
 	e.readAndPlan(ctx, rr.Run)
 	return nil
