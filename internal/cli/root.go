@@ -140,6 +140,7 @@ and puts guards in place.
 		NewAuditCommand(g, streams),
 		NewGuardCommand(g, streams),
 		NewCheckCommand(g, streams),
+		NewWatchCommand(g, streams),
 		NewVersionCommand(g, streams),
 	)
 	return cmd

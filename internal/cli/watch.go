@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/watch"
+)
+
+// WatchOptions are `unprune watch`'s inputs: flags straight into watch.Config.
+type WatchOptions struct {
+	*GlobalOptions
+	genericiooptions.IOStreams
+
+	Config        watch.Config
+	appNamespaces []string
+}
+
+// NewWatchCommand builds `unprune watch`.
+func NewWatchCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &WatchOptions{GlobalOptions: g, IOStreams: streams}
+	c := &o.Config
+	cmd := &cobra.Command{
+		Use:   "watch",
+		Short: "Serve Prometheus metrics and emit Events about resources a prune would delete (read-only, long-running)",
+		Long: `Watch every Argo CD Application and keep, as Prometheus metrics on --metrics-bind-address, how
+many of its resources require pruning and how risky their deletion is, how many of those prunes
+nothing guards (audit's answer), and how many high-risk resources deleting the app would delete with
+it. When a high-risk resource starts requiring pruning, or such a prune loses its last guard, an Event
+on the Application says what a prune would delete and the unprune command that releases or guards it.
+
+Read-only: it writes nothing but Events and its Lease. Run several replicas with leader election
+(--leader-elect, a Lease in -n NAMESPACE): every replica serves metrics, only the leader emits Events.
+Out of the cluster it uses your kubeconfig; in a pod, its ServiceAccount. See docs/watch.md and deploy/.`,
+		Example: `  # Out of the cluster, one replica, metrics on 127.0.0.1:8080
+  unprune watch --argocd-namespace argocd --leader-elect=false
+
+  # As the Deployment in deploy/ runs it
+  unprune watch --argocd-namespace argocd --metrics-bind-address :8080 -n unprune`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(cmd); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&c.MetricsAddr, "metrics-bind-address", watch.DefaultMetricsAddr, "address serving /metrics, /healthz and /readyz (:8080 in a pod)")
+	f.StringSliceVar(&o.appNamespaces, "app-namespaces", nil, "namespaces (Argo CD's patterns) of Applications besides Argo CD's own (default: application.namespaces of argocd-cmd-params-cm)")
+	f.BoolVar(&c.LeaderElect, "leader-elect", true, "elect one leader among replicas on a Lease; only the leader emits Events")
+	f.StringVar(&c.LeaseName, "lease-name", watch.DefaultLeaseName, "name of the Lease, in -n NAMESPACE")
+	f.StringVar(&c.Identity, "identity", "", "this replica's name in the Lease (default: $POD_NAME, else the host name)")
+	f.DurationVar(&c.LeaseDuration, "lease-duration", watch.DefaultLeaseDuration, "how long followers wait before taking over a lease that is not renewed")
+	f.DurationVar(&c.RenewDeadline, "renew-deadline", watch.DefaultRenewDeadline, "how long the leader retries renewing before giving up leadership")
+	f.DurationVar(&c.RetryPeriod, "retry-period", watch.DefaultRetryPeriod, "how often to try to acquire or renew the lease")
+	f.DurationVar(&c.Resync, "resync-period", watch.DefaultResync, "re-evaluate every Application this often even when it did not change")
+	f.IntVar(&c.Workers, "workers", watch.DefaultWorkers, "Applications evaluated in parallel")
+	f.IntVar(&c.CacheSize, "live-cache-size", watch.DefaultCacheSize, "live objects' metadata kept in memory at most")
+	f.DurationVar(&c.CacheTTL, "live-cache-ttl", watch.DefaultCacheTTL, "how long a live object read is trusted (a guard added to it shows after at most this)")
+	return cmd
+}
+
+// Complete fills the Config from the global flags and the environment.
+func (o *WatchOptions) Complete(cmd *cobra.Command) error {
+	if o.Via == ViaArgoCD {
+		return usageError("unprune watch reads Applications through the Kubernetes API: --via argocd is not supported")
+	}
+	if err := o.validateArgoCDVersion(); err != nil {
+		return err
+	}
+	c := &o.Config
+	if flagChanged(cmd.Flags(), "app-namespaces") {
+		c.AppNamespaces = append([]string{}, o.appNamespaces...)
+	}
+	if o.ArgoCDVersion != "" {
+		v, _ := argocd.ParseVersion(o.ArgoCDVersion)
+		c.Version = &v
+	}
+	if c.Identity == "" {
+		c.Identity = o.getenv("POD_NAME")
+	}
+	if c.Identity == "" {
+		host, _ := os.Hostname()
+		c.Identity = fmt.Sprintf("%s_%d", host, os.Getpid())
+	}
+	// With no kubeconfig, client-go falls back to the pod's ServiceAccount, and the namespace to the
+	// pod's.
+	cfg, err := o.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return usageError("cannot build a client from your kubeconfig or the pod's ServiceAccount: %v (set --kubeconfig)", err)
+	}
+	cfg.QPS, cfg.Burst = o.QPS, o.Burst
+	c.REST = cfg
+	if c.LeaseNamespace, _, err = o.ConfigFlags.ToRawKubeConfigLoader().Namespace(); err != nil {
+		return usageError("the Lease's namespace: %v (set -n)", err)
+	}
+	c.Log = o.ErrOut
+	return nil
+}
+
+// Run finds Argo CD's namespace when not given and watches until interrupted.
+func (o *WatchOptions) Run(ctx context.Context) error {
+	if o.ArgoCDNamespace == "" {
+		argo, err := o.ArgoCD(ctx)
+		if err != nil {
+			return err
+		}
+		o.ArgoCDNamespace = argo.Namespace()
+	}
+	o.Config.ArgoCDNamespace = o.ArgoCDNamespace
+	if err := watch.Run(ctx, o.Config); err != nil {
+		return failure(err)
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+// Package watch is `unprune watch`: a long-running, read-only process that keeps, for every Argo CD
+// Application, what a prune would delete — how many of its resources require pruning and how risky
+// that is, which of those prunes nothing guards, and whether deleting the app cascades into
+// high-risk resources — as Prometheus metrics, and announces the dangerous transitions as
+// Kubernetes Events on the Application. It reuses audit's judgement, re-evaluating one app per
+// change from informers, with live reads through a bounded cache.
+package watch
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/unprune/unprune/internal/argocd"
+)
+
+// Config is everything Run needs; the command line fills it from flags.
+type Config struct {
+	// REST reaches the cluster Argo CD runs in (a kubeconfig, or the pod's ServiceAccount).
+	REST *rest.Config
+	// ArgoCDNamespace is where argocd-cm, argocd-cmd-params-cm and the AppProjects live.
+	ArgoCDNamespace string
+	// Version is the Argo CD version when the user said it; nil detects it from the controller.
+	Version *argocd.Version
+	// AppNamespaces are the namespaces (Argo CD's patterns: globs, /regexps/) Applications are
+	// watched in besides Argo CD's own; nil reads application.namespaces from argocd-cmd-params-cm.
+	AppNamespaces []string
+
+	// MetricsAddr serves /metrics, /healthz and /readyz.
+	MetricsAddr string
+
+	// LeaderElect makes replicas elect one leader on a Lease, which alone emits Events. Without it
+	// this process emits Events itself (a single replica).
+	LeaderElect    bool
+	LeaseNamespace string
+	LeaseName      string
+	Identity       string
+	LeaseDuration  time.Duration
+	RenewDeadline  time.Duration
+	RetryPeriod    time.Duration
+
+	// Resync re-evaluates every app this often even when nothing changed (live objects' guards are not
+	// watched); Workers evaluate apps in parallel.
+	Resync  time.Duration
+	Workers int
+	// CacheSize bounds the live objects kept; CacheTTL is how long one is trusted.
+	CacheSize int
+	CacheTTL  time.Duration
+
+	// Log receives one line per notable thing (start, leadership, errors).
+	Log io.Writer
+	Now func() time.Time
+}
+
+// Defaults for the flags.
+const (
+	DefaultMetricsAddr   = "127.0.0.1:8080"
+	DefaultLeaseName     = "unprune-watch"
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+	DefaultResync        = 10 * time.Minute
+	DefaultWorkers       = 4
+	DefaultCacheSize     = 100000
+	DefaultCacheTTL      = 30 * time.Second
+)
+
+// Validate checks what flags cannot.
+func (c *Config) Validate() error {
+	switch {
+	case c.REST == nil:
+		return fmt.Errorf("no cluster to watch: pass --kubeconfig, or run in a pod with a ServiceAccount")
+	case c.ArgoCDNamespace == "":
+		return fmt.Errorf("Argo CD's namespace is unknown: pass --argocd-namespace")
+	case c.LeaderElect && c.LeaseNamespace == "":
+		return fmt.Errorf("the Lease needs a namespace: pass -n/--namespace (in a pod, the pod's namespace is the default)")
+	case c.LeaderElect && !(c.LeaseDuration > c.RenewDeadline && c.RenewDeadline > c.RetryPeriod && c.RetryPeriod > 0):
+		return fmt.Errorf("leader election needs --lease-duration > --renew-deadline > --retry-period > 0 (got %s, %s, %s)", c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
+	case c.Workers <= 0 || c.CacheSize <= 0 || c.CacheTTL <= 0 || c.Resync <= 0:
+		return fmt.Errorf("--workers, --live-cache-size, --live-cache-ttl and --resync-period must be positive")
+	}
+	return nil
+}

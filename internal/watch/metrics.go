@@ -1,0 +1,186 @@
+package watch
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metric names follow Prometheus's conventions: the unprune_ namespace, gauges named for what they
+// count, counters ending in _total, durations in seconds. Labels are per Application, never per
+// object: an app contributes a fixed number of series (seriesPerApp) however many rows it has.
+const (
+	metricPruning    = "unprune_resources_requiring_pruning"
+	metricUnguarded  = "unprune_unguarded_prune_candidates"
+	metricCascade    = "unprune_cascade_high_risk_resources"
+	metricAge        = "unprune_evaluation_age_seconds"
+	metricErrors     = "unprune_evaluation_errors_total"
+	metricLeader     = "unprune_leader"
+	metricEvaluated  = "unprune_evaluations_total"
+	metricDuration   = "unprune_evaluation_duration_seconds"
+	metricApps       = "unprune_applications_watched"
+	metricRequests   = "unprune_kubernetes_requests_total"
+	metricEventsSent = "unprune_events_total"
+)
+
+// seriesPerApp is how many series one Application adds: both risks of resources requiring pruning,
+// both risks of each "when" of unguarded candidates, and its cascade gauge.
+const seriesPerApp = 2 + 2*2 + 1
+
+// Metrics are the watch's Prometheus metrics, in a registry of their own (no global state).
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	pruning   *prometheus.GaugeVec
+	unguarded *prometheus.GaugeVec
+	cascade   *prometheus.GaugeVec
+	errors    *prometheus.CounterVec
+	evaluated prometheus.Counter
+	duration  prometheus.Histogram
+	leader    prometheus.Gauge
+	requests  *prometheus.CounterVec
+	events    *prometheus.CounterVec
+
+	mu sync.Mutex
+	// labels remembers each app's label values, to delete exactly its series when it goes away or
+	// its project or destination changes.
+	labels map[string]appLabels
+	// evaluatedAt is when each app was last evaluated, for the age gauge.
+	evaluatedAt map[string]time.Time
+	now         func() time.Time
+}
+
+type appLabels struct{ namespace, name, project, destination string }
+
+// NewMetrics registers the watch's metrics, the Go runtime's and the process's.
+func NewMetrics(now func() time.Time) *Metrics {
+	if now == nil {
+		now = time.Now
+	}
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
+		pruning: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricPruning,
+			Help: "Resources of an Argo CD Application that require pruning (a sync with prune deletes them), by risk of the deletion."},
+			[]string{"namespace", "application", "project", "destination", "risk"}),
+		unguarded: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricUnguarded,
+			Help: "Resources a prune would delete that no hard guard stops (audit's answer), by risk; when=now: they require pruning; when=removed_from_git: the app prunes automatically."},
+			[]string{"namespace", "application", "risk", "when"}),
+		cascade: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricCascade,
+			Help: "High-risk resources that deleting the Application would delete with it (it has Argo CD's resources finalizer); 0 without the finalizer."},
+			[]string{"namespace", "application"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricErrors,
+			Help: "Evaluations that failed (stage=evaluate) or rows whose live object could not be read (stage=live_object)."},
+			[]string{"stage"}),
+		evaluated: prometheus.NewCounter(prometheus.CounterOpts{Name: metricEvaluated, Help: "Application evaluations done."}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: metricDuration, Help: "Time to evaluate one Application.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9)}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{Name: metricLeader, Help: "1 when this replica holds the lease and emits Events, else 0."}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricRequests,
+			Help: "Requests this process sent to the Kubernetes API, by HTTP method, resource and status code: the proof it only writes Events and its Lease."},
+			[]string{"method", "resource", "code"}),
+		events:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricEventsSent, Help: "Kubernetes Events emitted, by reason."}, []string{"reason"}),
+		labels:      map[string]appLabels{},
+		evaluatedAt: map[string]time.Time{},
+		now:         now,
+	}
+	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricAge,
+		Help: "Age of the oldest Application evaluation: how stale the other metrics can be."}, m.oldestAge)
+	apps := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricApps, Help: "Applications evaluated and shown in the metrics."}, m.appCount)
+	m.Registry.MustRegister(m.pruning, m.unguarded, m.cascade, m.errors, m.evaluated, m.duration, m.leader, m.requests, m.events, age, apps,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, stage := range []string{"evaluate", "live_object"} {
+		m.errors.WithLabelValues(stage)
+	}
+	return m
+}
+
+// Set replaces an app's series with its summary's.
+func (m *Metrics) Set(key string, s Summary, took time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l := appLabels{namespace: s.Namespace, name: s.Name, project: s.Project, destination: s.Destination}
+	if old, ok := m.labels[key]; ok && old != l {
+		m.deleteLocked(old)
+	}
+	m.labels[key] = l
+	m.evaluatedAt[key] = m.now()
+	for _, r := range riskLabels {
+		m.pruning.WithLabelValues(l.namespace, l.name, l.project, l.destination, r).Set(float64(s.Pruning[r]))
+		for _, w := range whenLabels {
+			m.unguarded.WithLabelValues(l.namespace, l.name, r, w).Set(float64(s.Unguarded[w][r]))
+		}
+	}
+	m.cascade.WithLabelValues(l.namespace, l.name).Set(float64(s.CascadeHighRisk))
+	m.evaluated.Inc()
+	m.duration.Observe(took.Seconds())
+	if s.LiveErrors > 0 {
+		m.errors.WithLabelValues("live_object").Add(float64(s.LiveErrors))
+	}
+}
+
+// Delete removes every series of an app that is gone.
+func (m *Metrics) Delete(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if l, ok := m.labels[key]; ok {
+		m.deleteLocked(l)
+	}
+	delete(m.labels, key)
+	delete(m.evaluatedAt, key)
+}
+
+func (m *Metrics) deleteLocked(l appLabels) {
+	app := prometheus.Labels{"namespace": l.namespace, "application": l.name}
+	m.pruning.DeletePartialMatch(app)
+	m.unguarded.DeletePartialMatch(app)
+	m.cascade.DeletePartialMatch(app)
+}
+
+// EvaluationFailed counts an evaluation that could not be done.
+func (m *Metrics) EvaluationFailed() { m.errors.WithLabelValues("evaluate").Inc() }
+
+// SetLeader shows whether this replica leads.
+func (m *Metrics) SetLeader(leading bool) {
+	v := 0.0
+	if leading {
+		v = 1
+	}
+	m.leader.Set(v)
+}
+
+// EventSent counts an emitted Event.
+func (m *Metrics) EventSent(reason string) { m.events.WithLabelValues(reason).Inc() }
+
+// Request counts one request to the Kubernetes API.
+func (m *Metrics) Request(method, resource string, code int) {
+	m.requests.WithLabelValues(method, resource, codeLabel(code)).Inc()
+}
+
+func codeLabel(code int) string {
+	if code == 0 {
+		return "error"
+	}
+	return strconv.Itoa(code)
+}
+
+func (m *Metrics) oldestAge() float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	oldest := 0.0
+	for _, at := range m.evaluatedAt {
+		if age := now.Sub(at).Seconds(); age > oldest {
+			oldest = age
+		}
+	}
+	return oldest
+}
+
+func (m *Metrics) appCount() float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return float64(len(m.labels))
+}

@@ -1,0 +1,277 @@
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/audit"
+	"github.com/unprune/unprune/internal/kube"
+)
+
+var (
+	gvrConfigMap  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	gvrAppProject = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "appprojects"}
+)
+
+const indexProject = "project"
+
+// watcher is one running watch.
+type watcher struct {
+	cfg     Config
+	log     *logger
+	metrics *Metrics
+	events  *events
+	argo    *cachingArgoCD
+	kube    kubernetes.Interface
+	dyn     dynamic.Interface
+	queue   workqueue.TypedRateLimitingInterface[string]
+	ns      appNamespaces
+
+	apps      []cache.SharedIndexInformer
+	factories []dynamicinformer.DynamicSharedInformerFactory
+
+	mu       sync.RWMutex
+	settings *argocd.Settings
+	synced   bool
+}
+
+// newWatcher builds the clients (every request counted) and the informers.
+func newWatcher(ctx context.Context, cfg Config, m *Metrics, log *logger) (*watcher, error) {
+	rc := *cfg.REST
+	rc.Wrap(func(rt httpRoundTripper) httpRoundTripper { return &countingTransport{next: rt, metrics: m} })
+	clients, err := kube.NewClients(&rc, clusterInfo(), nil, kube.Options{QPS: rc.QPS, Burst: rc.Burst})
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(clients.Config)
+	if err != nil {
+		return nil, err
+	}
+	argo := &kube.ArgoCD{Objects: kube.NewObjects(clients, kube.FieldManager), Ns: cfg.ArgoCDNamespace}
+	w := &watcher{
+		cfg: cfg, log: log, metrics: m, kube: kc, dyn: clients.Dynamic,
+		argo:  newCachingArgoCD(argo, cfg.CacheSize, cfg.CacheTTL, cfg.Now),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "applications"}),
+	}
+	if w.cfg.Version == nil {
+		v, note := argo.DetectVersion(ctx)
+		if note != "" {
+			log.printf("warning: %s", note)
+		}
+		w.cfg.Version = v
+	}
+	if err := w.resolveNamespaces(ctx); err != nil {
+		return nil, err
+	}
+	w.informers()
+	return w, nil
+}
+
+// resolveNamespaces reads application.namespaces unless the flag said.
+func (w *watcher) resolveNamespaces(ctx context.Context) error {
+	w.ns = appNamespaces{argocd: w.cfg.ArgoCDNamespace, patterns: w.cfg.AppNamespaces}
+	if w.cfg.AppNamespaces != nil {
+		return nil
+	}
+	cm, err := w.kube.CoreV1().ConfigMaps(w.cfg.ArgoCDNamespace).Get(ctx, ParamsConfigMap, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read ConfigMap %s/%s (%s): %w; or pass --app-namespaces", w.cfg.ArgoCDNamespace, ParamsConfigMap, ParamAppNamespaces, err)
+	}
+	w.ns.patterns = splitPatterns(cm.Data[ParamAppNamespaces])
+	return nil
+}
+
+// informers sets up the shared informers: Applications in each watched namespace, argocd-cm and the
+// AppProjects. The reflectors ask for watch bookmarks (client-go does by default; the tweak says so
+// explicitly) so that a reconnect resumes from a recent resourceVersion instead of listing again.
+func (w *watcher) informers() {
+	bookmarks := func(o *metav1.ListOptions) { o.AllowWatchBookmarks = true }
+	for _, ns := range w.ns.informerNamespaces() {
+		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.dyn, w.cfg.Resync, ns, bookmarks)
+		inf := f.ForResource(kube.GVRApplication).Informer()
+		_ = inf.SetTransform(trimApplication)
+		_ = inf.AddIndexers(cache.Indexers{indexProject: projectIndex})
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    w.enqueue,
+			UpdateFunc: func(_, obj any) { w.enqueue(obj) },
+			DeleteFunc: w.enqueue,
+		})
+		w.apps = append(w.apps, inf)
+		w.factories = append(w.factories, f)
+	}
+	cmFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.dyn, w.cfg.Resync, w.cfg.ArgoCDNamespace, func(o *metav1.ListOptions) {
+		bookmarks(o)
+		o.FieldSelector = "metadata.name=" + argocd.ConfigMapName
+	})
+	_, _ = cmFactory.ForResource(gvrConfigMap).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    w.settingsChanged,
+		UpdateFunc: func(_, obj any) { w.settingsChanged(obj) },
+	})
+	projFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.dyn, w.cfg.Resync, w.cfg.ArgoCDNamespace, bookmarks)
+	_, _ = projFactory.ForResource(gvrAppProject).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { w.projectChanged(obj) },
+		DeleteFunc: w.projectChanged,
+	})
+	w.factories = append(w.factories, cmFactory, projFactory)
+}
+
+// trimApplication drops what the watch never reads before the informer stores an Application:
+// managedFields, the sync history and the last sync's per-resource results weigh more than the rest
+// at 2,000 apps.
+func trimApplication(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	u.SetManagedFields(nil)
+	unstructured.RemoveNestedField(u.Object, "metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration")
+	unstructured.RemoveNestedField(u.Object, "status", "history")
+	unstructured.RemoveNestedField(u.Object, "status", "operationState", "syncResult")
+	unstructured.RemoveNestedField(u.Object, "status", "resourceHealthSource")
+	return u, nil
+}
+
+func projectIndex(obj any) ([]string, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, nil
+	}
+	p, _, _ := unstructured.NestedString(u.Object, "spec", "project")
+	return []string{p}, nil
+}
+
+func (w *watcher) enqueue(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	ns, _, _ := cache.SplitMetaNamespaceKey(key)
+	if w.ns.enabled(ns) {
+		w.queue.Add(key)
+	}
+}
+
+// settingsChanged re-reads the tracking settings from argocd-cm and re-evaluates every app: the
+// settings decide every row. It is the one whole-list re-evaluation, and settings change rarely.
+func (w *watcher) settingsChanged(obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	data, _, _ := unstructured.NestedStringMap(u.Object, "data")
+	s := argocd.NewSettings(data, w.cfg.Version)
+	w.mu.Lock()
+	w.settings = &s
+	w.mu.Unlock()
+	w.log.printf("Argo CD settings in %s/%s: %s", w.cfg.ArgoCDNamespace, argocd.ConfigMapName, s.String())
+	for _, inf := range w.apps {
+		for _, key := range inf.GetStore().ListKeys() {
+			w.enqueue(cache.ExplicitKey(key))
+		}
+	}
+}
+
+// projectChanged re-evaluates the apps of a changed project, found through the informer's index.
+func (w *watcher) projectChanged(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return
+	}
+	_, name, _ := cache.SplitMetaNamespaceKey(key)
+	for _, inf := range w.apps {
+		keys, _ := inf.GetIndexer().IndexKeys(indexProject, name)
+		for _, k := range keys {
+			w.enqueue(cache.ExplicitKey(k))
+		}
+	}
+}
+
+func (w *watcher) currentSettings() *argocd.Settings {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.settings
+}
+
+// get finds an app in the informers' stores.
+func (w *watcher) get(key string) (*unstructured.Unstructured, bool) {
+	for _, inf := range w.apps {
+		obj, exists, err := inf.GetStore().GetByKey(key)
+		if err == nil && exists {
+			u, ok := obj.(*unstructured.Unstructured)
+			return u, ok
+		}
+	}
+	return nil, false
+}
+
+// evaluate re-evaluates one app: audit's rows through the live cache, its series and its Events.
+func (w *watcher) evaluate(ctx context.Context, key string) error {
+	s := w.currentSettings()
+	if s == nil {
+		return fmt.Errorf("ConfigMap %s/%s not read yet", w.cfg.ArgoCDNamespace, argocd.ConfigMapName)
+	}
+	u, ok := w.get(key)
+	if !ok {
+		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		w.metrics.Delete(key)
+		w.events.forget(key, ns, name)
+		return nil
+	}
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return err
+	}
+	app, err := argocd.ParseApplication(data)
+	if err != nil {
+		return err
+	}
+	start := w.now()
+	rep, err := audit.Run(ctx, w.argo, *s, []argocd.Application{app}, audit.Options{})
+	if err != nil {
+		return err
+	}
+	sum := Summarize(app, u.GetFinalizers(), rep.Rows, w.cfg.ArgoCDNamespace)
+	w.metrics.Set(key, sum, w.now().Sub(start))
+	now, check := w.events.observe(key, sum)
+	return w.events.send(ctx, now, check)
+}
+
+func (w *watcher) now() time.Time {
+	if w.cfg.Now != nil {
+		return w.cfg.Now()
+	}
+	return time.Now()
+}
+
+// listEvents reads the messages of an object's Events with a reason.
+func (w *watcher) listEvents(ctx context.Context, namespace string, uid types.UID, reason string) ([]string, error) {
+	list, err := w.kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "involvedObject.uid=" + string(uid) + ",reason=" + reason,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(list.Items))
+	for _, e := range list.Items {
+		out = append(out, e.Message)
+	}
+	return out, nil
+}
