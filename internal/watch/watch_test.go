@@ -1,0 +1,320 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/audit"
+	"github.com/unprune/unprune/internal/risk"
+)
+
+func ns(name string) argocd.Resource {
+	return argocd.Resource{Version: "v1", Kind: "Namespace", Name: name, RequiresPruning: true}
+}
+
+func cm(name string) argocd.Resource {
+	return argocd.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "team", Name: name, RequiresPruning: true}
+}
+
+func testApp(resources ...argocd.Resource) argocd.Application {
+	return argocd.Application{Namespace: "argocd", Name: "app", UID: "uid-1", Project: "default",
+		Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "team"}, Resources: resources}
+}
+
+func row(app argocd.Application, r argocd.Resource, when audit.When, c risk.Class, guarded bool) audit.Row {
+	return audit.Row{App: app, Resource: r, When: when, Risk: c, Guarded: guarded, RiskWhy: "why",
+		Contents: &audit.Contents{Objects: 3, CustomResources: -1}}
+}
+
+func TestSummarize(t *testing.T) {
+	app := testApp(ns("a"), ns("b"), cm("c"), ns("kube-system"))
+	cases := []struct {
+		name       string
+		rows       []audit.Row
+		finalizers []string
+		pruning    map[string]int
+		unguarded  map[string]map[string]int
+		cascade    int
+		highKeys   int
+		unguardedH int
+	}{
+		{name: "nothing", pruning: map[string]int{"high": 0, "normal": 0},
+			unguarded: map[string]map[string]int{"now": {"high": 0, "normal": 0}, "removed_from_git": {"high": 0, "normal": 0}}},
+		{name: "one unguarded high, one guarded high, one normal",
+			rows: []audit.Row{
+				row(app, ns("a"), audit.Now, risk.High, false),
+				row(app, ns("b"), audit.Now, risk.High, true),
+				row(app, cm("c"), audit.Now, risk.Normal, false),
+			},
+			pruning:   map[string]int{"high": 2, "normal": 1},
+			unguarded: map[string]map[string]int{"now": {"high": 1, "normal": 1}, "removed_from_git": {"high": 0, "normal": 0}},
+			highKeys:  2, unguardedH: 1},
+		{name: "auto-prune rows count as unguarded when removed from git, not as requiring pruning",
+			rows:      []audit.Row{row(app, ns("a"), audit.WhenRemovedFromGit, risk.High, false)},
+			pruning:   map[string]int{"high": 0, "normal": 0},
+			unguarded: map[string]map[string]int{"now": {"high": 0, "normal": 0}, "removed_from_git": {"high": 1, "normal": 0}}},
+		{name: "resources finalizer: cascade counts high-risk resources, immortal namespaces left out",
+			finalizers: []string{"resources-finalizer.argocd.argoproj.io"},
+			pruning:    map[string]int{"high": 0, "normal": 0},
+			unguarded:  map[string]map[string]int{"now": {"high": 0, "normal": 0}, "removed_from_git": {"high": 0, "normal": 0}},
+			cascade:    2},
+		{name: "background finalizer cascades too", finalizers: []string{"resources-finalizer.argocd.argoproj.io/background"},
+			pruning:   map[string]int{"high": 0, "normal": 0},
+			unguarded: map[string]map[string]int{"now": {"high": 0, "normal": 0}, "removed_from_git": {"high": 0, "normal": 0}},
+			cascade:   2},
+		{name: "another finalizer does not cascade", finalizers: []string{"example.com/other"},
+			pruning:   map[string]int{"high": 0, "normal": 0},
+			unguarded: map[string]map[string]int{"now": {"high": 0, "normal": 0}, "removed_from_git": {"high": 0, "normal": 0}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := Summarize(app, c.finalizers, c.rows, "argocd")
+			if fmt.Sprint(s.Pruning) != fmt.Sprint(c.pruning) || fmt.Sprint(s.Unguarded) != fmt.Sprint(c.unguarded) {
+				t.Errorf("pruning %v unguarded %v; want %v %v", s.Pruning, s.Unguarded, c.pruning, c.unguarded)
+			}
+			if s.CascadeHighRisk != c.cascade || len(s.HighRiskPruning) != c.highKeys || len(s.UnguardedHighRisk) != c.unguardedH {
+				t.Errorf("cascade %d, high %d, unguarded high %d; want %d %d %d", s.CascadeHighRisk, len(s.HighRiskPruning), len(s.UnguardedHighRisk), c.cascade, c.highKeys, c.unguardedH)
+			}
+			if s.Destination != argocd.InClusterServer || s.Project != "default" {
+				t.Errorf("labels: %+v", s)
+			}
+		})
+	}
+}
+
+// recorder is an Emitter that keeps what it was asked to emit.
+type recorder struct{ sent []string }
+
+func (r *recorder) Eventf(_ runtime.Object, _, reason, format string, args ...any) {
+	r.sent = append(r.sent, reason+": "+fmt.Sprintf(format, args...))
+}
+
+func summary(app argocd.Application, rows ...audit.Row) Summary {
+	return Summarize(app, nil, rows, "argocd")
+}
+
+func TestEventsOnTransitionsOnly(t *testing.T) {
+	app := testApp(ns("a"), ns("b"))
+	rec := &recorder{}
+	var listed []string
+	existing := map[string][]string{}
+	e := newEvents(rec, func(_ context.Context, _ string, _ types.UID, reason string) ([]string, error) {
+		listed = append(listed, reason)
+		return existing[reason], nil
+	}, nil)
+	ctx := context.Background()
+	step := func(s Summary) {
+		t.Helper()
+		now, check := e.observe("argocd/app", s)
+		if err := e.send(ctx, now, check); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.setLeading(true)
+	// First evaluation after a start: what it sees is checked against the Events already there.
+	existing[ReasonHighRiskRequiresPruning] = []string{"Namespace/a requires pruning: …"}
+	step(summary(app, row(app, ns("a"), audit.Now, risk.High, true)))
+	if len(rec.sent) != 0 || len(listed) != 1 {
+		t.Fatalf("an already announced row was announced again: %v (listed %v)", rec.sent, listed)
+	}
+	// The same state again: nothing.
+	step(summary(app, row(app, ns("a"), audit.Now, risk.High, true)))
+	// A second high-risk row starts requiring pruning, unguarded: one Event, naming the commands.
+	step(summary(app, row(app, ns("a"), audit.Now, risk.High, true), row(app, ns("b"), audit.Now, risk.High, false)))
+	if len(rec.sent) != 1 || !strings.HasPrefix(rec.sent[0], ReasonHighRiskRequiresPruning+": Namespace/b requires pruning") ||
+		!strings.Contains(rec.sent[0], "unprune detach argocd/app Namespace/b --yes") || !strings.Contains(rec.sent[0], "unprune guard protect Namespace/b --yes") ||
+		!strings.Contains(rec.sent[0], "the 3 objects in it") {
+		t.Fatalf("events: %q", rec.sent)
+	}
+	// a loses its guard: one UnguardedHighRiskPrune.
+	step(summary(app, row(app, ns("a"), audit.Now, risk.High, false), row(app, ns("b"), audit.Now, risk.High, false)))
+	step(summary(app, row(app, ns("a"), audit.Now, risk.High, false), row(app, ns("b"), audit.Now, risk.High, false)))
+	if len(rec.sent) != 2 || !strings.HasPrefix(rec.sent[1], ReasonUnguardedHighRiskPrune+": Namespace/a requires pruning and nothing guards it") {
+		t.Fatalf("events: %q", rec.sent)
+	}
+	// Released, then stuck again: a new transition, a new Event.
+	step(summary(app))
+	step(summary(app, row(app, ns("b"), audit.Now, risk.High, false)))
+	if len(rec.sent) != 3 {
+		t.Fatalf("events: %q", rec.sent)
+	}
+	// Normal-risk rows never make Events.
+	step(summary(app, row(app, ns("b"), audit.Now, risk.High, false), row(app, cm("c"), audit.Now, risk.Normal, false)))
+	if len(rec.sent) != 3 {
+		t.Fatalf("events: %q", rec.sent)
+	}
+}
+
+func TestEventsFollowerHandsOverPending(t *testing.T) {
+	app := testApp(ns("a"), ns("b"), ns("c"))
+	rec := &recorder{}
+	existing := map[string][]string{ReasonHighRiskRequiresPruning: {"Namespace/a requires pruning: announced by the old leader"}}
+	e := newEvents(rec, func(_ context.Context, _ string, _ types.UID, reason string) ([]string, error) {
+		return existing[reason], nil
+	}, nil)
+	// While following: nothing is sent.
+	for _, s := range []Summary{
+		summary(app),
+		summary(app, row(app, ns("a"), audit.Now, risk.High, false), row(app, ns("b"), audit.Now, risk.High, false), row(app, ns("c"), audit.Now, risk.High, false)),
+		// c is released before this replica leads: no longer news.
+		summary(app, row(app, ns("a"), audit.Now, risk.High, false), row(app, ns("b"), audit.Now, risk.High, false)),
+	} {
+		now, check := e.observe("argocd/app", s)
+		if len(now)+len(check) != 0 {
+			t.Fatalf("a follower would send %v %v", now, check)
+		}
+	}
+	// Leading: a was announced by the old leader; only b is sent.
+	if err := e.send(context.Background(), nil, e.setLeading(true)); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.sent) != 1 || !strings.Contains(rec.sent[0], "Namespace/b requires pruning") {
+		t.Fatalf("after taking over: %q", rec.sent)
+	}
+}
+
+func TestMetricsCardinalityAndDeletion(t *testing.T) {
+	m := NewMetrics(nil)
+	rows := func(app argocd.Application, n int) []audit.Row {
+		var out []audit.Row
+		for i := 0; i < n; i++ {
+			out = append(out, row(app, ns(fmt.Sprintf("ns-%d", i)), audit.Now, risk.High, i%2 == 0), row(app, cm(fmt.Sprintf("cm-%d", i)), audit.Now, risk.Normal, false))
+		}
+		return out
+	}
+	for i := 0; i < 50; i++ {
+		app := testApp()
+		app.Name = fmt.Sprintf("app-%d", i)
+		// However many rows an app has, it adds the same series.
+		m.Set(app.Ref(), Summarize(app, nil, rows(app, i*10), "argocd"), time.Millisecond)
+	}
+	if got := appSeries(t, m); got != 50*seriesPerApp {
+		t.Fatalf("%d per-app series for 50 apps, want %d", got, 50*seriesPerApp)
+	}
+	// Project change: the old series go, the count stays.
+	app := testApp()
+	app.Name, app.Project = "app-1", "other"
+	m.Set(app.Ref(), Summarize(app, nil, nil, "argocd"), time.Millisecond)
+	if got := appSeries(t, m); got != 50*seriesPerApp {
+		t.Fatalf("%d series after a project change, want %d", got, 50*seriesPerApp)
+	}
+	m.Delete("argocd/app-2")
+	if got := appSeries(t, m); got != 49*seriesPerApp {
+		t.Fatalf("%d series after deleting an app, want %d", got, 49*seriesPerApp)
+	}
+	value := gauge(t, m, metricPruning, map[string]string{"application": "app-3", "risk": "high"})
+	if value != 30 {
+		t.Errorf("app-3 high = %v, want 30", value)
+	}
+	if v := gauge(t, m, metricUnguarded, map[string]string{"application": "app-3", "risk": "high", "when": "now"}); v != 15 {
+		t.Errorf("app-3 unguarded high = %v, want 15", v)
+	}
+}
+
+// appSeries counts the series carrying an application label.
+func appSeries(t *testing.T, m *Metrics) int {
+	t.Helper()
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "application" {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
+func gauge(t *testing.T, m *Metrics, name string, want map[string]string) float64 {
+	t.Helper()
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	next:
+		for _, s := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range s.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if have[k] != v {
+					continue next
+				}
+			}
+			return s.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no %s%v", name, want)
+	return 0
+}
+
+func TestResourceOf(t *testing.T) {
+	for path, want := range map[string]string{
+		"/api/v1/namespaces/argocd/events":                                     "events",
+		"/api/v1/namespaces/argocd/events/x.123":                               "events",
+		"/apis/coordination.k8s.io/v1/namespaces/unprune/leases/unprune-watch": "leases.coordination.k8s.io",
+		"/api/v1/namespaces/team-a":                                            "namespaces",
+		"/api/v1/namespaces":                                                   "namespaces",
+		"/apis/argoproj.io/v1alpha1/applications":                              "applications.argoproj.io",
+		"/apis/apps/v1/namespaces/a/deployments/d/status":                      "deployments/status.apps",
+		"/version": "discovery",
+		"/apis":    "discovery",
+	} {
+		if got := resourceOf(path); got != want {
+			t.Errorf("resourceOf(%s) = %s, want %s", path, got, want)
+		}
+	}
+}
+
+func TestLRUBoundAndTTL(t *testing.T) {
+	now := time.Unix(0, 0)
+	c := newLRU[int](2, time.Minute, func() time.Time { return now })
+	c.put("a", 1)
+	c.put("b", 2)
+	c.get("a") // a is now the most recently used
+	c.put("c", 3)
+	if _, ok := c.get("b"); ok || c.len() != 2 {
+		t.Fatalf("b should have been evicted (len %d)", c.len())
+	}
+	if v, ok := c.get("a"); !ok || v != 1 {
+		t.Fatal("a should be kept")
+	}
+	now = now.Add(time.Minute)
+	if _, ok := c.get("a"); ok {
+		t.Fatal("a should have expired")
+	}
+}
+
+func TestAppNamespaces(t *testing.T) {
+	a := appNamespaces{argocd: "argocd", patterns: splitPatterns(" team-a, team-* ,/^ops-[0-9]+$/")}
+	for ns, want := range map[string]bool{"argocd": true, "team-a": true, "team-b": true, "ops-12": true, "ops-x": false, "other": false} {
+		if got := a.enabled(ns); got != want {
+			t.Errorf("enabled(%s) = %t", ns, got)
+		}
+	}
+	if got := a.informerNamespaces(); fmt.Sprint(got) != "[]" {
+		t.Errorf("patterns need a cluster-wide informer, got %q", got)
+	}
+	literal := appNamespaces{argocd: "argocd", patterns: []string{"team-a", "team-b"}}
+	if got := literal.informerNamespaces(); fmt.Sprint(got) != "[argocd team-a team-b]" {
+		t.Errorf("informer namespaces %v", got)
+	}
+}
