@@ -136,6 +136,8 @@ and puts guards in place.
 	cmd.AddCommand(
 		NewScanCommand(g, streams),
 		NewDetachCommand(g, streams),
+		NewMoveCommand(g, streams),
+		NewRenameCommand(g, streams),
 		NewUndoCommand(g, streams),
 		NewAuditCommand(g, streams),
 		NewGuardCommand(g, streams),

@@ -17,7 +17,7 @@ import (
 func (e *Engine) ApplyRename(ctx context.Context, rr *RenameRun, mode DryRun) error {
 	rr.Mode = mode.Mode()
 	switch {
-	case mode == DryRunClient || rr.blocked():
+	case mode == DryRunClient || rr.Blocked():
 		return nil
 	case mode == DryRunServer:
 		e.dryRunRename(ctx, rr)
@@ -48,10 +48,31 @@ func (e *Engine) ApplyRename(ctx context.Context, rr *RenameRun, mode DryRun) er
 	return nil
 }
 
-// blocked reports a plan that must not be carried out: an object refused or unreadable.
-func (rr *RenameRun) blocked() bool {
+// Blocked reports a plan that must not be carried out: an object refused or unreadable.
+func (rr *RenameRun) Blocked() bool {
 	c := rr.Counts()
 	return c[OutcomeRefused]+c[OutcomeFailed] > 0
+}
+
+// Done reports a rename carried out to its last step.
+func (rr *RenameRun) Done() bool { return rr.Steps[len(rr.Steps)-1].Outcome == OutcomeApplied }
+
+// FailedStep is the step that failed or was not attempted, if any.
+func (rr *RenameRun) FailedStep() *AppStep {
+	if rr.Mode != ModeApply {
+		for _, s := range rr.Steps {
+			if s.Outcome == OutcomeFailed {
+				return s
+			}
+		}
+		return nil
+	}
+	for _, s := range rr.Steps {
+		if s.Outcome == OutcomeFailed || s.Outcome == OutcomeNotAttempted {
+			return s
+		}
+	}
+	return nil
 }
 
 func (e *Engine) dryRunRename(ctx context.Context, rr *RenameRun) {

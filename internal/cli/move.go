@@ -1,0 +1,227 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/unprune/unprune/internal/engine"
+	"github.com/unprune/unprune/internal/printer"
+)
+
+// MoveOptions are `unprune move`'s inputs.
+type MoveOptions struct {
+	*GlobalOptions
+	genericiooptions.IOStreams
+
+	Request engine.MoveRequest
+	To      string
+	All     bool
+	Prepare bool
+	Wait    bool
+	Timeout time.Duration
+
+	change changeFlags
+	output outputFlags
+}
+
+// NewMoveCommand builds `unprune move`.
+func NewMoveCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &MoveOptions{GlobalOptions: g, IOStreams: streams, Wait: true, Timeout: 2 * time.Minute}
+	cmd := &cobra.Command{
+		Use:   "move APP (RESOURCE... | --all) --to APP2 [--prepare]",
+		Short: "Hand live resources from one Application to another, deleting nothing",
+		Long: `Hand live resources from one Argo CD Application to another without deleting or recreating them.
+
+Moving manifests from APP's source to APP2's in git is not enough: if APP syncs with prune before
+APP2 takes the resources over, APP deletes them. Do it in two steps:
+
+  1. unprune move APP RESOURCE... --to APP2 --prepare
+     merges Prune=false,Delete=false into each resource's argocd.argoproj.io/sync-options (what
+     "detach --strategy keep" merges), so that APP can neither prune it nor cascade-delete it.
+  2. Commit: remove the manifests from APP's source, add them to APP2's. Wait until APP2 lists the
+     resources (OutOfSync, with a shared-resource warning: APP still tracks them).
+  3. unprune move APP RESOURCE... --to APP2
+     rewrites each resource's tracking (instance label and/or tracking-id annotation, as Argo CD
+     writes them for APP2) and takes off exactly the sync options step 1 added (found through its
+     journal; without one the options are left alone, and the report says so).
+
+The move is refused (exit 3, nothing changed) unless APP2 declares every resource (its status lists
+it, not as requiring pruning): otherwise APP2 would prune it. Both apps must deploy to the same
+cluster. Hooks, objects with owners, objects being deleted, objects of another installation and
+copies whose tracking names another object are refused as by detach. Afterwards unprune refreshes
+both apps and waits until APP no longer lists the resources and APP2 shows them Synced. A journal
+records every change; "unprune undo" moves the resources back.
+
+` + exitCodesHelp,
+		Example: `  # Before the commit: keep APP from pruning what will move
+  unprune move shop-old ConfigMap/shop/settings Deployment.apps/shop/api --to shop --prepare --yes
+
+  # After the commit: hand them over
+  unprune move shop-old ConfigMap/shop/settings Deployment.apps/shop/api --to shop --yes
+
+  # Every resource of shop-old that shop declares
+  unprune move shop-old --all --to shop --yes`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(args); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.To, "to", "", "the Application (NAME or NAMESPACE/NAME) that takes the resources over")
+	f.BoolVar(&o.All, "all", false, "every resource of APP that APP2 declares (with --prepare: every resource of APP)")
+	f.BoolVar(&o.Prepare, "prepare", false, "before the commit: mark the resources Prune=false,Delete=false so that APP cannot delete them meanwhile")
+	f.BoolVar(&o.Wait, "wait", o.Wait, "after moving, refresh both apps and wait until Argo CD shows the move")
+	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for Argo CD")
+	o.change.add(cmd)
+	o.output.add(cmd, false)
+	return cmd
+}
+
+// Validate checks arguments and flags; it needs no cluster.
+func (o *MoveOptions) Validate(args []string) error {
+	for _, check := range []func() error{o.output.validate, o.change.validate} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	switch {
+	case o.To == "":
+		return usageError("--to: name the Application that takes the resources over")
+	case len(args) == 0:
+		return usageError("name the APP the resources are in, and the resources (or --all)")
+	case o.All && len(args) > 1:
+		return usageError("name resources or use --all, not both")
+	case !o.All && len(args) == 1:
+		return usageError("name the resources to move (as `unprune scan` prints them) or use --all")
+	case o.Timeout <= 0:
+		return usageError("--timeout must be positive")
+	case o.Via == ViaArgoCD && o.change.dryRun == engine.DryRunServer:
+		return usageError("--dry-run=server: Argo CD's API cannot send a patch as a dry run; preview with --dry-run=client, or use your kubeconfig")
+	}
+	apps, err := parseApps([]string{args[0], o.To}, o.GlobalOptions)
+	if err != nil {
+		return err
+	}
+	r := engine.MoveRequest{From: apps[0], To: apps[1], All: o.All, Prepare: o.Prepare}
+	for _, a := range args[1:] {
+		res, err := engine.ParseResourceArg(a)
+		if err != nil {
+			return usageError("%v", err)
+		}
+		r.Resources = append(r.Resources, res)
+	}
+	o.Request = r
+	return o.validateArgoCDVersion()
+}
+
+// Run plans, previews, and (when confirmed) applies and verifies. Any refusal stops the whole move:
+// a half-moved set of resources is worse than none.
+func (o *MoveOptions) Run(ctx context.Context) error {
+	argo, s, err := o.connect(ctx)
+	if err != nil {
+		return err
+	}
+	e, err := o.engine(argo, s, 8)
+	if err != nil {
+		return err
+	}
+	run, err := e.PlanMove(ctx, o.Request)
+	if err != nil {
+		return engineError(err)
+	}
+	if len(run.Items) == 0 {
+		fmt.Fprintf(o.ErrOut, "Nothing to move: %s lists no resource that %s declares.\n", run.Apps[0].Ref(), run.Apps[1].Ref())
+		return o.finish(run, false)
+	}
+	counts := run.Counts()
+	if counts[engine.OutcomeRefused]+counts[engine.OutcomeFailed] > 0 {
+		fmt.Fprintln(o.ErrOut, "Some resources are refused or could not be read, so nothing is moved.")
+		return o.finish(run, false)
+	}
+	mode := o.change.dryRun
+	if counts[engine.OutcomePlanned] > 0 && mode == engine.DryRunClient && interactive(o.IOStreams) && !o.output.out.Document() {
+		if err := o.print(run); err != nil {
+			return err
+		}
+		ok, err := confirm(o.IOStreams, fmt.Sprintf("%s %d resources of %s (to %s)? [y/N] ", verbOf(run), counts[engine.OutcomePlanned], run.Apps[0].Ref(), run.Apps[1].Ref()))
+		if err != nil || !ok {
+			fmt.Fprintln(o.ErrOut, "Nothing was changed.")
+			return Silent(ExitFindings)
+		}
+		mode = engine.DryRunNone
+	}
+	if err := e.Apply(ctx, run, mode); err != nil {
+		return failure(err)
+	}
+	if run.Journal != "" {
+		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", run.Journal, run.Journal)
+	}
+	wait := o.Wait && !o.Prepare && mode == engine.DryRunNone && !run.Interrupted && run.Counts()[engine.OutcomeFailed] == 0
+	if wait {
+		fmt.Fprintf(o.ErrOut, "Waiting up to %s for Argo CD to show the move...\n", o.Timeout)
+		e.VerifyMove(ctx, run, o.Timeout)
+	}
+	if o.Prepare && run.Mode == engine.ModeApply && !o.output.out.Document() {
+		fmt.Fprintf(o.ErrOut, "Prepared: %s can no longer prune or cascade-delete these resources. Now commit the move of their manifests, wait until %s lists them, "+
+			"then run the same command without --prepare.\n", run.Apps[0].Ref(), run.Apps[1].Ref())
+	}
+	return o.finish(run, wait)
+}
+
+func verbOf(run *engine.Run) string {
+	if run.Strategy == "prepare" {
+		return "Prepare the move of"
+	}
+	return "Move"
+}
+
+// finish prints the result and turns it into the exit code.
+func (o *MoveOptions) finish(run *engine.Run, verified bool) error {
+	if err := o.print(run); err != nil {
+		return err
+	}
+	doc := o.report(run)
+	if !o.output.out.Document() {
+		fmt.Fprint(o.Out, printer.VerificationText(doc))
+		if run.Mode == engine.ModePreview && doc.Summary.Planned > 0 && doc.Summary.Refused+doc.Summary.Failed == 0 {
+			fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
+		}
+	}
+	if run.JournalErr != nil {
+		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", run.JournalErr)
+	}
+	code, msg := runExit(doc, verified)
+	if doc.Summary.Refused > 0 && code == ExitRefused {
+		msg = fmt.Sprintf("%d of %d resources refused (see above); nothing was moved", doc.Summary.Refused, doc.Summary.Total)
+	}
+	if msg != "" {
+		return &ExitError{Code: code, Err: errors.New(msg)}
+	}
+	return Silent(code)
+}
+
+func (o *MoveOptions) report(run *engine.Run) printer.ChangeReport {
+	info := o.argo.Cluster()
+	return printer.NewChangeReport("MoveReport", o.metadata(&info), printer.NewArgoCD(o.argo.Namespace(), o.settings.Settings), run)
+}
+
+func (o *MoveOptions) print(run *engine.Run) error {
+	doc := o.report(run)
+	if o.output.out.Document() {
+		return o.output.out.Print(o.Out, doc, doc.Names)
+	}
+	if err := printer.ChangeTable(o.Out, o.output.out, doc); err != nil {
+		return err
+	}
+	if run.Mode == engine.ModePreview {
+		return printDiffs(o.Out, o.ErrOut, o.getenv("KUBECTL_EXTERNAL_DIFF"), run)
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+package printer
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/unprune/unprune/internal/engine"
+)
+
+// RenameReport is what `unprune rename` prints with -o json|yaml: a ChangeReport (kind
+// RenameReport) of the tracking rewrites, and the Application writes around them, in order.
+type RenameReport struct {
+	ChangeReport
+	From  AppRef       `json:"from"`
+	To    AppRef       `json:"to"`
+	Steps []RenameStep `json:"steps"`
+}
+
+// RenameStep is one write of an Application object.
+type RenameStep struct {
+	Verb        string `json:"verb"`
+	Application AppRef `json:"application"`
+	Why         string `json:"why"`
+	Outcome     string `json:"outcome"`
+	Message     string `json:"message,omitempty"`
+}
+
+// NewRenameReport converts a rename run into its document.
+func NewRenameReport(meta Metadata, argo *ArgoCD, rr *engine.RenameRun) RenameReport {
+	doc := RenameReport{ChangeReport: NewChangeReport("RenameReport", meta, argo, rr.Run),
+		From: AppRef{rr.Old.Namespace, rr.Old.Name}, To: AppRef{rr.New.Namespace, rr.New.Name}}
+	for _, s := range rr.Steps {
+		outcome := string(s.Outcome)
+		if outcome == "" {
+			outcome = string(engine.OutcomePlanned)
+		}
+		doc.Steps = append(doc.Steps, RenameStep{Verb: s.Verb, Application: AppRef{s.App.Namespace, s.App.Name}, Why: s.Why, Outcome: outcome, Message: s.Message})
+	}
+	return doc
+}
+
+// RenameSteps prints the Application writes, numbered in the order they are sent; the tracking
+// rewrites (the table that follows) happen between steps 2 and 3.
+func RenameSteps(w io.Writer, doc RenameReport) {
+	n := 0
+	for i, s := range doc.Steps {
+		n++
+		if i == 2 {
+			fmt.Fprintf(w, "%d. rewrite the tracking of %d resources to %s (below)\n", n, doc.Summary.Total, Safe(doc.To.Name))
+			n++
+		}
+		line := fmt.Sprintf("%d. %s Application %s/%s: %s [%s]", n, s.Verb, Safe(s.Application.Namespace), Safe(s.Application.Name), s.Why, s.Outcome)
+		if s.Message != "" {
+			line += " — " + Line(s.Message)
+		}
+		fmt.Fprintln(w, line)
+	}
+}
