@@ -213,4 +213,3 @@ func (o *RenameOptions) print(rr *engine.RenameRun) error {
 	}
 	return nil
 }
-
