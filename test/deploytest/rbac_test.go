@@ -1,0 +1,116 @@
+package deploytest
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// rule is one RBAC rule, flattened for the assertions.
+type rule struct {
+	groups, resources, verbs, names []string
+}
+
+func rules(t *testing.T, role map[string]any) []rule {
+	t.Helper()
+	raw, _ := role["rules"].([]any)
+	var out []rule
+	for _, r := range raw {
+		m := r.(map[string]any)
+		list := func(k string) []string {
+			var s []string
+			for _, v := range asSlice(m[k]) {
+				s = append(s, fmt.Sprint(v))
+			}
+			return s
+		}
+		out = append(out, rule{groups: list("apiGroups"), resources: list("resources"), verbs: list("verbs"), names: list("resourceNames")})
+	}
+	return out
+}
+
+func asSlice(v any) []any { s, _ := v.([]any); return s }
+
+// TestRBACLeastPrivilege: the base grants reads only, except Events (create, patch) and its own Lease
+// (create; get and update by name); no wildcard; no Secrets; nothing that writes elsewhere.
+func TestRBACLeastPrivilege(t *testing.T) {
+	objs := Build(t, "base")
+	read := []string{"get", "list", "watch"}
+	roles := append(Kind(objs, "ClusterRole"), Kind(objs, "Role")...)
+	if len(roles) != 2 {
+		t.Fatalf("%d roles, want the ClusterRole and the Role", len(roles))
+	}
+	for _, role := range roles {
+		for _, r := range rules(t, role) {
+			where := fmt.Sprintf("%s rule %+v", role["kind"], r)
+			for _, s := range append(append([]string{}, r.groups...), r.resources...) {
+				if strings.Contains(s, "*") {
+					t.Errorf("%s: wildcard", where)
+				}
+			}
+			if slices.Contains(r.resources, "secrets") {
+				t.Errorf("%s: Secrets", where)
+			}
+			for _, v := range r.verbs {
+				switch {
+				case slices.Contains(read, v):
+					if v == "watch" && !slices.ContainsFunc(r.resources, func(s string) bool { return s == "applications" || s == "appprojects" || s == "configmaps" }) {
+						t.Errorf("%s: watch on what the watch does not watch", where)
+					}
+				case slices.Equal(r.resources, []string{"events"}) && r.groups[0] == "" && (v == "create" || v == "patch"):
+				case slices.Equal(r.resources, []string{"leases"}) && role["kind"] == "Role" && v == "create":
+				case slices.Equal(r.resources, []string{"leases"}) && role["kind"] == "Role" && v == "update" && slices.Equal(r.names, []string{"unprune-watch"}):
+				default:
+					t.Errorf("%s: verb %q is not allowed", where, v)
+				}
+			}
+			if slices.Contains(r.resources, "configmaps") && role["kind"] == "Role" && !slices.Equal(r.names, []string{"argocd-cm", "argocd-cmd-params-cm"}) {
+				t.Errorf("%s: Argo CD's ConfigMaps by name only", where)
+			}
+		}
+	}
+	// Bound to the ServiceAccount the Deployment runs as, in the kustomization's namespace.
+	for _, b := range append(Kind(objs, "ClusterRoleBinding"), Kind(objs, "RoleBinding")...) {
+		s := asSlice(b["subjects"])[0].(map[string]any)
+		if s["name"] != "unprune-watch" || s["namespace"] != "argocd" {
+			t.Errorf("%v binds %v", b["metadata"], s)
+		}
+	}
+}
+
+// TestOverlayRebindsServiceAccount: another namespace and a name prefix carry into the bindings (the
+// lab test and users' overlays depend on it).
+func TestOverlayRebindsServiceAccount(t *testing.T) {
+	objs := Build(t, "base", "namespace: team-argocd", "namePrefix: x-", "components:", "  - DEPLOYcomponents/exact-counts")
+	for _, b := range append(Kind(objs, "ClusterRoleBinding"), Kind(objs, "RoleBinding")...) {
+		s := asSlice(b["subjects"])[0].(map[string]any)
+		if s["name"] != "x-unprune-watch" || s["namespace"] != "team-argocd" {
+			t.Errorf("%v binds %v", b["metadata"], s)
+		}
+	}
+	if n := len(Kind(objs, "ClusterRoleBinding")); n != 2 {
+		t.Errorf("%d ClusterRoleBindings with exact-counts, want 2", n)
+	}
+}
+
+// TestDeployment: two replicas running `unprune watch` with leader election, probes on the metrics
+// port, as the ServiceAccount.
+func TestDeployment(t *testing.T) {
+	objs := Build(t, "base", "components:", "  - DEPLOYcomponents/servicemonitor")
+	deps := Kind(objs, "Deployment")
+	if len(deps) != 1 {
+		t.Fatalf("%d Deployments", len(deps))
+	}
+	spec := deps[0]["spec"].(map[string]any)
+	pod := spec["template"].(map[string]any)["spec"].(map[string]any)
+	c := asSlice(pod["containers"])[0].(map[string]any)
+	args := fmt.Sprint(c["args"])
+	if fmt.Sprint(spec["replicas"]) != "2" || pod["serviceAccountName"] != "unprune-watch" ||
+		!strings.Contains(args, "watch") || !strings.Contains(args, "--metrics-bind-address=:8080") || !strings.Contains(args, "--leader-elect=true") {
+		t.Errorf("deployment: replicas %v, sa %v, args %s", spec["replicas"], pod["serviceAccountName"], args)
+	}
+	if len(Kind(objs, "ServiceMonitor")) != 1 || len(Kind(objs, "Service")) != 1 {
+		t.Error("want a Service and, with the component, a ServiceMonitor")
+	}
+}
