@@ -122,12 +122,23 @@ func (o *UndoOptions) Run(ctx context.Context) error {
 		_ = rec.Close()
 		return err
 	}
+	var ru *engine.RenameUndo
+	if j := rec.Snapshot(); j.Rename != nil {
+		var done bool
+		if ru, done, err = o.undoRenameBefore(ctx, j); done {
+			_ = rec.Close()
+			return err
+		}
+	}
 	u, err := e.PlanUndo(ctx, rec, o.connect, o.journalArgoCD)
 	if err != nil {
 		_ = rec.Close()
 		return engineError(err)
 	}
 	e.Restore(ctx, u, o.change.dryRun)
+	if ru != nil {
+		o.undoRenameAfter(ctx, ru, u)
+	}
 	if u.Mode == engine.ModeApply && u.Counts()[engine.OutcomeRestored] > 0 {
 		o.refresh(ctx, u.Journal)
 	}

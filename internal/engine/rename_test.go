@@ -121,3 +121,47 @@ func TestRenameRefusals(t *testing.T) {
 		t.Fatalf("planning wrote %v", w.argo.AppWrites())
 	}
 }
+
+// Undo of a rename: the old app comes back (automation and finalizers only after it tracks the
+// resources again), the tracking moves back, the new app goes (finalizers off before the delete).
+func TestRenameUndo(t *testing.T) {
+	w := renameWorld(t)
+	e := w.engine()
+	rr, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ApplyRename(context.Background(), rr, DryRunNone); err != nil || !rr.Done() {
+		t.Fatalf("rename: %v %+v", err, rr.FailedStep())
+	}
+	j, _, err := w.store.Load(rr.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ru, err := PlanRenameUndo(context.Background(), w.argo, j.Rename)
+	if err != nil || !ru.Send(context.Background(), ru.Before, false) {
+		t.Fatalf("before: %v %+v", err, ru.Before)
+	}
+	u := w.undo(rr.Journal, w.argo)
+	if got := u.Counts()[OutcomeRestored]; got != 2 {
+		t.Fatalf("restored %d: %v", got, outcomes(u.Run))
+	}
+	if !ru.Send(context.Background(), ru.After, false) {
+		t.Fatalf("after: %+v", ru.After)
+	}
+	for _, ns := range []string{"team-a", "team-b"} {
+		if o := w.cluster.Object(w.refs[ns]); o.Labels[argocd.DefaultInstanceLabelKey] != "guestbook" || o.Annotations[argocd.AnnotationTrackingID] != "guestbook:/Namespace:default/"+ns {
+			t.Fatalf("%s: %v %v", ns, o.Labels, o.Annotations)
+		}
+	}
+	old, err := w.argo.ApplicationObject(context.Background(), "argocd", "guestbook")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := finalizersOf(old); !slices.Equal(f, []string{"resources-finalizer.argocd.argoproj.io"}) || syncPolicyOf(old).(map[string]any)["automated"] == nil {
+		t.Fatalf("old app back with finalizers %v policy %v", f, syncPolicyOf(old))
+	}
+	if _, err := w.argo.GetApplication(context.Background(), "argocd", "shop"); err == nil {
+		t.Fatal("the new app is still there")
+	}
+}

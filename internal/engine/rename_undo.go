@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/journal"
+)
+
+// RenameUndo is the undo of a rename, around the restore of its tracking rewrites: Before (create
+// the old Application again, automated sync off and no finalizers, unless it exists; switch the new
+// one's automated sync off and remove its finalizers), then the tracking moves back, then After
+// (delete the new Application object — no finalizer left, so Argo CD deletes nothing — and give the
+// old one its sync policy and finalizers back).
+type RenameUndo struct {
+	Before, After []*AppStep
+	argo          cluster.ArgoCD
+	newUID, newRV string
+}
+
+// PlanRenameUndo plans the Application writes of a rename journal's undo from the journal's copy of
+// the old Application and the live new one.
+func PlanRenameUndo(ctx context.Context, argo cluster.ArgoCD, r *journal.Renamed) (*RenameUndo, error) {
+	var old map[string]any
+	if err := json.Unmarshal(r.Application, &old); err != nil {
+		return nil, fmt.Errorf("the journal's copy of Application %s is damaged: %w", r.From, err)
+	}
+	u := &RenameUndo{argo: argo}
+	from, to := AppName{Namespace: r.From.Namespace, Name: r.From.Name}, AppName{Namespace: r.To.Namespace, Name: r.To.Name}
+	if _, err := argo.ApplicationObject(ctx, from.Namespace, from.Name); cluster.IsNotFound(err) {
+		created := withoutServerFields(old)
+		delete(created["metadata"].(map[string]any), "finalizers")
+		if policy, ok := created["spec"].(map[string]any)["syncPolicy"].(map[string]any); ok {
+			delete(policy, "automated")
+		}
+		u.Before = append(u.Before, &AppStep{Verb: "create", App: from, Object: created,
+			Why: "the old Application again, from the journal, automated sync off and no finalizers until it tracks the resources"})
+	} else if err != nil {
+		return nil, err
+	}
+	live, err := argo.ApplicationObject(ctx, to.Namespace, to.Name)
+	if err != nil && !cluster.IsNotFound(err) {
+		return nil, err
+	}
+	if err == nil {
+		u.newUID, u.newRV = metaString(live, "uid"), metaString(live, "resourceVersion")
+		off, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": u.newRV, "finalizers": nil},
+			"spec": map[string]any{"syncPolicy": map[string]any{"automated": nil}}})
+		u.Before = append(u.Before, &AppStep{Verb: "patch", App: to, Patch: off, Why: "switch the new app's automated sync off and remove its finalizers"})
+		u.After = append(u.After, &AppStep{Verb: "delete", App: to, Why: "delete the new Application object, which has no finalizer left: Argo CD deletes none of its resources"})
+	}
+	back, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizersOf(old)}, "spec": map[string]any{"syncPolicy": syncPolicyOf(old)}})
+	u.After = append(u.After, &AppStep{Verb: "patch", App: from, Patch: back, Why: "give the old app its sync policy and finalizers back"})
+	return u, nil
+}
+
+// Send carries out steps in order (with dryRun=All when asked), stopping at the first failure.
+func (u *RenameUndo) Send(ctx context.Context, steps []*AppStep, dryRun bool) bool {
+	ok := OutcomeApplied
+	if dryRun {
+		ok = OutcomeDryRunAccepted
+	}
+	for i, s := range steps {
+		var err error
+		switch s.Verb {
+		case "create":
+			_, err = u.argo.CreateApplication(ctx, s.Object, dryRun)
+		case "patch":
+			var out map[string]any
+			out, err = u.argo.PatchApplication(ctx, s.App.Namespace, s.App.Name, s.Patch, dryRun)
+			if err == nil && !dryRun && metaString(out, "uid") == u.newUID {
+				u.newRV = metaString(out, "resourceVersion")
+			}
+		case "delete":
+			err = u.argo.DeleteApplication(ctx, s.App.Namespace, s.App.Name, u.newUID, u.newRV, dryRun)
+		}
+		if err != nil {
+			s.Outcome, s.Message = OutcomeFailed, err.Error()
+			for _, later := range steps[i+1:] {
+				later.Outcome, later.Message = OutcomeNotAttempted, "an earlier step failed"
+			}
+			return false
+		}
+		s.Outcome = ok
+	}
+	return true
+}
