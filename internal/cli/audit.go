@@ -46,7 +46,8 @@ or the admission policy "unprune guard policy" installs. Hooks are never pruned 
 
 Other admission policies and webhooks are only seen with --probe, which asks the API server with a
 DELETE carrying dryRun=All: the API server authorizes it, runs admission and answers, deleting nothing.
-That dry-run DELETE is the only DELETE unprune ever sends, and only with --probe. Only a denial that
+unprune never deletes a resource: besides this dry run, its only DELETE is of an Application object
+whose finalizers it removed first ("unprune rename" and its undo). Only a denial that
 would also stop Argo CD's controller counts: unprune probes as the controller when it may impersonate
 it (--controller-as, default its service account when it exists), else as you — and when RBAC refuses
 you, the probe cannot judge and says so. With --as, unprune already acts as another user and cannot act

@@ -38,7 +38,8 @@ func (o *Objects) impersonating(user string) (dynamic.Interface, error) {
 }
 
 // ProbeDelete sends DELETE with dryRun=All: the API server authorizes it, runs every admission
-// policy and webhook, and answers — deleting nothing. It is the only DELETE unprune sends.
+// policy and webhook, and answers — deleting nothing. It is the only DELETE of a resource unprune
+// sends (rename deletes an Application object, without finalizers: DeleteApplication).
 func (o *Objects) ProbeDelete(ctx context.Context, r cluster.Ref, as string) error {
 	dyn, err := o.impersonating(as)
 	if err != nil {
