@@ -8,11 +8,13 @@ import (
 	"github.com/unprune/unprune/internal/journal"
 )
 
-// ArgoCDFieldManager is the field manager Argo CD's controller writes with: server-side apply syncs
-// (ServerSideApply=true) apply as it (argo-cd common/common.go ArgoCDSSAManager, passed by
-// controller/sync.go WithServerSideApplyManager), and gitops-engine's kubectl apply
-// (pkg/utils/kube/resource_ops.go, newApplyOptionsCommon) sets it as the field manager of
-// client-side applies too, which then show as operation Update.
+// ArgoCDFieldManager is the field manager Argo CD's controller writes with (read in v3.6.1):
+// server-side apply syncs (ServerSideApply=true) apply as it (argo-cd common/common.go
+// ArgoCDSSAManager, passed by controller/sync.go WithServerSideApplyManager); gitops-engine's
+// kubectl apply sets it as the field manager of client-side applies too
+// (gitops-engine/pkg/utils/kube/resource_ops.go, newApplyOptions), which show as operation Update;
+// and its client-side apply migration moves kubectl-client-side-apply's fields into it with
+// csaupgrade (gitops-engine/pkg/sync/sync_context.go, performCSAUpgradeMigration).
 const ArgoCDFieldManager = "argocd-controller"
 
 // operationApply is the managedFields operation of a server-side apply.
