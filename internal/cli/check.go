@@ -129,6 +129,7 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return failure(err)
 	}
+	check.NoteMoves(&rep, argo.Namespace())
 	info := argo.Cluster()
 	doc := printer.NewCheckReport(o.metadata(&info), printer.NewArgoCD(argo.Namespace(), o.settings.Settings), rep)
 	for _, w := range rep.Warnings {
@@ -143,6 +144,7 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(o.ErrOut, "The change makes Argo CD adopt no existing object and prune nothing (%d manifests).\n", len(manifests))
 	default:
 		err = printer.CheckTable(o.Out, o.output.out, doc)
+		printer.CheckMoves(o.ErrOut, doc)
 		fmt.Fprintf(o.ErrOut, "%d adoptions, %d prunes, %d high-risk.\n", doc.Summary.Adoptions, doc.Summary.Prunes, doc.Summary.High)
 	}
 	if err != nil {

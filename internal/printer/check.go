@@ -104,6 +104,8 @@ func (it CheckItem) what() string {
 		return "adopted: Argo CD takes over an object no app tracks"
 	case check.TrackedByOtherApp:
 		return fmt.Sprintf("adopted from app instance %q: the two apps will fight over it", it.OtherInstance)
+	case check.Moved:
+		return fmt.Sprintf("moved from app instance %q: `unprune move` hands it over without a deletion window (see notes)", it.OtherInstance)
 	case check.CopiedTracking:
 		return "adopted: its tracking-id names another object (copied metadata)"
 	case check.DeletedAtNextSync:

@@ -1,0 +1,107 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/unprune/unprune/internal/argocd"
+)
+
+// Move is a kind of item: one object that the change removes from one app and gives to another. It
+// stands for the two items it replaces (the first app's Prune and the second app's Adoption of the
+// object from the first), which are one safe operation with `unprune move`, not two alarms.
+const Move Kind = "Move"
+
+// Moved is the reason of a Move item.
+const Moved Reason = "MovedBetweenApps"
+
+// MoveRecipe is what to run so that the object changes apps without a deletion window: mark it in
+// the app it leaves before the merge (so that app cannot prune it), then hand it over once the app
+// it joins lists it.
+func MoveRecipe(from, to string, res argocd.Resource) []string {
+	r := res.String()
+	return []string{
+		fmt.Sprintf("before merging: unprune move %s %s --to %s --prepare --yes", from, r, to),
+		"merge the change, and wait until " + to + " lists the resource (OutOfSync, shared with " + from + ")",
+		fmt.Sprintf("then: unprune move %s %s --to %s --yes", from, r, to),
+	}
+}
+
+// appOf turns an instance name back into the app's NAMESPACE/NAME (apps in Argo CD's own namespace
+// keep their bare name): Argo CD writes <namespace>_<name> for apps elsewhere (argocd.InstanceName).
+func appOf(instance, controllerNamespace string) string {
+	if ns, name, ok := strings.Cut(instance, "_"); ok && ns != controllerNamespace {
+		return ns + "/" + name
+	}
+	return instance
+}
+
+func appRef(a argocd.Application, controllerNamespace string) string {
+	if a.Namespace == "" || a.Namespace == controllerNamespace {
+		return a.Name
+	}
+	return a.Namespace + "/" + a.Name
+}
+
+// NoteMoves adds the move recipe to every adoption of an object another app tracks: if the same
+// change removes it from that app, it is a move, and the other app may prune it before this one
+// takes it over.
+func NoteMoves(rep *Report, controllerNamespace string) {
+	for i := range rep.Items {
+		it := &rep.Items[i]
+		if it.Kind != Adoption || it.Reason != TrackedByOtherApp || it.OtherInstance == "" {
+			continue
+		}
+		recipe := MoveRecipe(appOf(it.OtherInstance, controllerNamespace), appRef(rep.App, controllerNamespace), it.Resource)
+		it.Notes = append(it.Notes, "if this change also removes it from "+appOf(it.OtherInstance, controllerNamespace)+
+			", that app prunes it before this one takes it over; move it instead: "+strings.Join(recipe, "; "))
+	}
+}
+
+// FoldMoves recognises moves across the reports of one check run: a Prune of an object by one app
+// and an Adoption of the same object (same cluster, same resource) by another app from it become one
+// Move item, in the adopting app's report, carrying the recipe; the Prune leaves the first app's
+// report. Everything else is kept as it is, in order.
+func FoldMoves(reps []Report, controllerNamespace string) []Report {
+	type prune struct{ rep, item int }
+	prunes := map[string]prune{}
+	for r, rep := range reps {
+		for i, it := range rep.Items {
+			if it.Kind == Prune {
+				prunes[rep.Instance+"|"+moveKey(it)] = prune{r, i}
+			}
+		}
+	}
+	drop := map[prune]bool{}
+	out := make([]Report, len(reps))
+	for r, rep := range reps {
+		out[r] = rep
+		out[r].Items = append([]Item(nil), rep.Items...)
+		for i, it := range rep.Items {
+			p, ok := prunes[it.OtherInstance+"|"+moveKey(it)]
+			if it.Kind != Adoption || it.Reason != TrackedByOtherApp || !ok {
+				continue
+			}
+			drop[p] = true
+			from, to := appOf(it.OtherInstance, controllerNamespace), appRef(rep.App, controllerNamespace)
+			m := &out[r].Items[i]
+			m.Kind, m.Reason = Move, Moved
+			m.Notes = append([]string{fmt.Sprintf("moved from %s to %s by this change: %s would prune it, %s adopt it", from, to, from, to)},
+				MoveRecipe(from, to, it.Resource)...)
+		}
+	}
+	for r := range out {
+		kept := out[r].Items[:0]
+		for i, it := range out[r].Items {
+			if !drop[prune{r, i}] {
+				kept = append(kept, it)
+			}
+		}
+		out[r].Items = kept
+	}
+	return out
+}
+
+func moveKey(it Item) string {
+	return it.Cluster.Server + "|" + it.Cluster.Name + "|" + it.Resource.Key()
+}
