@@ -17,6 +17,18 @@ type Cluster struct {
 	Labels, Annotations   map[string]string
 }
 
+// excludedClusterAnnotation tells the annotations of a cluster Secret the generator does not pass
+// on (cluster.go excludedClusterAnnotations).
+func excludedClusterAnnotation(key string) bool {
+	switch key {
+	case "argocd.argoproj.io/refresh", "argocd.argoproj.io/refresh-timestamp", "argocd.argoproj.io/hydrate",
+		"argocd.argoproj.io/hydrate-timestamp", "argocd.argoproj.io/tracking-id", "argocd.argoproj.io/installation-id",
+		"kubectl.kubernetes.io/last-applied-configuration":
+		return true
+	}
+	return false
+}
+
 // InClusterName and InClusterServer are the local cluster the clusters generator adds when no
 // Secret names it and the generator has no selector.
 const (
@@ -141,17 +153,23 @@ func clusterParams(s ApplicationSet, src Sources, spec map[string]any) ([]map[st
 			continue
 		}
 		p := map[string]any{"name": c.Name, "nameNormalized": SanitizeName(c.Name), "server": c.Server, "project": c.Project}
+		annotations := map[string]string{}
+		for k, v := range c.Annotations {
+			if !excludedClusterAnnotation(k) {
+				annotations[k] = v
+			}
+		}
 		if s.GoTemplate {
 			meta := map[string]any{}
 			if len(c.Annotations) > 0 {
-				meta["annotations"] = stringMap(c.Annotations)
+				meta["annotations"] = stringMap(annotations)
 			}
 			if len(c.Labels) > 0 {
 				meta["labels"] = stringMap(c.Labels)
 			}
 			p["metadata"] = meta
 		} else {
-			for k, v := range c.Annotations {
+			for k, v := range annotations {
 				p["metadata.annotations."+k] = v
 			}
 			for k, v := range c.Labels {

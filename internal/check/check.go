@@ -73,6 +73,8 @@ type Report struct {
 	// Apps are the Applications the change deletes or renames, with what that does to their
 	// resources (apps of apps, ApplicationSets).
 	Apps []AppChange
+	// Set is the ApplicationSet a check of one found (RunSet); nil for an Application's check.
+	Set *SetInfo
 }
 
 // Run compares the desired manifests with the live objects of the app's destination and with what

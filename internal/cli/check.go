@@ -20,7 +20,10 @@ type CheckOptions struct {
 	*GlobalOptions
 	genericiooptions.IOStreams
 
-	App       engine.AppName
+	App engine.AppName
+	// Set is true when APP is applicationset/NAME: the change is to an ApplicationSet.
+	Set       bool
+	RepoDir   string
 	Manifests string
 	Revision  string
 	FailOn    string
@@ -31,7 +34,7 @@ type CheckOptions struct {
 func NewCheckCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &CheckOptions{GlobalOptions: g, IOStreams: streams}
 	cmd := &cobra.Command{
-		Use:   "check APP (--manifests PATH|- | --revision REV)",
+		Use:   "check (APP | applicationset/NAME) (--manifests PATH|- | --revision REV)",
 		Short: "Before a change is merged: which live objects it makes Argo CD adopt, and which it prunes",
 		Long: `Compare an Application's desired manifests after a change with the live cluster and with what
 the app tracks today, under Argo CD's rules (tracking method and instance, namespaces defaulting to
@@ -44,7 +47,15 @@ the destination's, hooks, resource exclusions, the project's permitted kinds), a
              (automated prune), else left requiring pruning
 
 each with its risk class, what goes with it (a Namespace's objects, a CRD's custom resources) and what
-guards it. The manifests are the app's, rendered by your CI (kustomize build, helm template, plain
+guards it. A pruned (or renamed) child Application of an app of apps is followed through its
+finalizer: with resources-finalizer.argocd.argoproj.io its deletion deletes every resource it tracks
+(except CRDs, Delete=false and helm.sh/resource-policy: keep; Delete=confirm waits for approval),
+recursively; without one they stay, still tracked.
+
+applicationset/NAME checks a change to an ApplicationSet: --manifests holds the set after the change.
+Its list, clusters, git (with --repo-dir), matrix and merge generators are evaluated and its template
+rendered; every app it owns and no longer generates is deleted under applicationsSync sync or
+create-delete, and gets the same answer. Other generators are reported as not evaluated. The manifests are the app's, rendered by your CI (kustomize build, helm template, plain
 YAML: a file, a directory, or - for stdin); with --via argocd, --revision asks Argo CD to render them.
 check reads only: it changes nothing, ever.
 
@@ -54,7 +65,8 @@ pull-request comment.
 ` + exitCodesHelp,
 		Example: `  kustomize build overlays/prod | unprune check my-app --manifests - --fail-on high
   unprune check my-app --manifests rendered/ -o markdown > comment.md
-  argocd unprune check my-app --revision feature-branch`,
+  argocd unprune check my-app --revision feature-branch
+  unprune check applicationset/teams --manifests appsets/teams.yaml --repo-dir . -o markdown`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeApps(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -66,6 +78,7 @@ pull-request comment.
 	}
 	cmd.Flags().StringVar(&o.Manifests, "manifests", "", "the app's manifests after the change: a file, a directory, or - for stdin")
 	cmd.Flags().StringVar(&o.Revision, "revision", "", "with --via argocd: let Argo CD render the app's manifests at this git revision")
+	cmd.Flags().StringVar(&o.RepoDir, "repo-dir", "", "for applicationset/NAME: a checkout of the repository its git generators read, at the change's revision")
 	cmd.Flags().StringVar(&o.FailOn, "fail-on", "", "exit 1 when the change adopts anything (adoption), does anything high-risk (high), or anything at all (any)")
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", fixedCompletion("adoption", "high", "any"))
 	o.output.add(cmd, false)
@@ -96,7 +109,12 @@ func (o *CheckOptions) Validate(args []string) error {
 	case o.Revision != "" && o.Via != ViaArgoCD:
 		return usageError("--revision needs Argo CD to render the manifests: add --via argocd, or render them yourself and pass --manifests")
 	}
-	app, err := engine.ParseAppName(args[0])
+	arg, set := cutSetPrefix(args[0])
+	o.Set = set
+	if set && o.Revision != "" {
+		return usageError("--revision renders an Application's manifests; for an ApplicationSet give the changed set with --manifests")
+	}
+	app, err := engine.ParseAppName(arg)
 	if err != nil {
 		return usageError("%v", err)
 	}
@@ -117,6 +135,9 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 	if ns == "" {
 		ns = argo.Namespace()
 	}
+	if o.Set {
+		return o.runSet(ctx, argo, ns)
+	}
 	app, err := argo.GetApplication(ctx, ns, o.App.Name)
 	if err != nil {
 		return failure(fmt.Errorf("%w (is the app in another namespace? use NAMESPACE/NAME or -n)", err))
@@ -130,8 +151,14 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 		return failure(err)
 	}
 	check.NoteMoves(&rep, argo.Namespace())
+	return o.print(argo, rep, len(manifests))
+}
+
+// print writes the report and turns findings into the exit code --fail-on asks for.
+func (o *CheckOptions) print(argo cluster.ArgoCD, rep check.Report, manifests int) error {
 	info := argo.Cluster()
 	doc := printer.NewCheckReport(o.metadata(&info), printer.NewArgoCD(argo.Namespace(), o.settings.Settings), rep)
+	var err error
 	for _, w := range rep.Warnings {
 		fmt.Fprintln(o.ErrOut, "warning:", printer.Line(w))
 	}
@@ -140,18 +167,19 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 		err = printer.CheckMarkdown(o.Out, doc)
 	case o.output.out.Document():
 		err = o.output.out.Print(o.Out, doc, doc.Names)
-	case len(doc.Items) == 0:
-		fmt.Fprintf(o.ErrOut, "The change makes Argo CD adopt no existing object and prune nothing (%d manifests).\n", len(manifests))
+	case len(doc.Items) == 0 && len(doc.Applications) == 0:
+		fmt.Fprintf(o.ErrOut, "The change makes Argo CD adopt no existing object, prune nothing and delete no app (%d manifests).\n", manifests)
 	default:
 		err = printer.CheckTable(o.Out, o.output.out, doc)
 		printer.CheckMoves(o.ErrOut, doc)
-		fmt.Fprintf(o.ErrOut, "%d adoptions, %d prunes, %d high-risk.\n", doc.Summary.Adoptions, doc.Summary.Prunes, doc.Summary.High)
+		fmt.Fprintf(o.ErrOut, "%d adoptions, %d prunes, %d apps deleted (%d resources with them), %d high-risk.\n",
+			doc.Summary.Adoptions, doc.Summary.Prunes, doc.Summary.AppsDeleted, doc.Summary.CascadeDeletions, doc.Summary.High)
 	}
 	if err != nil {
 		return err
 	}
 	s := doc.Summary
-	if (o.FailOn == "adoption" && s.Adoptions > 0) || (o.FailOn == "high" && s.High > 0) || (o.FailOn == "any" && len(doc.Items) > 0) {
+	if (o.FailOn == "adoption" && s.Adoptions > 0) || (o.FailOn == "high" && s.High > 0) || (o.FailOn == "any" && len(doc.Items)+doc.Summary.AppsDeleted > 0) {
 		return Silent(ExitFindings)
 	}
 	return nil

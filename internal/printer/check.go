@@ -24,6 +24,8 @@ type CheckReport struct {
 	Warnings    []string     `json:"warnings,omitempty"`
 	// Applications are the apps the change deletes or renames (apps of apps, ApplicationSets).
 	Applications []CheckApp `json:"applications,omitempty"`
+	// ApplicationSet is set when the change checked is an ApplicationSet's (application then names the set).
+	ApplicationSet *CheckSet `json:"applicationSet,omitempty"`
 }
 
 // CheckSummary counts a check.
@@ -76,6 +78,7 @@ func NewCheckReport(meta Metadata, argo *ArgoCD, r check.Report) CheckReport {
 		doc.Items = append(doc.Items, item)
 	}
 	doc.Applications = newCheckApps(r.Apps)
+	doc.ApplicationSet = newCheckSet(r.Set)
 	for _, a := range doc.Applications {
 		if a.Fate == string(check.Cascade) || a.Fate == string(check.Orphaned) {
 			doc.Summary.AppsDeleted++
@@ -142,13 +145,23 @@ func CheckTable(w io.Writer, o Output, doc CheckReport) error {
 // CheckMarkdown writes the check as a pull-request comment.
 func CheckMarkdown(w io.Writer, doc CheckReport) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "### unprune check: Application `%s/%s`\n\n", doc.Application.Namespace, doc.Application.Name)
-	if len(doc.Items) == 0 {
+	what := "Application"
+	if doc.ApplicationSet != nil {
+		what = "ApplicationSet"
+	}
+	fmt.Fprintf(&b, "### unprune check: %s `%s/%s`\n\n", what, doc.Application.Namespace, doc.Application.Name)
+	checkSetMarkdown(&b, doc.ApplicationSet)
+	if len(doc.Items) == 0 && len(doc.Applications) == 0 {
 		b.WriteString("This change makes Argo CD adopt no existing object and prune nothing.\n")
 	} else {
-		fmt.Fprintf(&b, "This change makes Argo CD **adopt %d** existing object(s) and **prune %d**; **%d** high-risk.\n\n",
-			doc.Summary.Adoptions, doc.Summary.Prunes, doc.Summary.High)
-		b.WriteString("| | Resource | What the change does | Risk | Contents | Guards |\n|---|---|---|---|---|---|\n")
+		fmt.Fprintf(&b, "This change makes Argo CD **adopt %d** existing object(s) and **prune %d**", doc.Summary.Adoptions, doc.Summary.Prunes)
+		if doc.Summary.AppsDeleted > 0 {
+			fmt.Fprintf(&b, ", and **delete %d Application(s)**, taking **%d** resource(s) with them", doc.Summary.AppsDeleted, doc.Summary.CascadeDeletions)
+		}
+		fmt.Fprintf(&b, "; **%d** high-risk.\n\n", doc.Summary.High)
+		if len(doc.Items) > 0 {
+			b.WriteString("| | Resource | What the change does | Risk | Contents | Guards |\n|---|---|---|---|---|---|\n")
+		}
 		for _, it := range doc.Items {
 			mark := ""
 			if it.Risk == string(risk.High) && !(it.Kind == string(check.Prune) && it.Guarded) {

@@ -140,3 +140,45 @@ func checkAppsMarkdown(b *strings.Builder, apps []CheckApp) {
 		}
 	}
 }
+
+// CheckSet is what a check of an ApplicationSet found (`applicationSet` in a CheckReport).
+type CheckSet struct {
+	// Policy is the applicationsSync policy after the change (sync when unset).
+	Policy                      string `json:"policy"`
+	PreserveResourcesOnDeletion bool   `json:"preserveResourcesOnDeletion"`
+	// Owned are the apps the live set owns; Generated those the changed set generates; Created
+	// the new ones among them.
+	Owned     []string `json:"owned"`
+	Generated []string `json:"generated"`
+	Created   []string `json:"created,omitempty"`
+	// NotEvaluated says which generators or templates unprune could not evaluate, and why.
+	NotEvaluated []string `json:"notEvaluated,omitempty"`
+}
+
+func newCheckSet(s *check.SetInfo) *CheckSet {
+	if s == nil {
+		return nil
+	}
+	return &CheckSet{Policy: s.Policy, PreserveResourcesOnDeletion: s.Preserve, Owned: orEmpty(s.Owned), Generated: orEmpty(s.Generated),
+		Created: s.Created, NotEvaluated: s.NotEvaluated}
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// checkSetMarkdown says what the set generates before and after the change.
+func checkSetMarkdown(b *strings.Builder, s *CheckSet) {
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(b, "applicationsSync `%s`, preserveResourcesOnDeletion `%v`: it owns %d app(s) and, after the change, generates %d (%d new).\n",
+		s.Policy, s.PreserveResourcesOnDeletion, len(s.Owned), len(s.Generated), len(s.Created))
+	if len(s.NotEvaluated) > 0 {
+		b.WriteString("⚠️ Part of the set could not be evaluated (see the warnings): apps it may generate are not known.\n")
+	}
+	b.WriteString("\n")
+}

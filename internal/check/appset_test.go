@@ -1,0 +1,113 @@
+package check
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/unprune/unprune/internal/appset"
+	"github.com/unprune/unprune/internal/argocd"
+)
+
+// setArgoCD adds a live ApplicationSet and the apps it owns to the fixture's Argo CD.
+type setArgoCD struct {
+	countingArgoCD
+	live  map[string]any
+	owned []argocd.Whole
+}
+
+func (a setArgoCD) GetApplicationSet(context.Context, string, string) (map[string]any, error) {
+	return a.live, nil
+}
+
+func (a setArgoCD) OwnedApplications(context.Context, string, string) ([]argocd.Whole, error) {
+	return a.owned, nil
+}
+
+func (a setArgoCD) ClusterSecrets(context.Context) ([]appset.Cluster, error) { return nil, nil }
+
+func setDoc(t *testing.T, extra, name string, elements ...string) map[string]any {
+	t.Helper()
+	doc := `apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {name: teams, namespace: argocd, uid: set-uid}
+spec:
+` + extra + `
+  generators:
+  - list:
+      elements: [` + strings.Join(elements, ", ") + `]
+  template:
+    metadata: {name: "` + name + `"}
+    spec:
+      project: default
+      source: {repoURL: "file:///repo", path: "{{team}}"}
+      destination: {server: "https://kubernetes.default.svc", namespace: "{{team}}"}
+`
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestRunSet: dropping an element deletes its app under sync and create-delete and its finalizer
+// cascades; create-update and create-only delete nothing; a remote generator leaves the answer
+// open; renaming the template's name is a delete and a create of each app, with the fix.
+func TestRunSet(t *testing.T) {
+	f := newFamily(t)
+	f.c.Add("", "Namespace", "", "payments", nil, f.track("payments", "", "Namespace", "payments", "payments"))
+	var owned []argocd.Whole
+	for _, team := range []string{"payments", "search"} {
+		// The set generated them: same content as the template renders, with the resources finalizer.
+		f.app(team, "", []string{argocd.FinalizerResources}, team)
+		owned = append(owned, argocd.Whole{Namespace: "argocd", Name: team, Sources: []argocd.Source{{RepoURL: "file:///repo", Path: team}},
+			Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: team}})
+	}
+	f.argo.AddApp(argocd.Application{Namespace: "argocd", Name: "payments", Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "payments"},
+		Resources: []argocd.Resource{{Version: "v1", Kind: "Namespace", Name: "payments"}}})
+	argo := setArgoCD{countingArgoCD: f.argo, live: setDoc(t, "", "{{team}}", "{team: payments}", "{team: search}"), owned: owned}
+	run := func(changed map[string]any) Report {
+		t.Helper()
+		rep, err := RunSet(context.Background(), argo, f.s, changed, appset.Sources{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+
+	for _, policy := range []string{"", "  syncPolicy: {applicationsSync: create-delete}"} {
+		rep := run(setDoc(t, policy, "{{team}}", "{team: search}"))
+		if len(rep.Apps) != 1 || rep.Apps[0].App.Name != "payments" || rep.Apps[0].Fate != Cascade || rep.Apps[0].Deleted != 1 || rep.Apps[0].High != 1 {
+			t.Errorf("%q, dropping payments: %+v; want its cascade deleting the namespace", policy, rep.Apps)
+		}
+	}
+	for _, policy := range []string{"create-update", "create-only"} {
+		rep := run(setDoc(t, "  syncPolicy: {applicationsSync: "+policy+"}", "{{team}}", "{team: search}"))
+		if len(rep.Apps) != 1 || rep.Apps[0].Fate != NotDeleted {
+			t.Errorf("%s: %+v; want payments not deleted", policy, rep.Apps)
+		}
+	}
+	// preserveResourcesOnDeletion set in the same change does not reach the app no longer generated.
+	rep := run(setDoc(t, "  syncPolicy: {preserveResourcesOnDeletion: true}", "{{team}}", "{team: search}"))
+	if len(rep.Apps) != 1 || rep.Apps[0].Fate != Cascade || len(rep.Apps[0].Notes) == 0 {
+		t.Errorf("preserve set with the removal: %+v; want the cascade, with a note", rep.Apps)
+	}
+	remote := setDoc(t, "", "{{team}}", "{team: search}")
+	remote["spec"].(map[string]any)["generators"] = append(remote["spec"].(map[string]any)["generators"].([]any), map[string]any{"plugin": map[string]any{}})
+	if rep := run(remote); len(rep.Apps) != 1 || rep.Apps[0].Fate != NotEvaluated {
+		t.Errorf("with a plugin generator: %+v; want not evaluated", rep.Apps)
+	}
+	rep = run(setDoc(t, "", "{{team}}-v2", "{team: payments}", "{team: search}"))
+	got := byApp(rep)
+	if p := got["payments"]; p.RenamedTo != "payments-v2" || p.Fate != Cascade || !strings.Contains(p.Fix, "preserveResourcesOnDeletion") {
+		t.Errorf("renamed: %+v; want payments renamed to payments-v2, cascading, with the fix", p)
+	}
+	if s := got["search"]; s.RenamedTo != "search-v2" || s.Fate != Cascade || s.Deleted != 0 {
+		t.Errorf("renamed: %+v; want search renamed, nothing tracked to delete", s)
+	}
+	if strings.Join(rep.Set.Created, ",") != "payments-v2,search-v2" {
+		t.Errorf("created %v", rep.Set.Created)
+	}
+}
