@@ -17,7 +17,8 @@ import (
 
 // Finding is one resource that requires pruning.
 type Finding struct {
-	App      argocd.Application
+	// App is shared by the app's findings: a copy in each would weigh on scans of thousands of rows.
+	App      *argocd.Application
 	Instance string
 	// Cluster is the destination the object lives in.
 	Cluster  cluster.Info
@@ -55,6 +56,7 @@ func (r Report) StuckApps() int {
 	return len(seen)
 }
 
+// group is the findings whose objects live in one destination cluster.
 type group struct {
 	objects cluster.Objects
 	idx     []int
@@ -65,65 +67,14 @@ type group struct {
 // warning on its rows, not a failed scan. It returns ctx's error when interrupted.
 func Run(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []argocd.Application) (Report, error) {
 	rep := Report{Settings: s, ArgoCDNamespace: argo.Namespace(), AppsScanned: len(apps)}
-	groups := map[string]*group{}
-	var order []string
-	for _, app := range apps {
-		rows := app.Pruning()
-		if len(rows) == 0 {
-			continue
-		}
-		instance := app.Instance(argo.Namespace())
-		if s.Method == argocd.MethodLabel && !argocd.LabelValueFits(instance) {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("Application %s: its instance %q is longer than 63 characters, which label tracking cannot write: Argo CD cannot apply its resources", app.Ref(), instance))
-		}
-		objects, err := argo.Destination(ctx, app)
-		first := len(rep.Findings)
-		for _, r := range rows {
-			f := Finding{App: app, Instance: instance, Resource: r}
-			if err != nil {
-				f.LiveError = err.Error()
-				f.Cluster = cluster.Info{Name: app.Destination.Name, Server: app.Destination.Server}
-			} else {
-				f.Cluster = objects.Info()
-			}
-			rep.Findings = append(rep.Findings, f)
-		}
-		if err != nil {
-			rep.Warnings = append(rep.Warnings, err.Error())
-			continue
-		}
-		key := objects.Info().Name + "|" + objects.Info().Server
-		g := groups[key]
-		if g == nil {
-			g = &group{objects: objects}
-			groups[key] = g
-			order = append(order, key)
-		}
-		for k := first; k < len(rep.Findings); k++ {
-			g.idx = append(g.idx, k)
-		}
-	}
+	groups := collect(ctx, argo, s, apps, &rep)
 	var mu sync.Mutex
 	forbidden := map[string]bool{}
-	parallel.ForEach(len(order), len(order), func(i int) {
-		g := groups[order[i]]
-		refs := make([]cluster.Ref, len(g.idx))
-		for k, fi := range g.idx {
-			r := rep.Findings[fi].Resource
-			ref, err := g.objects.Resolve(ctx, r.Group, r.Kind, r.Version, r.Namespace, r.Name)
-			if err != nil {
-				ref = cluster.Ref{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
-			}
-			refs[k] = ref
-		}
-		for k, res := range g.objects.Read(ctx, refs) {
-			f := &rep.Findings[g.idx[k]]
-			describe(f, s, argo.Namespace(), refs[k], res)
-			if cluster.IsForbidden(res.Err) {
-				mu.Lock()
-				forbidden[fmt.Sprintf("%s in cluster %s", refs[k].Kind, f.Cluster.Name)] = true
-				mu.Unlock()
-			}
+	parallel.ForEach(len(groups), len(groups), func(i int) {
+		for _, what := range readGroup(ctx, groups[i], s, argo.Namespace(), rep.Findings) {
+			mu.Lock()
+			forbidden[what] = true
+			mu.Unlock()
 		}
 	})
 	if err := ctx.Err(); err != nil {
@@ -134,6 +85,77 @@ func Run(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []arg
 	}
 	sort.Strings(rep.Warnings)
 	return rep, nil
+}
+
+// collect makes a finding of every prunable row of apps and groups them by destination cluster. A
+// destination that cannot be reached marks its findings and warns.
+func collect(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []argocd.Application, rep *Report) []*group {
+	total := 0
+	for i := range apps {
+		for _, r := range apps[i].Resources {
+			if r.Prunable() {
+				total++
+			}
+		}
+	}
+	rep.Findings = make([]Finding, 0, total)
+	byCluster := map[string]*group{}
+	var groups []*group
+	for i := range apps {
+		app := &apps[i]
+		rows := app.Pruning()
+		if len(rows) == 0 {
+			continue
+		}
+		instance := app.Instance(argo.Namespace())
+		if s.Method == argocd.MethodLabel && !argocd.LabelValueFits(instance) {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("Application %s: its instance %q is longer than 63 characters, which label tracking cannot write: Argo CD cannot apply its resources", app.Ref(), instance))
+		}
+		objects, err := argo.Destination(ctx, *app)
+		if err != nil {
+			rep.Warnings = append(rep.Warnings, err.Error())
+			for _, r := range rows {
+				rep.Findings = append(rep.Findings, Finding{App: app, Instance: instance, Resource: r, LiveError: err.Error(),
+					Cluster: cluster.Info{Name: app.Destination.Name, Server: app.Destination.Server}})
+			}
+			continue
+		}
+		key := objects.Info().Name + "|" + objects.Info().Server
+		g := byCluster[key]
+		if g == nil {
+			g = &group{objects: objects}
+			byCluster[key] = g
+			groups = append(groups, g)
+		}
+		for _, r := range rows {
+			g.idx = append(g.idx, len(rep.Findings))
+			rep.Findings = append(rep.Findings, Finding{App: app, Instance: instance, Resource: r, Cluster: objects.Info()})
+		}
+	}
+	return groups
+}
+
+// readGroup reads the live objects of a group's findings and describes each. It returns the kinds
+// it was forbidden to read.
+func readGroup(ctx context.Context, g *group, s argocd.Settings, argocdNamespace string, findings []Finding) []string {
+	refs := make([]cluster.Ref, len(g.idx))
+	for k, fi := range g.idx {
+		r := findings[fi].Resource
+		ref, err := g.objects.Resolve(ctx, r.Group, r.Kind, r.Version, r.Namespace, r.Name)
+		if err != nil {
+			ref = cluster.Ref{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+		}
+		refs[k] = ref
+	}
+	var forbidden []string
+	for k, res := range g.objects.Read(ctx, refs) {
+		f := &findings[g.idx[k]]
+		describe(f, s, argocdNamespace, refs[k], res)
+		if cluster.IsForbidden(res.Err) {
+			forbidden = append(forbidden, fmt.Sprintf("%s in cluster %s", refs[k].Kind, f.Cluster.Name))
+		}
+	}
+	return forbidden
 }
 
 // describe classifies one finding from its live object.
