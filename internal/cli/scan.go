@@ -86,27 +86,34 @@ func (o *ScanOptions) Run(ctx context.Context) error {
 		return failure(fmt.Errorf("scan interrupted after reading %d Applications; nothing was changed: %w", len(apps), err))
 	}
 	info := argo.Cluster()
-	doc := printer.NewScanReport(o.metadata(&info), rep)
 	for _, w := range rep.Warnings {
 		fmt.Fprintln(o.ErrOut, "warning:", printer.Line(w))
 	}
-	if o.output.out.Document() {
+	switch {
+	case o.output.out.Format == printer.JSON:
+		// Item by item: a scan of thousands of apps never holds its whole document in memory.
+		if err := printer.ScanJSON(o.Out, o.metadata(&info), rep); err != nil {
+			return err
+		}
+	case o.output.out.Document():
+		doc := printer.NewScanReport(o.metadata(&info), rep)
 		if err := o.output.out.Print(o.Out, doc, doc.Names); err != nil {
 			return err
 		}
-	} else {
+	default:
 		fmt.Fprintf(o.ErrOut, "Argo CD in namespace %s: %s\n", argo.Namespace(), printer.Line(s.String()))
-		if len(doc.Items) == 0 {
+		if len(rep.Findings) == 0 {
 			fmt.Fprintf(o.ErrOut, "No Application requires pruning (%d scanned in %s).\n", len(apps), scope)
 			return nil
 		}
+		doc := printer.NewScanReport(o.metadata(&info), rep)
 		if err := printer.ScanTable(o.Out, o.output.out, doc); err != nil {
 			return err
 		}
 		fmt.Fprintf(o.ErrOut, "%d of %d Applications have resources that require pruning. Release them with: unprune detach APP --all\n",
 			doc.Summary.StuckApplications, len(apps))
 	}
-	if len(doc.Items) > 0 {
+	if len(rep.Findings) > 0 {
 		return Silent(ExitFindings)
 	}
 	return nil

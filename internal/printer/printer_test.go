@@ -8,8 +8,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/risk"
+	"github.com/unprune/unprune/internal/scan"
 )
 
 func TestSafe(t *testing.T) {
@@ -149,4 +154,45 @@ func TestEscapeStrings(t *testing.T) {
 
 func writeFile(path, content string) error {
 	return os.WriteFile(path, []byte(content), 0o600)
+}
+
+// TestStreamedJSONIsPrinted: scan -o json written an item at a time is byte for byte what the whole
+// document printed with -o json is, for no items, one, and several holding what escapes in JSON.
+func TestStreamedJSONIsPrinted(t *testing.T) {
+	meta := Metadata{GeneratedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), ToolVersion: "v1 <dev>",
+		Cluster: &ClusterRef{Name: "in-cluster", Server: "https://127.0.0.1:6443"}}
+	finding := func(i int, app, name string) scan.Finding {
+		return scan.Finding{
+			App:      &argocd.Application{Namespace: "argocd", Name: app, AutoPrune: i%2 == 0},
+			Instance: app, Cluster: cluster.Info{Name: "in-cluster", Server: argocd.InClusterServer},
+			Resource: argocd.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "ns-" + app, Name: name, RequiresPruning: true},
+			Tracking: []argocd.Field{{Kind: argocd.FieldAnnotation, Key: "argocd.argoproj.io/tracking-id", Value: app + ":/ConfigMap:ns/" + name}},
+			Risk:     risk.High, RiskWhy: "a <Namespace> & its \"data\"\n\u2028✓", Guards: []risk.Guard{risk.GuardPruneDisabled},
+			Notes: []string{"note\twith tab", "\x1b[31mred"}, Ownership: "tracked by " + app,
+		}
+	}
+	settings := argocd.Settings{Method: "annotation", MethodSource: "argocd-cm", InstanceLabelKey: "app.kubernetes.io/instance",
+		Version: &argocd.Version{Major: 3, Minor: 6, Patch: 1}}
+	reports := map[string]scan.Report{
+		"none": {Settings: settings, ArgoCDNamespace: "argocd", AppsScanned: 3},
+		"one":  {Settings: settings, ArgoCDNamespace: "argocd", AppsScanned: 1, Findings: []scan.Finding{finding(0, "a", "x")}},
+		"several": {Settings: argocd.Settings{Ambiguous: true, MethodSource: "unknown"}, ArgoCDNamespace: "argocd", AppsScanned: 9,
+			Warnings: []string{"forbidden to read <x>", "ünïcode"},
+			Findings: []scan.Finding{finding(0, "a", "x"), finding(1, "b", "y"), {App: &argocd.Application{Name: "gone"},
+				Resource: argocd.Resource{Kind: "Namespace", Name: "z"}, LiveError: "namespaces \"z\" not found"}}},
+	}
+	for name, r := range reports {
+		t.Run(name, func(t *testing.T) {
+			var printed, streamed bytes.Buffer
+			if err := (Output{Format: JSON}).Print(&printed, NewScanReport(meta, r), nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := ScanJSON(&streamed, meta, r); err != nil {
+				t.Fatal(err)
+			}
+			if streamed.String() != printed.String() {
+				t.Fatalf("streamed:\n%s\nprinted:\n%s", streamed.String(), printed.String())
+			}
+		})
+	}
 }

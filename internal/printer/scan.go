@@ -44,19 +44,33 @@ type ScanItem struct {
 
 // NewScanReport converts a scan into its document.
 func NewScanReport(meta Metadata, r scan.Report) ScanReport {
-	doc := ScanReport{APIVersion: APIVersion, Kind: "ScanReport", Metadata: meta, ArgoCD: NewArgoCD(r.ArgoCDNamespace, r.Settings),
-		Items: []ScanItem{}, Warnings: r.Warnings}
-	for _, f := range r.Findings {
-		item := ScanItem{
-			Application: AppRef{f.App.Namespace, f.App.Name}, Instance: f.Instance, Cluster: NewClusterRef(f.Cluster),
-			AutoPrune: f.App.AutoPrune, Resource: fromRow(f.Resource), Risk: string(f.Risk), RiskReason: f.RiskWhy,
-			Guards: guardNames(f.Guards), Tracking: fields(f.Tracking), Ownership: f.Ownership, ModelMismatch: f.ModelMismatch,
-			Notes: f.Notes, Error: f.LiveError,
-		}
-		doc.Items = append(doc.Items, item)
+	doc := scanHead(meta, r)
+	doc.Items = make([]ScanItem, 0, len(r.Findings))
+	for i := range r.Findings {
+		doc.Items = append(doc.Items, newScanItem(&r.Findings[i]))
 	}
-	doc.Summary = ScanSummary{ApplicationsScanned: r.AppsScanned, StuckApplications: r.StuckApps(), Resources: len(doc.Items)}
 	return doc
+}
+
+// ScanJSON writes NewScanReport's document as -o json prints it, one item at a time.
+func ScanJSON(w io.Writer, meta Metadata, r scan.Report) error {
+	return writeJSONItems(w, scanHead(meta, r), len(r.Findings), func(i int) any { return newScanItem(&r.Findings[i]) })
+}
+
+// scanHead is the scan's document without its items.
+func scanHead(meta Metadata, r scan.Report) ScanReport {
+	return ScanReport{APIVersion: APIVersion, Kind: "ScanReport", Metadata: meta, ArgoCD: NewArgoCD(r.ArgoCDNamespace, r.Settings),
+		Items: []ScanItem{}, Warnings: r.Warnings,
+		Summary: ScanSummary{ApplicationsScanned: r.AppsScanned, StuckApplications: r.StuckApps(), Resources: len(r.Findings)}}
+}
+
+func newScanItem(f *scan.Finding) ScanItem {
+	return ScanItem{
+		Application: AppRef{f.App.Namespace, f.App.Name}, Instance: f.Instance, Cluster: NewClusterRef(f.Cluster),
+		AutoPrune: f.App.AutoPrune, Resource: fromRow(f.Resource), Risk: string(f.Risk), RiskReason: f.RiskWhy,
+		Guards: guardNames(f.Guards), Tracking: fields(f.Tracking), Ownership: f.Ownership, ModelMismatch: f.ModelMismatch,
+		Notes: f.Notes, Error: f.LiveError,
+	}
 }
 
 // Names are the -o name lines.

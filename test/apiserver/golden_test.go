@@ -63,6 +63,7 @@ func TestGoldenOutput(t *testing.T) {
 		{"scan-table", []string{"scan"}, cli.ExitFindings},
 		{"scan-wide", []string{"scan", "-o", "wide"}, cli.ExitFindings},
 		{"scan-yaml", []string{"scan", "-o", "yaml"}, cli.ExitFindings},
+		{"scan-json", []string{"scan", "-o", "json"}, cli.ExitFindings},
 		{"detach-preview", []string{"detach", "golden", "Namespace/golden-a", "Namespace/golden-b"}, cli.ExitFindings},
 		{"detach-preview-keep-json", []string{"detach", "golden", "Namespace/golden-a", "--strategy=keep", "-o", "json"}, cli.ExitFindings},
 		{"detach-unknown-resource", []string{"detach", "golden", "Namespace/nope"}, cli.ExitFailure},
