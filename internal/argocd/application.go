@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -215,22 +216,87 @@ type ApplicationList struct {
 	Continue string
 }
 
-// ParseApplicationList reads a list response ({"metadata":{"continue":…},"items":[…]}) straight into
-// the local struct, without an intermediate map per object: listing thousands of Applications is
-// then no slower than kubectl's own decode.
+// ParseApplicationList reads a whole list response held in memory.
 func ParseApplicationList(data []byte) (ApplicationList, error) {
-	var doc struct {
-		Metadata struct {
-			Continue string `json:"continue"`
-		} `json:"metadata"`
-		Items []applicationDoc `json:"items"`
+	var out ApplicationList
+	cont, err := DecodeApplicationList(bytes.NewReader(data), func(a Application) { out.Items = append(out.Items, a) })
+	out.Continue = cont
+	return out, err
+}
+
+// DecodeApplicationList reads a list response ({"metadata":{"continue":…},"items":[…]}) from r an
+// Application at a time, each decoded straight into the local struct and handed to keep: a page's
+// bytes and its objects are never in memory at once, and no map is built per object. It returns the
+// list's continue token.
+func DecodeApplicationList(r io.Reader, keep func(Application)) (string, error) {
+	dec := json.NewDecoder(r)
+	cont, err := decodeList(dec, keep)
+	if err != nil {
+		return "", fmt.Errorf("read Application list: %w", err)
 	}
-	if err := json.Unmarshal(data, &doc); err != nil {
-		return ApplicationList{}, fmt.Errorf("read Application list: %w", err)
+	return cont, nil
+}
+
+func decodeList(dec *json.Decoder, keep func(Application)) (string, error) {
+	if err := expectDelim(dec, '{'); err != nil {
+		return "", err
 	}
-	out := ApplicationList{Continue: doc.Metadata.Continue, Items: make([]Application, 0, len(doc.Items))}
-	for i := range doc.Items {
-		out.Items = append(out.Items, doc.Items[i].application())
+	var cont string
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return "", err
+		}
+		switch key {
+		case "metadata":
+			var m struct {
+				Continue string `json:"continue"`
+			}
+			if err := dec.Decode(&m); err != nil {
+				return "", err
+			}
+			cont = m.Continue
+		case "items":
+			if err := decodeItems(dec, keep); err != nil {
+				return "", err
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return "", err
+			}
+		}
 	}
-	return out, nil
+	return cont, expectDelim(dec, '}')
+}
+
+// decodeItems reads the items array (or null), a fresh struct per item: decoding into a reused
+// one would merge its maps and share its slices with the previous item.
+func decodeItems(dec *json.Decoder, keep func(Application)) error {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err
+	}
+	if tok != json.Delim('[') {
+		return fmt.Errorf("items is %v, not an array", tok)
+	}
+	for dec.More() {
+		var d applicationDoc
+		if err := dec.Decode(&d); err != nil {
+			return err
+		}
+		keep(d.application())
+	}
+	return expectDelim(dec, ']')
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != want {
+		return fmt.Errorf("found %v where %v was expected", tok, want)
+	}
+	return nil
 }

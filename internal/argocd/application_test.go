@@ -1,6 +1,8 @@
 package argocd
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -59,6 +61,32 @@ func TestDestinationInCluster(t *testing.T) {
 	} {
 		if got := d.InCluster(); got != want {
 			t.Errorf("%+v.InCluster() = %v, want %v", d, got, want)
+		}
+	}
+}
+
+// TestDecodeApplicationList: the streamed decode takes the continue token wherever the server puts
+// it, null items, unknown fields of any shape, and refuses what is not a list.
+func TestDecodeApplicationList(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"kind":"ApplicationList","apiVersion":"argoproj.io/v1alpha1","metadata":{"resourceVersion":"9","continue":"c"},"items":[{"metadata":{"name":"a","namespace":"x","labels":{"l":"1"}},"status":{"resources":[{"kind":"Namespace","name":"n","requiresPruning":true}]}},{"metadata":{"name":"b","namespace":"x"}}]}`: "c|x/a,x/b|1",
+		`{"items":[{"metadata":{"name":"a","namespace":"x"}}],"metadata":{"continue":"late"},"extra":{"deep":[1,{"x":null}]}}`: "late|x/a|0",
+		`{"metadata":{},"items":null}`: "||0",
+		`{"items":[]}`:                 "||0",
+	} {
+		var refs []string
+		rows := 0
+		cont, err := DecodeApplicationList(strings.NewReader(in), func(a Application) {
+			refs = append(refs, a.Ref())
+			rows += len(a.Pruning())
+		})
+		if got := fmt.Sprintf("%s|%s|%d", cont, strings.Join(refs, ","), rows); err != nil || got != want {
+			t.Errorf("%s: got %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{`[]`, `{"items":{}}`, `{"items":[{"metadata":5}]}`, `{"items":[`, ``} {
+		if _, err := DecodeApplicationList(strings.NewReader(bad), func(Application) {}); err == nil {
+			t.Errorf("%q: no error", bad)
 		}
 	}
 }

@@ -180,10 +180,16 @@ func applicationsPath(namespace string) string {
 	return "/apis/argoproj.io/v1alpha1/namespaces/" + url.PathEscape(namespace) + "/applications"
 }
 
-// ListApplications lists Applications a page at a time, decoding each page straight into the local
-// struct.
+// ListApplications lists Applications a page at a time, decoding each page from the response body as
+// it arrives, an Application at a time, straight into the local struct: thousands of Applications
+// never sit in memory as bytes, maps, or a whole page.
 func (a *ArgoCD) ListApplications(ctx context.Context, sel cluster.Selector) ([]argocd.Application, error) {
 	var apps []argocd.Application
+	keep := func(app argocd.Application) {
+		if len(sel.Projects) == 0 || slices.Contains(sel.Projects, app.Project) {
+			apps = append(apps, app)
+		}
+	}
 	cont := ""
 	for {
 		req := a.Objects.raw.Get().AbsPath(applicationsPath(sel.Namespace)).
@@ -194,23 +200,18 @@ func (a *ArgoCD) ListApplications(ctx context.Context, sel cluster.Selector) ([]
 		if cont != "" {
 			req = req.Param("continue", cont)
 		}
-		data, err := req.DoRaw(ctx)
+		body, err := req.Stream(ctx)
 		if err != nil {
-			return nil, cluster.Explain(rawError(err, data), "list Argo CD Applications in "+scope(sel.Namespace), a.Cluster())
+			return nil, cluster.Explain(rawError(err, nil), "list Argo CD Applications in "+scope(sel.Namespace), a.Cluster())
 		}
-		page, err := argocd.ParseApplicationList(data)
+		cont, err = argocd.DecodeApplicationList(body, keep)
+		body.Close()
 		if err != nil {
-			return nil, err
+			return nil, cluster.Explain(err, "list Argo CD Applications in "+scope(sel.Namespace), a.Cluster())
 		}
-		for _, app := range page.Items {
-			if len(sel.Projects) == 0 || slices.Contains(sel.Projects, app.Project) {
-				apps = append(apps, app)
-			}
-		}
-		if page.Continue == "" {
+		if cont == "" {
 			return apps, nil
 		}
-		cont = page.Continue
 	}
 }
 
