@@ -24,6 +24,31 @@ type Objects struct {
 	*Clients
 	// FieldManager names unprune's writes; empty means "unprune".
 	FieldManager string
+
+	// mappings remembers the kinds resolved: a scan resolves every one of 100,000 rows, and the
+	// discovery mapper walks every served group for each question.
+	mappings mappingCache
+}
+
+// mappingCache is a concurrency-safe memo of found REST mappings, by group, kind and version.
+type mappingCache struct {
+	mu sync.Mutex
+	m  map[string]*meta.RESTMapping
+}
+
+func (c *mappingCache) get(key string) *meta.RESTMapping {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[key]
+}
+
+func (c *mappingCache) put(key string, m *meta.RESTMapping) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*meta.RESTMapping{}
+	}
+	c.m[key] = m
 }
 
 var (
@@ -61,7 +86,20 @@ func (o *Objects) Resolve(_ context.Context, group, kind, version, namespace, na
 	return ref, nil
 }
 
+// mapping resolves group/kind (at version, if given) once per run; failures are asked again.
 func (o *Objects) mapping(group, kind, version string) (*meta.RESTMapping, error) {
+	key := group + "/" + kind + "/" + version
+	if m := o.mappings.get(key); m != nil {
+		return m, nil
+	}
+	m, err := o.discoverMapping(group, kind, version)
+	if err == nil {
+		o.mappings.put(key, m)
+	}
+	return m, err
+}
+
+func (o *Objects) discoverMapping(group, kind, version string) (*meta.RESTMapping, error) {
 	gk := schema.GroupKind{Group: group, Kind: kind}
 	var versions []string
 	if version != "" {
@@ -185,7 +223,7 @@ func (o *Objects) readLists(ctx context.Context, refs []cluster.Ref, plan readPl
 	rest := append([]int(nil), plan.gets...)
 	parallel.ForEach(len(plan.lists), o.options.Workers, func(i int) {
 		l := plan.lists[i]
-		found, err := o.listMatching(ctx, l.gvr, l.namespace, l.want)
+		err := o.listInto(ctx, refs, l, results)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -193,45 +231,57 @@ func (o *Objects) readLists(ctx context.Context, refs []cluster.Ref, plan readPl
 			return
 		}
 		step.Add(len(l.indexes))
-		for _, idx := range l.indexes {
-			r := refs[idx]
-			if obj, ok := found[r.Namespace+"/"+r.Name]; ok {
-				results[idx] = cluster.ReadResult{Object: withRef(r, obj)}
-			} else {
-				results[idx] = cluster.ReadResult{Err: notFound(r)}
-			}
-		}
 	})
 	return rest
 }
 
-// listMatching lists gvr in namespace ("" for all) a page at a time and keeps only the wanted
-// objects, keyed namespace/name, so memory holds what was asked for, not the whole kind.
-func (o *Objects) listMatching(ctx context.Context, gvr schema.GroupVersionResource, namespace string, want map[string]bool) (map[string]*cluster.Object, error) {
+// objectKey is an object's namespace and name, as LIST items and refs both carry them.
+type objectKey struct{ namespace, name string }
+
+// listInto lists l's kind in its namespace ("" for all) a page at a time and fills the results of
+// l's indexes: the objects it wants, each built once with the ref it was asked for, or NotFound.
+// Nothing else of the kind is kept, so memory holds what was asked for, not the whole kind. Each
+// index belongs to one LIST, so concurrent LISTs write disjoint results.
+func (o *Objects) listInto(ctx context.Context, refs []cluster.Ref, l listRead, results []cluster.ReadResult) error {
 	var ri interface {
 		List(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
-	} = o.Metadata.Resource(gvr)
-	if namespace != "" {
-		ri = o.Metadata.Resource(gvr).Namespace(namespace)
+	} = o.Metadata.Resource(l.gvr)
+	if l.namespace != "" {
+		ri = o.Metadata.Resource(l.gvr).Namespace(l.namespace)
 	}
-	found := map[string]*cluster.Object{}
+	for _, idx := range l.indexes {
+		results[idx] = cluster.ReadResult{}
+	}
+	found := 0
 	opts := metav1.ListOptions{Limit: o.options.PageSize}
 	for {
 		list, err := ri.List(ctx, opts)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for i := range list.Items {
-			key := list.Items[i].Namespace + "/" + list.Items[i].Name
-			if want[key] {
-				found[key] = fromMeta(cluster.Ref{}, &list.Items[i])
+			m := &list.Items[i]
+			if first, ok := l.want[objectKey{m.Namespace, m.Name}]; ok {
+				results[first] = cluster.ReadResult{Object: fromMeta(refs[first], m)}
+				found++
 			}
 		}
-		if list.Continue == "" || len(found) == len(want) {
-			return found, nil
+		if list.Continue == "" || found == len(l.want) {
+			break
 		}
 		opts.Continue = list.Continue
 	}
+	for _, idx := range l.indexes {
+		r := refs[idx]
+		first := l.want[objectKey{r.Namespace, r.Name}]
+		switch {
+		case results[first].Object == nil:
+			results[idx] = cluster.ReadResult{Err: notFound(r)}
+		case idx != first: // the same object asked for twice (two apps list it)
+			results[idx] = cluster.ReadResult{Object: withRef(r, results[first].Object)}
+		}
+	}
+	return nil
 }
 
 // readPlan groups refs into LISTs and single GETs.
@@ -244,7 +294,19 @@ type listRead struct {
 	gvr       schema.GroupVersionResource
 	namespace string
 	indexes   []int
-	want      map[string]bool
+	// want maps each wanted object to the first of indexes that asks for it.
+	want map[objectKey]int
+}
+
+// add puts the objects of refs at idx on the list's wants.
+func (l *listRead) add(refs []cluster.Ref, idx []int) {
+	for _, i := range idx {
+		l.indexes = append(l.indexes, i)
+		key := objectKey{refs[i].Namespace, refs[i].Name}
+		if _, ok := l.want[key]; !ok {
+			l.want[key] = i
+		}
+	}
 }
 
 // Thresholds of planReads: a LIST pays off from a few objects of a kind in a namespace; a
@@ -285,23 +347,18 @@ func planReads(refs []cluster.Ref, subset []int, allowWide bool) readPlan {
 		if allowWide && k.namespace != "" && len(namespaces) >= clusterWideNamespace && perKindCount[k.gvr] >= clusterWideObjects {
 			l := wide[k.gvr]
 			if l == nil {
-				l = &listRead{gvr: k.gvr, want: map[string]bool{}}
+				l = &listRead{gvr: k.gvr, want: map[objectKey]int{}}
 				wide[k.gvr] = l
 			}
-			for _, i := range idx {
-				l.indexes = append(l.indexes, i)
-				l.want[refs[i].Namespace+"/"+refs[i].Name] = true
-			}
+			l.add(refs, idx)
 			continue
 		}
 		if len(idx) < listFrom {
 			p.gets = append(p.gets, idx...)
 			continue
 		}
-		l := listRead{gvr: k.gvr, namespace: k.namespace, indexes: idx, want: map[string]bool{}}
-		for _, i := range idx {
-			l.want[refs[i].Namespace+"/"+refs[i].Name] = true
-		}
+		l := listRead{gvr: k.gvr, namespace: k.namespace, want: make(map[objectKey]int, len(idx))}
+		l.add(refs, idx)
 		p.lists = append(p.lists, l)
 	}
 	for _, k := range order {
