@@ -107,6 +107,15 @@ func TestRenameRefusals(t *testing.T) {
 	}
 	w = renameWorld(t)
 	e = w.engine()
+	obj, _ = w.argo.ApplicationObject(context.Background(), "argocd", "guestbook")
+	obj["metadata"].(map[string]any)["labels"] = map[string]any{argocd.DefaultInstanceLabelKey: "apps"}
+	obj["metadata"].(map[string]any)["annotations"] = map[string]any{argocd.AnnotationTrackingID: "apps:argoproj.io/Application:argocd/guestbook"}
+	w.argo.SetApplicationObject(obj)
+	if _, err := e.PlanRename(context.Background(), req); !errors.As(err, &refused) || refused.Code != RefuseTrackedByParent {
+		t.Fatalf("app of apps: %v", err)
+	}
+	w = renameWorld(t)
+	e = w.engine()
 	app, _ := w.argo.GetApplication(context.Background(), "argocd", "guestbook")
 	app.SyncStatus = "OutOfSync"
 	w.argo.AddApp(app)
