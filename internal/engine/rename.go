@@ -163,6 +163,14 @@ func (e *Engine) planRenameItems(ctx context.Context, rr *RenameRun, app argocd.
 }
 
 // renameSteps are the Application writes, in order.
+//
+// Every finalizer of the old app is removed before its delete: the resources finalizers
+// (resources-finalizer.argocd.argoproj.io and its /foreground and /background forms,
+// pkg/apis/application/v1alpha1/application_defaults.go) make the controller delete every live
+// resource once the app is being deleted (controller/appcontroller.go, finalizeApplicationDeletion:
+// `if app.CascadedDeletion()`), and the pre-/post-delete finalizers run the app's deletion hooks —
+// a rename is no deletion. An Application without finalizers is removed by the API server at once,
+// and the controller never sees it being deleted. The new app gets them back last.
 func renameSteps(rr *RenameRun, old map[string]any) []*AppStep {
 	created := newApplication(old, rr.New.Name)
 	spec := created["spec"].(map[string]any)
