@@ -30,6 +30,9 @@ const (
 	// RefuseNotDeclared: the app the resource would move to does not declare it (its status does
 	// not list it): that app would prune it at its next sync.
 	RefuseNotDeclared plan.RefusalCode = "NotDeclaredByTargetApp"
+	// RefuseStillDeclared: the app the resource would leave still declares it (its git still holds
+	// it): it would take the resource back at its next sync.
+	RefuseStillDeclared plan.RefusalCode = "StillDeclaredBySourceApp"
 	// RefuseOperationRunning: a sync operation runs on one of the apps.
 	RefuseOperationRunning plan.RefusalCode = "OperationRunning"
 )
@@ -78,6 +81,7 @@ func (e *Engine) PlanMove(ctx context.Context, req MoveRequest) (*Run, error) {
 		}
 		if it.Outcome == "" && !req.Prepare {
 			refuseUndeclared(it, to)
+			refuseStillDeclared(it)
 		}
 		refuseOperations(it, from, to)
 	}
@@ -169,6 +173,19 @@ func refuseUndeclared(it *Item, to argocd.Application) {
 	it.Outcome, it.Reason = OutcomeRefused, string(RefuseNotDeclared)
 	it.Message = fmt.Sprintf("Application %s does not declare %s (its status does not list it): after the move it would prune it; "+
 		"commit the manifest to its source first, and wait until it lists the resource (OutOfSync, shared with %s)", to.Ref(), it.Row, it.App.Ref())
+}
+
+// refuseStillDeclared refuses a row the source app still declares (it does not require pruning
+// there): that app would see the object tracked by the other (a SharedResourceWarning,
+// controller/state.go) and its next sync would write its own tracking back — the two apps fighting
+// over it.
+func refuseStillDeclared(it *Item) {
+	if it.Outcome != "" || it.Row.RequiresPruning {
+		return
+	}
+	it.Outcome, it.Reason = OutcomeRefused, string(RefuseStillDeclared)
+	it.Message = fmt.Sprintf("Application %s still declares %s: after the move its next sync would take it back; commit its removal from %s's source first "+
+		"(with `--prepare` before, so that it cannot prune it meanwhile)", it.App.Ref(), it.Row, it.App.Ref())
 }
 
 func refuseOperations(it *Item, apps ...argocd.Application) {

@@ -49,6 +49,19 @@ func TestMoveRefusesWhatTheTargetDoesNotDeclare(t *testing.T) {
 	}
 }
 
+// An object the source app still declares would be taken back at its next sync: refused.
+func TestMoveRefusesWhatTheSourceStillDeclares(t *testing.T) {
+	w := newWorld(t, "team-a")
+	app, _ := w.argo.GetApplication(context.Background(), "argocd", "guestbook")
+	app.Resources[0].RequiresPruning = false
+	w.argo.AddApp(app)
+	w.addShop("team-a")
+	run := w.move(MoveRequest{All: true})
+	if it := run.Items[0]; it.Outcome != OutcomeRefused || it.Reason != string(RefuseStillDeclared) {
+		t.Fatalf("outcome %s %s: %s", it.Outcome, it.Reason, it.Message)
+	}
+}
+
 func TestMoveRefusesAnotherDestination(t *testing.T) {
 	w := newWorld(t, "team-a")
 	w.addShop("team-a")
