@@ -51,7 +51,8 @@ APP2 takes the resources over, APP deletes them. Do it in two steps:
      journal; without one the options are left alone, and the report says so).
 
 The move is refused (exit 3, nothing changed) unless APP2 declares every resource (its status lists
-it, not as requiring pruning): otherwise APP2 would prune it. Both apps must deploy to the same
+it, not as requiring pruning: otherwise APP2 would prune it) and APP no longer does (it lists it as
+requiring pruning: otherwise APP's next sync takes it back). Both apps must deploy to the same
 cluster. Hooks, objects with owners, objects being deleted, objects of another installation and
 copies whose tracking names another object are refused as by detach. Afterwards unprune refreshes
 both apps and waits until APP no longer lists the resources and APP2 shows them Synced. A journal
