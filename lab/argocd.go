@@ -241,6 +241,9 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 	if err := waitHTTP(ctx, st, ctrl.Name, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[3]), nil, "", 60*time.Second); err != nil {
 		return nil, err
 	}
+	if err := startApplicationSetController(ctx, st, cfg, argocdBin, home, env, a.RepoServerPort); err != nil {
+		return nil, err
+	}
 	if cfg.Server {
 		if err := startServer(ctx, st, a, argocdBin, home, env, redisAddr, ports[4], ports[5]); err != nil {
 			return nil, err
@@ -311,7 +314,7 @@ func hashPasswords(ctx context.Context, bin, home string) (map[string]string, er
 
 func stopArgoCD(st *State, a ArgoCD) error {
 	var errs []string
-	for _, role := range []string{"server", "application-controller", "repo-server", "redis"} {
+	for _, role := range []string{"server", "applicationset-controller", "application-controller", "repo-server", "redis"} {
 		if err := stopProcess(st.Dir, a.Config.component(role), 10*time.Second); err != nil {
 			errs = append(errs, err.Error())
 		}
