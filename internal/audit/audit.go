@@ -82,6 +82,8 @@ type Row struct {
 	Probe     *Probe
 	Notes     []string
 	LiveError string
+	// Cascade is set on WhenItsAppIsDeleted rows: the row is a whole Application.
+	Cascade *Cascade
 }
 
 // Report is a whole audit.
@@ -173,6 +175,8 @@ func Run(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []arg
 		rep.Warnings = append(rep.Warnings, warnings...)
 		mu.Unlock()
 	})
+	family, warnings := familyRows(ctx, argo, s, apps)
+	rep.Rows, rep.Warnings = append(rep.Rows, family...), append(rep.Warnings, warnings...)
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}

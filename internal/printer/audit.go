@@ -45,6 +45,16 @@ type AuditItem struct {
 	Probe       *AuditProbe    `json:"probe,omitempty"`
 	Notes       []string       `json:"notes,omitempty"`
 	Error       string         `json:"error,omitempty"`
+	// Cascade is set when deleted is WhenItsAppIsDeleted: the item is a whole Application.
+	Cascade *AuditCascade `json:"cascade,omitempty"`
+}
+
+// AuditCascade says who may delete an Application and what its finalizer deletes with it.
+type AuditCascade struct {
+	ManagedBy string        `json:"managedBy"`
+	Finalizer string        `json:"finalizer"`
+	Resources int           `json:"resources"`
+	HighRisk  []ResourceRef `json:"highRisk"`
 }
 
 // AuditContents is what goes with a deletion; counts are absent when not counted.
@@ -69,7 +79,7 @@ func NewAuditReport(meta Metadata, argo *ArgoCD, r audit.Report) AuditReport {
 			Application: AppRef{row.App.Namespace, row.App.Name}, Cluster: NewClusterRef(row.Cluster), AutoPrune: row.App.AutoPrune,
 			Resource: fromRow(row.Resource), Deleted: string(row.When), Risk: string(row.Risk), RiskReason: row.RiskWhy,
 			Guards: guardNames(row.Guards), Guarded: row.Guarded, Notes: row.Notes, Error: row.LiveError,
-			Contents: newAuditContents(row.Contents),
+			Contents: newAuditContents(row.Contents), Cascade: newAuditCascade(row.Cascade),
 		}
 		if p := row.Probe; p != nil {
 			item.Probe = &AuditProbe{Result: string(p.Result), Message: p.Message, As: p.As}
@@ -87,6 +97,17 @@ func NewAuditReport(meta Metadata, argo *ArgoCD, r audit.Report) AuditReport {
 	}
 	doc.Summary.ApplicationsAudited, doc.Summary.Deletions = r.AppsAudited, len(doc.Items)
 	return doc
+}
+
+func newAuditCascade(c *audit.Cascade) *AuditCascade {
+	if c == nil {
+		return nil
+	}
+	out := &AuditCascade{ManagedBy: c.ManagedBy, Finalizer: c.Finalizer, Resources: c.Resources, HighRisk: []ResourceRef{}}
+	for _, r := range c.HighRisk {
+		out.HighRisk = append(out.HighRisk, fromRow(r))
+	}
+	return out
 }
 
 // newAuditContents converts what a deletion takes with it; a count unprune could not read stays out.
@@ -129,10 +150,14 @@ func AuditTable(w io.Writer, o Output, doc AuditReport) error {
 	rows := make([][]string, 0, len(doc.Items))
 	for _, r := range doc.Items {
 		when := "by any prune sync now"
-		if r.Deleted == string(audit.WhenRemovedFromGit) {
-			when = "when removed from git"
-		}
 		contents := describeContents(r.Contents)
+		switch {
+		case r.Deleted == string(audit.WhenRemovedFromGit):
+			when = "when removed from git"
+		case r.Cascade != nil:
+			when = "with its app, deleted by " + r.Cascade.ManagedBy
+			contents = fmt.Sprintf("cascade: %d resources, %d high-risk", r.Cascade.Resources, len(r.Cascade.HighRisk))
+		}
 		if r.Error != "" {
 			contents = "<unreadable: " + firstLine(r.Error) + ">"
 		}

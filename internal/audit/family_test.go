@@ -1,0 +1,80 @@
+package audit
+
+import (
+	"context"
+	"testing"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/cluster/clustertest"
+)
+
+type setFake struct {
+	*clustertest.ArgoCD
+	policy string
+}
+
+func (s setFake) GetApplicationSet(context.Context, string, string) (map[string]any, error) {
+	return map[string]any{"metadata": map[string]any{"name": "teams", "namespace": "argocd"},
+		"spec": map[string]any{"syncPolicy": map[string]any{"applicationsSync": s.policy}}}, nil
+}
+
+// TestFamilyRows: an app with the resources finalizer tracking a namespace gets a row when a parent
+// with automated prune or an ApplicationSet that deletes apps manages it; not without a finalizer,
+// not without a manager, not under create-update; a Prune=false on it guards it.
+func TestFamilyRows(t *testing.T) {
+	v := argocd.Version{Major: 3, Minor: 6, Patch: 1}
+	s := argocd.NewSettings(map[string]string{argocd.SettingTrackingMethod: "annotation"}, &v)
+	c := clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer, append([]clustertest.Kind{
+		{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications", Kind: "Application", Namespaced: true}}, clustertest.DefaultKinds...)...)
+	argo := clustertest.NewArgoCD("argocd", c, s)
+	app := func(name string, finalizer bool, annotations map[string]string, owners []any) {
+		ref := c.Add("argoproj.io", "Application", "argocd", name, nil, annotations)
+		meta := map[string]any{"name": name, "namespace": "argocd", "ownerReferences": owners}
+		if finalizer {
+			meta["finalizers"] = []any{argocd.FinalizerResources}
+		}
+		c.Update(ref, func(o *cluster.Object) { o.Content = map[string]any{"metadata": meta} })
+		c.Add("", "Namespace", "", name+"-ns", nil, map[string]string{argocd.AnnotationTrackingID: name + ":/Namespace:" + name + "-ns/" + name + "-ns"})
+		argo.AddApp(argocd.Application{Namespace: "argocd", Name: name, Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: name + "-ns"},
+			Resources: []argocd.Resource{{Version: "v1", Kind: "Namespace", Name: name + "-ns"}}})
+	}
+	setOwned := []any{map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "name": "teams", "uid": "u"}}
+	app("child", true, nil, nil)
+	app("guarded", true, map[string]string{argocd.AnnotationSyncOptions: "Prune=false"}, nil)
+	app("orphaning", false, nil, nil)
+	app("lonely", true, nil, nil)
+	app("generated", true, nil, setOwned)
+	appRow := func(name string) argocd.Resource {
+		return argocd.Resource{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application", Namespace: "argocd", Name: name}
+	}
+	c.Add("argoproj.io", "Application", "argocd", "root", nil, nil) // no finalizer, no manager
+	argo.AddApp(argocd.Application{Namespace: "argocd", Name: "root", AutoPrune: true, Automated: true, Destination: argocd.Destination{Server: argocd.InClusterServer},
+		Resources: []argocd.Resource{appRow("child"), appRow("guarded"), appRow("orphaning")}})
+
+	for policy, want := range map[string]map[string]bool{
+		"sync":          {"child": false, "guarded": true, "generated": false},
+		"create-update": {"child": false, "guarded": true},
+	} {
+		apps, err := argo.ListApplications(context.Background(), cluster.Selector{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, warnings := familyRows(context.Background(), setFake{ArgoCD: argo, policy: policy}, s, apps)
+		got := map[string]bool{}
+		for _, r := range rows {
+			got[r.App.Name] = r.Guarded
+			if r.When != WhenItsAppIsDeleted || r.Cascade == nil || len(r.Cascade.HighRisk) != 1 || r.Cascade.ManagedBy == "" {
+				t.Errorf("%s: %+v %+v", r.App.Name, r, r.Cascade)
+			}
+		}
+		if len(got) != len(want) || len(warnings) > 0 {
+			t.Errorf("%s: rows (app: guarded) %v, want %v; warnings %v", policy, got, want, warnings)
+		}
+		for k, v := range want {
+			if g, ok := got[k]; !ok || g != v {
+				t.Errorf("%s: %s guarded %v (row %v), want %v", policy, k, g, ok, v)
+			}
+		}
+	}
+}
