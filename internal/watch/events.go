@@ -216,15 +216,16 @@ func contentsText(f Finding) string {
 	if c == nil {
 		return ""
 	}
-	atLeast := ""
+	// A partial count (kinds the ServiceAccount may not list) is a minimum, and says so.
+	the, its := "the ", "its "
 	if c.Partial != "" {
-		atLeast = "at least "
+		the, its = "at least ", "at least "
 	}
 	switch {
 	case c.Objects >= 0:
-		return fmt.Sprintf(" and the %s%d objects in it", atLeast, c.Objects)
+		return fmt.Sprintf(" and %s%d objects in it", the, c.Objects)
 	case c.CustomResources >= 0:
-		return fmt.Sprintf(" and its %s%d custom resources", atLeast, c.CustomResources)
+		return fmt.Sprintf(" and %s%d custom resources", its, c.CustomResources)
 	}
 	return ""
 }

@@ -318,3 +318,20 @@ func TestAppNamespaces(t *testing.T) {
 		t.Errorf("informer namespaces %v", got)
 	}
 }
+
+func TestContentsText(t *testing.T) {
+	for _, c := range []struct {
+		contents *audit.Contents
+		want     string
+	}{
+		{nil, ""},
+		{&audit.Contents{Objects: 12, CustomResources: -1}, " and the 12 objects in it"},
+		{&audit.Contents{Objects: 12, CustomResources: -1, Partial: "at least; 3 kinds unreadable"}, " and at least 12 objects in it"},
+		{&audit.Contents{Objects: -1, CustomResources: 4}, " and its 4 custom resources"},
+		{&audit.Contents{Objects: -1, CustomResources: -1, Partial: "not counted: forbidden"}, ""},
+	} {
+		if got := contentsText(Finding{Contents: c.contents}); got != c.want {
+			t.Errorf("contentsText(%+v) = %q, want %q", c.contents, got, c.want)
+		}
+	}
+}
