@@ -38,5 +38,7 @@ func startApplicationSetController(ctx context.Context, st *State, cfg ArgoCDCon
 	if _, err := p.start(st.Dir); err != nil {
 		return err
 	}
-	return waitHTTP(ctx, st, p.Name, fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[1]), nil, "", 60*time.Second)
+	// Its probe server registers no check (HealthProbeBindAddress alone, no AddHealthzCheck), so
+	// /healthz answers 404 for ever; the metrics server answers once the manager runs.
+	return waitHTTP(ctx, st, p.Name, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), nil, "", 60*time.Second)
 }
