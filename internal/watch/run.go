@@ -107,13 +107,14 @@ func (w *watcher) start(ctx context.Context, wg *sync.WaitGroup, ready *atomic.B
 			defer f.Shutdown()
 		}
 		started := time.Now()
-		var synced []cache.InformerSynced
+		synced := []cache.InformerSynced{w.settingsInformer.HasSynced}
 		for _, inf := range w.apps {
 			synced = append(synced, inf.HasSynced)
 		}
 		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 			return
 		}
+		w.defaultSettings()
 		w.log.printf("informers synced in %s: %d Applications", time.Since(started).Round(time.Millisecond), w.queue.Len())
 		ready.Store(true)
 		var workers sync.WaitGroup

@@ -42,8 +42,9 @@ type watcher struct {
 	queue   workqueue.TypedRateLimitingInterface[string]
 	ns      appNamespaces
 
-	apps      []cache.SharedIndexInformer
-	factories []dynamicinformer.DynamicSharedInformerFactory
+	apps             []cache.SharedIndexInformer
+	settingsInformer cache.SharedIndexInformer
+	factories        []dynamicinformer.DynamicSharedInformerFactory
 
 	mu       sync.RWMutex
 	settings *argocd.Settings
@@ -121,7 +122,8 @@ func (w *watcher) informers() {
 		bookmarks(o)
 		o.FieldSelector = "metadata.name=" + argocd.ConfigMapName
 	})
-	_, _ = cmFactory.ForResource(gvrConfigMap).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	w.settingsInformer = cmFactory.ForResource(gvrConfigMap).Informer()
+	_, _ = w.settingsInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    w.settingsChanged,
 		UpdateFunc: func(_, obj any) { w.settingsChanged(obj) },
 	})
@@ -201,6 +203,18 @@ func (w *watcher) projectChanged(obj any) {
 		for _, k := range keys {
 			w.enqueue(cache.ExplicitKey(k))
 		}
+	}
+}
+
+// defaultSettings stands in for an argocd-cm that does not exist once the informers synced: Argo CD
+// then runs with its defaults too.
+func (w *watcher) defaultSettings() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.settings == nil {
+		s := argocd.NewSettings(nil, w.cfg.Version)
+		w.settings = &s
+		w.log.printf("warning: no ConfigMap %s/%s: using Argo CD's defaults (%s)", w.cfg.ArgoCDNamespace, argocd.ConfigMapName, s.String())
 	}
 }
 
