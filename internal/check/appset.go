@@ -163,3 +163,72 @@ func usesClusters(gens []map[string]any) bool {
 	}
 	return false
 }
+
+// parentSets answers for the ApplicationSets a parent app manages: a changed set is compared as
+// `check applicationset/NAME` would; a set the change prunes takes the apps it owns with it when its
+// policy deletes apps (Kubernetes' garbage collector follows their ownerReferences; under
+// create-only or create-update the set controller removes those references first, racing it).
+func parentSets(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, manifests []Manifest, rep *Report) {
+	reader, ok := argo.(SetReader)
+	for _, m := range manifests {
+		gvk := m.Object.GroupVersionKind()
+		if gvk.Group != "argoproj.io" || gvk.Kind != "ApplicationSet" {
+			continue
+		}
+		if !ok {
+			rep.Warnings = append(rep.Warnings, m.Source+": an ApplicationSet is checked through the Kubernetes API only: run check applicationset/"+m.Object.GetName()+" without --via argocd")
+			continue
+		}
+		content := m.Object.DeepCopy().Object
+		meta, _ := content["metadata"].(map[string]any)
+		if meta["namespace"] == nil || meta["namespace"] == "" {
+			meta["namespace"] = rep.App.Destination.Namespace
+		}
+		sub, err := RunSet(ctx, argo, s, content, appset.Sources{})
+		if err != nil {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s: %v", m.Source, err))
+			continue
+		}
+		rep.Apps, rep.Warnings = append(rep.Apps, sub.Apps...), append(rep.Warnings, sub.Warnings...)
+	}
+	for _, it := range rep.Items {
+		if it.Kind == Prune && it.Resource.Group == "argoproj.io" && it.Resource.Kind == "ApplicationSet" && ok && !it.Guarded {
+			prunedSet(ctx, argo, s, reader, it.Resource, rep)
+		}
+	}
+}
+
+// prunedSet follows a pruned ApplicationSet into the apps it owns.
+func prunedSet(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, reader SetReader, r argocd.Resource, rep *Report) {
+	ref := r.Namespace + "/" + r.Name
+	content, err := reader.GetApplicationSet(ctx, r.Namespace, r.Name)
+	if err != nil {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("ApplicationSet %s: %v", ref, err))
+		return
+	}
+	set, err := appset.Parse(content)
+	if err != nil {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("ApplicationSet %s: %v", ref, err))
+		return
+	}
+	owned, err := reader.OwnedApplications(ctx, r.Namespace, set.UID)
+	if err != nil {
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("ApplicationSet %s: %v", ref, err))
+		return
+	}
+	home, err := argo.Destination(ctx, argocd.Application{Namespace: r.Namespace, Destination: argocd.Destination{Server: argocd.InClusterServer}})
+	if err != nil {
+		rep.Warnings = append(rep.Warnings, err.Error())
+		return
+	}
+	for _, w := range owned {
+		if !set.DeletesApps() {
+			rep.Apps = append(rep.Apps, AppChange{App: argocd.Application{Namespace: w.Namespace, Name: w.Name}, Fate: NotEvaluated,
+				DeletedBy: fmt.Sprintf("perhaps: the parent prunes ApplicationSet %s, whose applicationsSync %s makes its controller remove its apps' ownerReferences, racing the garbage collector that deletes them", ref, set.Policy())})
+			continue
+		}
+		by := fmt.Sprintf("the parent prunes ApplicationSet %s; the garbage collector deletes the apps it owns", ref)
+		d := deletion{argo: argo, s: s, seen: map[string]bool{rep.App.Ref(): true}}
+		rep.Apps = append(rep.Apps, d.app(ctx, home, w.Namespace, w.Name, by, []string{ref})...)
+	}
+}

@@ -111,3 +111,39 @@ func TestRunSet(t *testing.T) {
 		t.Errorf("created %v", rep.Set.Created)
 	}
 }
+
+// TestParentPrunesASet: a parent app pruning an ApplicationSet takes the apps it owns with it (the
+// garbage collector follows their ownerReferences), each through its own finalizer; a changed set
+// in the parent's manifests is compared as check applicationset/NAME would.
+func TestParentPrunesASet(t *testing.T) {
+	f := newFamily(t)
+	f.c.Add("", "Namespace", "", "payments", nil, f.track("payments", "", "Namespace", "payments", "payments"))
+	f.app("payments", "", []string{argocd.FinalizerResources}, "payments", argocd.Resource{Version: "v1", Kind: "Namespace", Name: "payments"})
+	owned := []argocd.Whole{{Namespace: "argocd", Name: "payments", Sources: []argocd.Source{{RepoURL: "file:///repo", Path: "payments"}},
+		Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "payments"}}}
+	f.c.Add("argoproj.io", "ApplicationSet", "argocd", "teams", nil, f.track("root", "argoproj.io", "ApplicationSet", "argocd", "teams"))
+	root := f.app("root", "", nil, "root", argocd.Resource{Group: "argoproj.io", Version: "v1alpha1", Kind: "ApplicationSet", Namespace: "argocd", Name: "teams"})
+	argo := setArgoCD{countingArgoCD: f.argo, live: setDoc(t, "", "{{team}}", "{team: payments}"), owned: owned}
+	run := func(manifests string) Report {
+		t.Helper()
+		ms, err := ReadManifests("-", strings.NewReader(manifests))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(context.Background(), argo, f.s, root, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	if c := byApp(run(""))["payments"]; c.Fate != Cascade || c.Deleted != 1 || len(c.Through) != 1 {
+		t.Errorf("pruned set: %+v; want payments' cascade through the set", c)
+	}
+	changed, err := yaml.Marshal(setDoc(t, "", "{{team}}", "{team: search}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := byApp(run(string(changed)))["payments"]; c.Fate != Cascade || !strings.Contains(c.DeletedBy, "no longer generates") {
+		t.Errorf("changed set: %+v; want payments deleted by the set", c)
+	}
+}

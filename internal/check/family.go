@@ -102,6 +102,7 @@ func family(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, manife
 		}
 		rep.Apps = append(rep.Apps, changes...)
 	}
+	parentSets(ctx, argo, s, manifests, rep)
 }
 
 func isApplication(group, kind string) bool { return group == "argoproj.io" && kind == "Application" }
