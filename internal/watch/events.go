@@ -117,6 +117,13 @@ func (e *events) observe(key string, s Summary) (now, check []transition) {
 		}
 	}
 	e.state[key] = next
+	if e.leading {
+		// What could not be checked before (a failed list) is tried again now.
+		for id, t := range e.pending {
+			check = append(check, t)
+			delete(e.pending, id)
+		}
+	}
 	return now, check
 }
 
@@ -170,9 +177,10 @@ func (e *events) isLeading() bool {
 
 // send emits transitions; those in check are emitted only when no Event says them yet.
 func (e *events) send(ctx context.Context, now, check []transition) error {
-	for _, t := range check {
+	for i, t := range check {
 		msgs, err := e.list(ctx, t.app.Namespace, t.app.UID, t.reason)
 		if err != nil {
+			e.keep(check[i:])
 			return fmt.Errorf("list Events of Application %s/%s: %w", t.app.Namespace, t.app.Name, err)
 		}
 		if !announced(msgs, t.resource) {
@@ -185,6 +193,15 @@ func (e *events) send(ctx context.Context, now, check []transition) error {
 		e.sent(t.reason)
 	}
 	return nil
+}
+
+// keep puts transitions back to pending, to be checked at the next evaluation.
+func (e *events) keep(ts []transition) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, t := range ts {
+		e.pending[t.id()] = t
+	}
 }
 
 // announced reports whether one of the messages is about resource: every message starts with it.

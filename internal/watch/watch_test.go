@@ -335,3 +335,33 @@ func TestContentsText(t *testing.T) {
 		}
 	}
 }
+
+// TestEventsRetryFailedCheck: a transition whose check failed (the list of Events) is sent at the
+// next evaluation, not lost.
+func TestEventsRetryFailedCheck(t *testing.T) {
+	app := testApp(ns("a"))
+	rec := &recorder{}
+	fail := true
+	e := newEvents(rec, func(context.Context, string, types.UID, string) ([]string, error) {
+		if fail {
+			return nil, fmt.Errorf("connection refused")
+		}
+		return nil, nil
+	}, nil)
+	e.setLeading(true)
+	s := summary(app, row(app, ns("a"), audit.Now, risk.High, false))
+	step := func() error {
+		now, check := e.observe("argocd/app", s)
+		return e.send(context.Background(), now, check)
+	}
+	if err := step(); err == nil {
+		t.Fatal("want the list's error")
+	}
+	fail = false
+	if err := step(); err != nil || len(rec.sent) != 1 {
+		t.Fatalf("after a failed check: %v, sent %q", err, rec.sent)
+	}
+	if err := step(); err != nil || len(rec.sent) != 1 {
+		t.Fatalf("sent again: %q", rec.sent)
+	}
+}
