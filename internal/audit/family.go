@@ -35,6 +35,11 @@ type SetReader interface {
 // familyRows finds the Applications whose deletion by their parent or ApplicationSet would cascade
 // into high-risk resources.
 func familyRows(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []argocd.Application) ([]Row, []string) {
+	if _, ok := argo.(SetReader); !ok {
+		// Argo CD's API serves an Application's resources, not the Application objects with their
+		// finalizers and owners: whole apps are audited through the Kubernetes API only.
+		return nil, nil
+	}
 	parents := map[string]argocd.Application{}
 	for _, p := range apps {
 		for _, r := range p.Resources {
