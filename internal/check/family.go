@@ -160,8 +160,11 @@ func renameFix(c AppChange, generated bool) string {
 		return "set syncPolicy.preserveResourcesOnDeletion: true on the ApplicationSet (its next update removes the resources finalizer from the apps it generates), or remove the finalizer from " +
 			c.App.Ref() + " first; then merge the rename"
 	}
-	return fmt.Sprintf("`unprune rename %s %s` moves the resources' tracking to the new app first; or remove the resources finalizer from %s before merging",
-		c.App.Ref(), c.RenamedTo, c.App.Ref())
+	// unprune rename refuses an app another app manages (the parent would create the old name
+	// again), so the parent's own git carries the fix.
+	return fmt.Sprintf("first merge a commit that only drops the resources finalizer from %s's manifest and let the parent sync it; "+
+		"then merge the rename: the old app goes without deleting anything and %s adopts its resources at its first sync "+
+		"(for an app no parent manages, `unprune rename %s %s` does it in one step)", c.App.Ref(), c.RenamedTo, c.App.Ref(), c.RenamedTo)
 }
 
 // deletion follows one app's deletion through its finalizer and into the apps it deletes.

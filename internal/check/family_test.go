@@ -195,7 +195,7 @@ spec:
 		t.Errorf("child renamed to %q; nothing deploys its source any more", child.RenamedTo)
 	}
 	renamed := apps["cascading"]
-	if renamed.RenamedTo != "cascading-v2" || renamed.Fate != Cascade || !strings.Contains(renamed.Fix, "unprune rename argocd/cascading") {
+	if renamed.RenamedTo != "cascading-v2" || renamed.Fate != Cascade || !strings.Contains(renamed.Fix, "drops the resources finalizer from argocd/cascading") {
 		t.Errorf("renamed app: %+v; want a cascading rename to cascading-v2 with the unprune rename fix", renamed)
 	}
 }
