@@ -30,7 +30,8 @@ func Render(tmpl map[string]any, params map[string]any, s ApplicationSet) (Gener
 		meta = map[string]any{}
 	}
 	meta["namespace"] = s.Namespace
-	if len(list(meta["finalizers"])) == 0 && !s.PreserveResourcesOnDeletion {
+	// An empty parameter set returns the template untouched, before the finalizer is added.
+	if len(params) > 0 && len(list(meta["finalizers"])) == 0 && !s.PreserveResourcesOnDeletion {
 		meta["finalizers"] = []any{argocd.FinalizerResources}
 	}
 	content := map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": meta, "spec": app["spec"]}
