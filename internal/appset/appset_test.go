@@ -208,3 +208,16 @@ func TestPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderEmptyParams: Argo CD returns the template untouched for an empty parameter set, so the
+// resources finalizer is not added.
+func TestRenderEmptyParams(t *testing.T) {
+	s := parse(t, header+`
+  generators: [{list: {elements: [{}]}}]
+  template: {metadata: {name: static}, spec: {}}
+`)
+	r := Evaluate(s, Sources{})
+	if !r.Complete() || len(r.Apps) != 1 || len(r.Apps[0].Whole.Finalizers) != 0 {
+		t.Errorf("%+v %v", r.Apps, r.NotEvaluated)
+	}
+}
