@@ -585,3 +585,9 @@ func (s *State) InstallCRDs(ctx context.Context, root, version string) error {
 	s.CRDVersion = version
 	return s.save()
 }
+
+// ControllerPID is the PID of the installation's running application controller, 0 when it is not
+// running. Tests stop and continue it (SIGSTOP, SIGCONT) to play a busy or stopped controller.
+func (s *State) ControllerPID(a ArgoCD) int {
+	return runningPID(s.Dir, a.Config.component("application-controller"))
+}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -330,4 +331,28 @@ func (e *Cluster) Create(ctx context.Context, obj map[string]any) error {
 		return fmt.Errorf("create %s %s: %w", gvk.Kind, u.GetName(), err)
 	}
 	return nil
+}
+
+// PauseController stops the installation's application controller with SIGSTOP, as a controller
+// with a long queue or one that is down looks to its users: Applications are not compared. The
+// returned function continues it (SIGCONT); it also runs when the test ends.
+func (i *Install) PauseController(t testing.TB) (resume func()) {
+	t.Helper()
+	pid := i.Env.State.ControllerPID(i.State)
+	if pid == 0 {
+		t.Fatalf("the application controller of %s is not running", i.Namespace())
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP the application controller (pid %d): %v", pid, err)
+	}
+	var once sync.Once
+	resume = func() {
+		once.Do(func() {
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				t.Errorf("SIGCONT the application controller (pid %d): %v", pid, err)
+			}
+		})
+	}
+	t.Cleanup(resume)
+	return resume
 }
