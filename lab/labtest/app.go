@@ -38,6 +38,9 @@ type AppOptions struct {
 	// Automated turns on automated sync with the given prune setting.
 	Automated bool
 	AutoPrune bool
+	// SyncOptions are spec.syncPolicy.syncOptions (e.g. ServerSideApply=true); syncs the tests
+	// request carry them, as argocd-server's sync does when the request names none.
+	SyncOptions []string
 }
 
 // App is an Application under test.
@@ -50,8 +53,9 @@ type App struct {
 	// DestNamespace is the app's destination namespace, which holds its first ConfigMap.
 	DestNamespace string
 	// Cluster is the destination cluster, where its resources live: Env.Cluster, or a Remote's.
-	Cluster *Cluster
-	Project string
+	Cluster     *Cluster
+	Project     string
+	SyncOptions []string
 }
 
 // CreateApp creates an Application that syncs opts.Path of opts.Repo to the lab's own cluster, or to
@@ -94,8 +98,15 @@ func (i *Install) CreateApp(t testing.TB, opts AppOptions) *App {
 		"source":      map[string]any{"repoURL": opts.Repo.URL, "path": opts.Path, "targetRevision": "main"},
 		"destination": destination,
 	}
+	policy := map[string]any{}
 	if opts.Automated {
-		spec["syncPolicy"] = map[string]any{"automated": map[string]any{"prune": opts.AutoPrune, "selfHeal": false}}
+		policy["automated"] = map[string]any{"prune": opts.AutoPrune, "selfHeal": false}
+	}
+	if len(opts.SyncOptions) > 0 {
+		policy["syncOptions"] = opts.SyncOptions
+	}
+	if len(policy) > 0 {
+		spec["syncPolicy"] = policy
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
@@ -106,7 +117,7 @@ func (i *Install) CreateApp(t testing.TB, opts AppOptions) *App {
 		t.Fatalf("create Application %s/%s: %v", opts.Namespace, opts.Name, err)
 	}
 	a := &App{Install: i, Name: opts.Name, Namespace: opts.Namespace, Repo: opts.Repo, Path: opts.Path,
-		DestNamespace: opts.DestNamespace, Cluster: dest, Project: opts.Project}
+		DestNamespace: opts.DestNamespace, Cluster: dest, Project: opts.Project, SyncOptions: opts.SyncOptions}
 	t.Cleanup(func() {
 		// No finalizer is set, so deleting the Application never cascades to its resources.
 		_ = i.Env.Dynamic.Resource(GVRApplication).Namespace(a.Namespace).Delete(context.Background(), a.Name, metav1.DeleteOptions{})
@@ -234,9 +245,15 @@ func (a *App) RequestSync(t testing.TB, prune bool) string {
 func (a *App) requestSync(t testing.TB, prune bool, initiator string) {
 	t.Helper()
 	a.WaitStatus(t, 2*time.Minute, "to have no operation running", func(s Status) bool { return s.Idle() })
+	sync := map[string]any{"revision": "main", "prune": prune}
+	if len(a.SyncOptions) > 0 {
+		// argocd-server's Sync takes the app's syncPolicy.syncOptions when the request names none
+		// (server/application/application.go); the controller reads them only from the operation.
+		sync["syncOptions"] = a.SyncOptions
+	}
 	a.patch(t, map[string]any{"operation": map[string]any{
 		"initiatedBy": map[string]any{"username": initiator},
-		"sync":        map[string]any{"revision": "main", "prune": prune},
+		"sync":        sync,
 	}})
 }
 
