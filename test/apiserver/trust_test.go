@@ -64,18 +64,21 @@ stringData:
 		map[string]any{"version": "v1", "kind": "Secret", "namespace": ns, "name": name, "status": "OutOfSync", "requiresPruning": true}})
 	journals := labtest.TempDir(t)
 	var outputs []string
-	for _, args := range [][]string{
-		{"scan", "-o", "wide"},
-		{"detach", app, "--all", "--scrub-last-applied"},
-		{"detach", app, "--all", "--scrub-last-applied", "-o", "json"},
-		{"detach", app, "--all", "--scrub-last-applied", "--dry-run=server"},
-		{"detach", app, "--all", "--scrub-last-applied", "--yes", "--wait=false"},
-		{"undo", "--latest", "-o", "yaml"},
-		{"undo", "--list", "-o", "json"},
+	for _, step := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"scan", "-o", "wide"}, cli.ExitFindings},
+		{[]string{"detach", app, "--all", "--scrub-last-applied"}, cli.ExitFindings},
+		{[]string{"detach", app, "--all", "--scrub-last-applied", "-o", "json"}, cli.ExitFindings},
+		{[]string{"detach", app, "--all", "--scrub-last-applied", "--dry-run=server"}, cli.ExitFindings},
+		{[]string{"detach", app, "--all", "--scrub-last-applied", "--yes", "--wait=false"}, cli.ExitOK},
+		{[]string{"undo", "--latest", "-o", "yaml"}, cli.ExitFindings},
+		{[]string{"undo", "--list", "-o", "json"}, cli.ExitOK},
 	} {
-		r := unprune(t, env.State.Kubeconfig, journals, args...)
-		if r.Code >= cli.ExitFailure {
-			t.Fatalf("%v: exit %d", args, r.Code)
+		r := unprune(t, env.State.Kubeconfig, journals, step.args...)
+		if r.Code != step.want {
+			t.Fatalf("%v: exit %d, want %d\n%s", step.args, r.Code, step.want, r.Stderr)
 		}
 		outputs = append(outputs, r.Stdout, r.Stderr)
 	}
@@ -172,7 +175,10 @@ func TestProbeIsNotFooledByTheProbersRights(t *testing.T) {
 		t.Fatalf("guard policy exit %d", r.Code)
 	}
 	t.Cleanup(func() {
-		unprune(t, env.State.Kubeconfig, journals, "undo", "--latest", "--yes")
+		// A guard journal restores no tracking: its undo needs no Argo CD and must simply work.
+		if r := unprune(t, env.State.Kubeconfig, journals, "undo", "--latest", "--yes"); r.Code != cli.ExitOK {
+			t.Errorf("undo of the guard journal: exit %d, want %d\n%s", r.Code, cli.ExitOK, r.Stderr)
+		}
 	})
 	if r := unprune(t, env.State.Kubeconfig, journals, "guard", "protect", "ns/"+s.Namespaces[0], "--yes"); r.Code != cli.ExitOK {
 		t.Fatalf("guard protect exit %d", r.Code)
@@ -237,6 +243,53 @@ func TestJournalsAreInputs(t *testing.T) {
 	}
 	if got := namespace(t, env, "inputs-a").GetResourceVersion(); got != released {
 		t.Errorf("undo changed the namespace (resourceVersion %s → %s)", released, got)
+	}
+}
+
+// TestJournalEditedConsistentlyIsRefused: a journal whose app name is replaced everywhere — the
+// tracking values too — agrees with itself, so only Argo CD can tell: no such Application exists in
+// the journal's installation, and undo refuses (exit 3) without touching the namespace. The
+// journal as written is then undone, so the refusal is the check's and not some other failure's.
+func TestJournalEditedConsistentlyIsRefused(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	s := seed(t, env, "consistent", "edited-a")
+	journals := labtest.TempDir(t)
+	if r := unprune(t, env.State.Kubeconfig, journals, "detach", s.App, "--all", "--yes", "--wait=false"); r.Code != cli.ExitOK {
+		t.Fatalf("detach exit %d\n%s", r.Code, r.Stderr)
+	}
+	paths, _ := filepath.Glob(filepath.Join(journals, "*.json"))
+	if len(paths) != 1 {
+		t.Fatalf("journals %v", paths)
+	}
+	path := paths[0]
+	released := namespace(t, env, "edited-a")
+	raw, _ := os.ReadFile(path)
+	edited := strings.ReplaceAll(string(raw), "consistent", "phantom")
+	if strings.Count(edited, "phantom") < 4 {
+		t.Fatalf("the journal does not name the app in its entry and tracking values:\n%s", raw)
+	}
+	if err := os.WriteFile(path, []byte(edited), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"undo", path}, {"undo", path, "--yes"}} {
+		r := unprune(t, env.State.Kubeconfig, journals, args...)
+		if r.Code != cli.ExitRefused || !strings.Contains(r.Stdout, "Application argocd/phantom does not exist") {
+			t.Errorf("%v: exit %d, want %d and the missing app named\n%s\n%s", args, r.Code, cli.ExitRefused, r.Stdout, r.Stderr)
+		}
+	}
+	after := namespace(t, env, "edited-a")
+	if after.GetResourceVersion() != released.GetResourceVersion() || after.GetLabels()["app.kubernetes.io/instance"] != "" {
+		t.Fatalf("undo changed the namespace: resourceVersion %s → %s, labels %v", released.GetResourceVersion(), after.GetResourceVersion(), after.GetLabels())
+	}
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := unprune(t, env.State.Kubeconfig, journals, "undo", path, "--yes"); r.Code != cli.ExitOK {
+		t.Fatalf("undo of the journal as written: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if got := namespace(t, env, "edited-a").GetAnnotations()["argocd.argoproj.io/tracking-id"]; got != "consistent:/Namespace:default/edited-a" {
+		t.Fatalf("tracking-id after undo: %q", got)
 	}
 }
 
