@@ -78,11 +78,15 @@ recipe_argocd() {
 	local out=$1 major=$2; shift 2
 	local pkg=github.com/argoproj/argo-cd/v$major
 	go build "$@" -o "$out/argocd" "$pkg/cmd"
-	# The CRDs and the repo-server's git wrapper ship in the module, not in the binary.
+	# The CRDs, the controller's ClusterRole (the lab runs the controller with its rights) and the
+	# repo-server's git wrapper ship in the module, not in the binary. Copying them is cheap, yet it
+	# changes this recipe and so the cache key: the go build above then finds every package in Go's
+	# build cache (GOCACHE, left alone here) and only links.
 	local src
 	src=$(go list -m -f '{{.Dir}}' "$pkg")
-	mkdir -p "$out/crds"
+	mkdir -p "$out/crds" "$out/cluster-rbac/application-controller"
 	cp "$src"/manifests/crds/*-crd.yaml "$out/crds/"
+	cp "$src"/manifests/cluster-rbac/application-controller/*.yaml "$out/cluster-rbac/application-controller/"
 	for f in git-verify-wrapper.sh git-ask-pass.sh; do
 		if [ -f "$src/hack/$f" ]; then install -m 0755 "$src/hack/$f" "$out/$f"; fi
 	done
