@@ -124,8 +124,14 @@ func (w *watcher) informers() {
 	})
 	w.settingsInformer = cmFactory.ForResource(gvrConfigMap).Informer()
 	_, _ = w.settingsInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    w.settingsChanged,
-		UpdateFunc: func(_, obj any) { w.settingsChanged(obj) },
+		AddFunc: w.settingsChanged,
+		// A resync delivers the same object again: the apps' own resync re-evaluates them.
+		UpdateFunc: func(old, obj any) {
+			if o, ok := old.(*unstructured.Unstructured); ok && o.GetResourceVersion() == obj.(*unstructured.Unstructured).GetResourceVersion() {
+				return
+			}
+			w.settingsChanged(obj)
+		},
 	})
 	projFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.dyn, w.cfg.Resync, w.cfg.ArgoCDNamespace, bookmarks)
 	_, _ = projFactory.ForResource(gvrAppProject).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
