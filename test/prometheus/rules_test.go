@@ -1,0 +1,202 @@
+package prometheus
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/promql/promqltest"
+	"go.yaml.in/yaml/v3"
+)
+
+// scrapeFile is what `unprune watch` served in the lab (TestWatch with UNPRUNE_WATCH_SCRAPE set):
+// two apps whose Namespace requires pruning, one guarded by unprune's admission policy.
+const scrapeFile = "testdata/watch-lab.prom"
+
+var wantAlerts = []string{"UnpruneHighRiskRequiresPruning", "UnpruneUnguardedHighRiskPrune", "UnpruneWatchDown"}
+
+// rules parses deploy/prometheus's PrometheusRule's groups with Prometheus's rule parser.
+func rules(t *testing.T) map[string]rulefmt.Rule {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "prometheus", "prometheusrule.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Kind string `yaml:"kind"`
+		Spec struct {
+			Groups []any `yaml:"groups"`
+		} `yaml:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil || doc.Kind != "PrometheusRule" {
+		t.Fatalf("not a PrometheusRule: %v", err)
+	}
+	groups, err := yaml.Marshal(map[string]any{"groups": doc.Spec.Groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, errs := rulefmt.Parse(groups, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.Default())
+	if len(errs) > 0 {
+		t.Fatalf("rules do not parse: %v", errs)
+	}
+	out := map[string]rulefmt.Rule{}
+	for _, g := range parsed.Groups {
+		for _, r := range g.Rules {
+			out[r.Alert] = r
+		}
+	}
+	return out
+}
+
+// TestRulesParse: each alert parses and says, in its runbook, which unprune command to run.
+func TestRulesParse(t *testing.T) {
+	rs := rules(t)
+	for _, name := range wantAlerts {
+		r, ok := rs[name]
+		if !ok {
+			t.Errorf("no alert %s", name)
+			continue
+		}
+		if !strings.Contains(r.Annotations["runbook"], "unprune ") && !strings.Contains(r.Annotations["runbook"], "kubectl ") {
+			t.Errorf("%s: runbook %q names no command", name, r.Annotations["runbook"])
+		}
+		if r.Labels["severity"] == "" {
+			t.Errorf("%s: no severity", name)
+		}
+	}
+}
+
+// series is one sample of the scrape as a promqltest load line.
+func loadScript(t *testing.T, instances []string, drop func(name string, labels string) bool) string {
+	t.Helper()
+	f, err := os.Open(scrapeFile)
+	if err != nil {
+		t.Fatalf("%v: run TestWatch in the lab with UNPRUNE_WATCH_SCRAPE=$PWD/test/prometheus/%s", err, scrapeFile)
+	}
+	defer f.Close()
+	var b strings.Builder
+	b.WriteString("load 1m\n")
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "unprune_") || strings.Contains(line, "_bucket") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		metric, value := line[:i], line[i+1:]
+		name, labels, _ := strings.Cut(metric, "{")
+		labels = strings.TrimSuffix(labels, "}")
+		for _, inst := range instances {
+			l := labels
+			if l != "" {
+				l += ","
+			}
+			l += `instance="` + inst + `",job="unprune-watch-metrics"`
+			if drop != nil && drop(name, l) {
+				continue
+			}
+			fmt.Fprintf(&b, "  %s{%s} %s+0x20\n", name, l, value)
+		}
+	}
+	// Prometheus's own series for each scraped replica.
+	for _, inst := range instances {
+		if drop == nil || !drop("up", inst) {
+			fmt.Fprintf(&b, "  up{instance=%q,job=\"unprune-watch-metrics\"} 1+0x20\n", inst)
+		}
+	}
+	return b.String()
+}
+
+// eval evaluates an alert's expression over the loaded scrape, as Prometheus's rule manager would
+// at 10m, and returns the label sets of the elements it returns.
+func eval(t *testing.T, script, expr string) []string {
+	t.Helper()
+	storage := promqltest.LoadedStorage(t, script)
+	engine := promqltest.NewTestEngine(t, false, 0, 1_000_000)
+	q, err := engine.NewInstantQuery(context.Background(), storage, nil, expr, time.Unix(0, 0).Add(10*time.Minute))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	res := q.Exec(context.Background())
+	if res.Err != nil {
+		t.Fatalf("%s: %v", expr, res.Err)
+	}
+	vec, err := res.Vector()
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	var out []string
+	for _, s := range vec {
+		out = append(out, s.Metric.String())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// stuck returns the apps of the scrape whose metric with extra labels is above 0, as the alert's
+// by (namespace, application) labels print.
+func stuck(t *testing.T, metric, extra string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(scrapeFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, metric+"{") || !strings.Contains(line, extra) || strings.HasSuffix(line, " 0") {
+			continue
+		}
+		ns, app := label(line, "namespace"), label(line, "application")
+		out = append(out, fmt.Sprintf("{application=%q, namespace=%q}", app, ns))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func label(line, name string) string {
+	i := strings.Index(line, name+`="`)
+	rest := line[i+len(name)+2:]
+	return rest[:strings.IndexByte(rest, '"')]
+}
+
+// TestAlertsOnLabScrape evaluates each alert's expression with Prometheus's engine over what the
+// watch served in the lab, scraped from two replicas (as the ServiceMonitor scrapes them): each app
+// fires once; the guarded app fires the first alert but not the unguarded one; the watch-down alert
+// is silent while a replica is up and leads, and fires when none is scraped or none leads.
+func TestAlertsOnLabScrape(t *testing.T) {
+	rs := rules(t)
+	two := loadScript(t, []string{"10.0.0.1:8080", "10.0.0.2:8080"}, nil)
+	high := stuck(t, "unprune_resources_requiring_pruning", `risk="high"`)
+	unguarded := stuck(t, "unprune_unguarded_prune_candidates", `risk="high",when="now"`)
+	if len(high) < 2 || len(unguarded) < 1 || len(unguarded) >= len(high) {
+		t.Fatalf("the scrape should hold stuck apps, one of them guarded: high %v, unguarded %v", high, unguarded)
+	}
+	for alert, want := range map[string][]string{"UnpruneHighRiskRequiresPruning": high, "UnpruneUnguardedHighRiskPrune": unguarded} {
+		if got := eval(t, two, rs[alert].Expr); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s fires for %v, want %v", alert, got, want)
+		}
+	}
+	down := rs["UnpruneWatchDown"].Expr
+	if got := eval(t, two, down); len(got) != 0 {
+		t.Errorf("UnpruneWatchDown fires with both replicas up: %v", got)
+	}
+	noScrape := loadScript(t, []string{"10.0.0.1:8080"}, func(string, string) bool { return true })
+	if got := eval(t, noScrape+"  unrelated_metric 1+0x20\n", down); len(got) != 1 {
+		t.Errorf("UnpruneWatchDown with nothing scraped: %v, want it to fire", got)
+	}
+	noLeader := loadScript(t, []string{"10.0.0.1:8080"}, func(name, _ string) bool { return name == "unprune_leader" })
+	if got := eval(t, noLeader, down); len(got) != 1 {
+		t.Errorf("UnpruneWatchDown with no leader: %v, want it to fire", got)
+	}
+}
