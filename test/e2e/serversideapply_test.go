@@ -18,6 +18,7 @@ import (
 	"github.com/unprune/unprune/internal/cli"
 	"github.com/unprune/unprune/lab"
 	"github.com/unprune/unprune/lab/labtest"
+	"github.com/unprune/unprune/test/cmdtest"
 )
 
 // argocdManager is the field manager of Argo CD's server-side apply (argo-cd common/common.go,
@@ -37,8 +38,14 @@ type ssaCase struct {
 
 func newSSACase(t *testing.T, env *labtest.Env, prefixes ...string) *ssaCase {
 	t.Helper()
-	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
-	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), SyncOptions: []string{"ServerSideApply=true"}})
+	return newSSACaseIn(t, env, env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"}), labtest.AppOptions{}, prefixes...)
+}
+
+// newSSACaseIn is newSSACase for an app of install with opts (its repo and sync options are set here).
+func newSSACaseIn(t *testing.T, env *labtest.Env, install *labtest.Install, opts labtest.AppOptions, prefixes ...string) *ssaCase {
+	t.Helper()
+	opts.Repo, opts.SyncOptions = labtest.NewRepo(t), []string{"ServerSideApply=true"}
+	app := install.CreateApp(t, opts)
 	c := &ssaCase{env: env, install: install, app: app, uids: map[string]string{}}
 	for _, p := range prefixes {
 		name := labtest.UniqueName(p)
@@ -207,6 +214,30 @@ func TestServerSideApplyManualRitual(t *testing.T) {
 		if ok || !strings.Contains(out, "conflict") || !strings.Contains(out, owner) {
 			t.Errorf("%s: want a conflict with %s after the manual ritual, got success=%t:\n%s", name, owner, ok, out)
 		}
+	}
+}
+
+// TestServerSideApplyDetachThroughArgoCDsAPI: the same release through Argo CD's API (as the argocd
+// plugin): Argo CD returns the live object with its managedFields and passes the merge patch to the
+// destination unchanged, so the team's server-side apply succeeds afterwards there too.
+func TestServerSideApplyDetachThroughArgoCDsAPI(t *testing.T) {
+	env := labtest.Get(t)
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", Namespace: "argocd-api", Server: true})
+	c := newSSACaseIn(t, env, install, labtest.AppOptions{Project: lab.ServerProject}, "via-api")
+	name := c.names[0]
+	server := strings.TrimPrefix(install.ServerURL(t), "http://")
+	r := cmdtest.RunNamed(t, cli.NameArgoCDPlugin, labtest.TempDir(t),
+		"--server", server, "--plaintext", "--auth-token", install.Token(t, lab.ServerDeployer), "detach", c.app.Name, "--all", "--yes")
+	if r.Code != cli.ExitOK {
+		t.Fatalf("detach through Argo CD's API: exit %d, want 0", r.Code)
+	}
+	after := c.get(t, name)
+	t.Logf("%s after detach through the API: managedFields %s", name, managedJSON(t, after.ManagedFields))
+	if n := entriesOf(after, argocdManager, ""); n != 0 || !hasPlaceholder(after) {
+		t.Fatalf("%s: %d entries of %s left, placeholder %t", name, n, argocdManager, hasPlaceholder(after))
+	}
+	if out, ok := c.teamApply(t, name); !ok {
+		t.Fatalf("the team's server-side apply conflicts after a detach through the API:\n%s", out)
 	}
 }
 
