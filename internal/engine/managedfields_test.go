@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -147,4 +148,44 @@ func hasManagedFields(cs []journal.Change) bool {
 		}
 	}
 	return false
+}
+
+// The whole flow on the fake: detach journals Argo CD's entries and leaves the others, undo puts
+// them back and marks the entry undone.
+func TestDetachAndUndoManagedFields(t *testing.T) {
+	w := newWorld(t, "team-a")
+	ref := w.refs["team-a"]
+	nsApply := argoApply
+	nsApply.FieldsV1 = json.RawMessage(`{"f:metadata":{"f:labels":{"f:app.kubernetes.io/instance":{}}}}`)
+	w.cluster.Update(ref, func(o *cluster.Object) { o.ManagedFields = []cluster.ManagedFieldsEntry{nsApply, teamUpdate} })
+	run := w.detach(DetachRequest{All: true})
+	e := w.engine()
+	if err := e.Apply(context.Background(), run, DryRunNone); err != nil {
+		t.Fatal(err)
+	}
+	if got := outcomes(run)["team-a"]; got != OutcomeApplied {
+		t.Fatalf("detach: %s %s", got, run.Items[0].Message)
+	}
+	if mf := w.cluster.Object(ref).ManagedFields; len(mf) != 1 || !mf[0].Equal(teamUpdate) {
+		t.Fatalf("after detach: %+v", mf)
+	}
+	rec, err := w.store.Open(run.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := e.PlanUndo(context.Background(), rec, func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) { return w.cluster, nil }, w.argoOf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Restore(context.Background(), u, DryRunNone)
+	if got := outcomes(u.Run)["team-a"]; got != OutcomeRestored {
+		t.Fatalf("undo: %s %s", got, u.Items[0].Message)
+	}
+	if mf := w.cluster.Object(ref).ManagedFields; len(mf) != 2 || !mf[0].Equal(teamUpdate) || !mf[1].Equal(nsApply) {
+		t.Fatalf("after undo: %+v", mf)
+	}
+	j, _, _ := w.store.Load(run.Journal)
+	if j.Entries[0].State != journal.StateUndone {
+		t.Fatalf("journal state %s", j.Entries[0].State)
+	}
 }

@@ -309,11 +309,14 @@ func (l *listRead) add(refs []cluster.Ref, idx []int) {
 	}
 }
 
-// Thresholds of planReads: a LIST pays off from a few objects of a kind in a namespace; a
-// cluster-wide LIST when a kind's objects are spread over many namespaces.
+// Thresholds of planReads: a LIST pays off from a few objects of a kind in a namespace. A kind
+// spread over many namespaces is read with one cluster-wide LIST instead, but only past as many
+// namespaces as the workers cover in a few rounds: a cluster-wide LIST comes one page after the
+// other, while the namespaces' LISTs run side by side. 100,000 ConfigMaps in 40 namespaces took
+// 3.6 s as 200 pages of one LIST, and under 2 s as 40 concurrent LISTs (test/bench, scan).
 const (
 	listFrom             = 3
-	clusterWideNamespace = 8
+	clusterWideNamespace = 64
 	clusterWideObjects   = 50
 )
 
@@ -344,7 +347,7 @@ func planReads(refs []cluster.Ref, subset []int, allowWide bool) readPlan {
 	for _, k := range order {
 		idx := byNamespace[k]
 		namespaces := perKind[k.gvr]
-		if allowWide && k.namespace != "" && len(namespaces) >= clusterWideNamespace && perKindCount[k.gvr] >= clusterWideObjects {
+		if allowWide && k.namespace != "" && len(namespaces) > clusterWideNamespace && perKindCount[k.gvr] >= clusterWideObjects {
 			l := wide[k.gvr]
 			if l == nil {
 				l = &listRead{gvr: k.gvr, want: map[objectKey]int{}}

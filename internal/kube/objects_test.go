@@ -2,10 +2,13 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/unprune/unprune/internal/cluster"
 )
 
 // countingMapper is a RESTMapper that counts the questions it is asked.
@@ -49,5 +52,53 @@ func TestResolveAsksDiscoveryOncePerKind(t *testing.T) {
 	}
 	if counting.asked < 2 {
 		t.Errorf("an unknown kind was asked %d times in 2 tries: a failure must not be remembered", counting.asked)
+	}
+}
+
+// TestPlanReadsListsNamespacesSideBySide: a kind spread over a few dozen namespaces is read with a
+// LIST per namespace (they run side by side), over more namespaces with one cluster-wide LIST; a
+// namespace holding fewer than listFrom objects is read with GETs.
+func TestPlanReadsListsNamespacesSideBySide(t *testing.T) {
+	refs := func(namespaces, each int) []cluster.Ref {
+		var out []cluster.Ref
+		for n := range namespaces {
+			for k := range each {
+				out = append(out, cluster.Ref{Version: "v1", Resource: "configmaps", Kind: "ConfigMap",
+					Namespace: fmt.Sprintf("ns-%d", n), Name: fmt.Sprintf("cm-%d", k), Namespaced: true})
+			}
+		}
+		return out
+	}
+	all := func(r []cluster.Ref) []int {
+		idx := make([]int, len(r))
+		for i := range idx {
+			idx[i] = i
+		}
+		return idx
+	}
+	for _, tt := range []struct {
+		namespaces, each  int
+		lists, wide, gets int
+	}{
+		{namespaces: 40, each: 2500, lists: 40},
+		{namespaces: clusterWideNamespace, each: 5, lists: clusterWideNamespace},
+		{namespaces: clusterWideNamespace + 1, each: 5, wide: 1},
+		{namespaces: 2000, each: 50, wide: 1},
+		{namespaces: 3, each: 2, gets: 6},
+	} {
+		r := refs(tt.namespaces, tt.each)
+		p := planReads(r, all(r), true)
+		lists, wide := 0, 0
+		for _, l := range p.lists {
+			if l.namespace == "" {
+				wide++
+			} else {
+				lists++
+			}
+		}
+		if lists != tt.lists || wide != tt.wide || len(p.gets) != tt.gets {
+			t.Errorf("%d namespaces × %d: %d namespace LISTs, %d cluster-wide, %d GETs; want %d, %d, %d",
+				tt.namespaces, tt.each, lists, wide, len(p.gets), tt.lists, tt.wide, tt.gets)
+		}
 	}
 }

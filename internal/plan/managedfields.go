@@ -46,9 +46,8 @@ func disownFields(p Plan, o Options) Plan {
 	}
 	c := journal.ManagedFieldsRemoval(ArgoCDFieldManager, p.Target.ManagedFields, placeholder(applied.APIVersion))
 	if c.ManagedFields.Placeholder != nil {
-		p.Notes = append(p.Notes, fmt.Sprintf("%s was the object's only field manager: an entry of %s that owns no field of the object takes its place, "+
-			"because with no entry at all the API server gives every field to \"before-first-apply\" at the next server-side apply, which conflicts the same way",
-			ArgoCDFieldManager, PlaceholderManager))
+		p.Notes = append(p.Notes, fmt.Sprintf("%s was the only field manager: an entry of %s owning only metadata takes its place "+
+			"(with none, the next server-side apply would conflict with \"before-first-apply\")", ArgoCDFieldManager, PlaceholderManager))
 	}
 	p.Changes = append(p.Changes, c)
 	return p

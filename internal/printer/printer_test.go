@@ -164,7 +164,7 @@ func TestStreamedJSONIsPrinted(t *testing.T) {
 	finding := func(i int, app, name string) scan.Finding {
 		return scan.Finding{
 			App:      &argocd.Application{Namespace: "argocd", Name: app, AutoPrune: i%2 == 0},
-			Instance: app, Cluster: cluster.Info{Name: "in-cluster", Server: argocd.InClusterServer},
+			Instance: app, Cluster: &cluster.Info{Name: "in-cluster", Server: argocd.InClusterServer},
 			Resource: argocd.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "ns-" + app, Name: name, RequiresPruning: true},
 			Tracking: []argocd.Field{{Kind: argocd.FieldAnnotation, Key: "argocd.argoproj.io/tracking-id", Value: app + ":/ConfigMap:ns/" + name}},
 			Risk:     risk.High, RiskWhy: "a <Namespace> & its \"data\"\n\u2028✓", Guards: []risk.Guard{risk.GuardPruneDisabled},
@@ -178,7 +178,7 @@ func TestStreamedJSONIsPrinted(t *testing.T) {
 		"one":  {Settings: settings, ArgoCDNamespace: "argocd", AppsScanned: 1, Findings: []scan.Finding{finding(0, "a", "x")}},
 		"several": {Settings: argocd.Settings{Ambiguous: true, MethodSource: "unknown"}, ArgoCDNamespace: "argocd", AppsScanned: 9,
 			Warnings: []string{"forbidden to read <x>", "ünïcode"},
-			Findings: []scan.Finding{finding(0, "a", "x"), finding(1, "b", "y"), {App: &argocd.Application{Name: "gone"},
+			Findings: []scan.Finding{finding(0, "a", "x"), finding(1, "b", "y"), {App: &argocd.Application{Name: "gone"}, Cluster: &cluster.Info{Name: "prod", Server: "https://prod"},
 				Resource: argocd.Resource{Kind: "Namespace", Name: "z"}, LiveError: "namespaces \"z\" not found"}}},
 	}
 	for name, r := range reports {

@@ -66,7 +66,7 @@ func scanHead(meta Metadata, r scan.Report) ScanReport {
 
 func newScanItem(f *scan.Finding) ScanItem {
 	return ScanItem{
-		Application: AppRef{f.App.Namespace, f.App.Name}, Instance: f.Instance, Cluster: NewClusterRef(f.Cluster),
+		Application: AppRef{f.App.Namespace, f.App.Name}, Instance: f.Instance, Cluster: NewClusterRef(*f.Cluster),
 		AutoPrune: f.App.AutoPrune, Resource: fromRow(f.Resource), Risk: string(f.Risk), RiskReason: f.RiskWhy,
 		Guards: guardNames(f.Guards), Tracking: fields(f.Tracking), Ownership: f.Ownership, ModelMismatch: f.ModelMismatch,
 		Notes: f.Notes, Error: f.LiveError,

@@ -20,8 +20,8 @@ type Finding struct {
 	// App is shared by the app's findings: a copy in each would weigh on scans of thousands of rows.
 	App      *argocd.Application
 	Instance string
-	// Cluster is the destination the object lives in.
-	Cluster  cluster.Info
+	// Cluster is the destination the object lives in, shared by the findings of that cluster.
+	Cluster  *cluster.Info
 	Resource argocd.Resource
 	// Tracking is the tracking metadata found on the live object.
 	Tracking []argocd.Field
@@ -59,6 +59,7 @@ func (r Report) StuckApps() int {
 // group is the findings whose objects live in one destination cluster.
 type group struct {
 	objects cluster.Objects
+	info    *cluster.Info
 	idx     []int
 }
 
@@ -114,22 +115,23 @@ func collect(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps [
 		objects, err := argo.Destination(ctx, *app)
 		if err != nil {
 			rep.Warnings = append(rep.Warnings, err.Error())
+			info := &cluster.Info{Name: app.Destination.Name, Server: app.Destination.Server}
 			for _, r := range rows {
-				rep.Findings = append(rep.Findings, Finding{App: app, Instance: instance, Resource: r, LiveError: err.Error(),
-					Cluster: cluster.Info{Name: app.Destination.Name, Server: app.Destination.Server}})
+				rep.Findings = append(rep.Findings, Finding{App: app, Instance: instance, Resource: r, LiveError: err.Error(), Cluster: info})
 			}
 			continue
 		}
 		key := objects.Info().Name + "|" + objects.Info().Server
 		g := byCluster[key]
 		if g == nil {
-			g = &group{objects: objects}
+			info := objects.Info()
+			g = &group{objects: objects, info: &info}
 			byCluster[key] = g
 			groups = append(groups, g)
 		}
 		for _, r := range rows {
 			g.idx = append(g.idx, len(rep.Findings))
-			rep.Findings = append(rep.Findings, Finding{App: app, Instance: instance, Resource: r, Cluster: objects.Info()})
+			rep.Findings = append(rep.Findings, Finding{App: app, Instance: instance, Resource: r, Cluster: g.info})
 		}
 	}
 	return groups
@@ -148,9 +150,13 @@ func readGroup(ctx context.Context, g *group, s argocd.Settings, argocdNamespace
 		refs[k] = ref
 	}
 	var forbidden []string
-	for k, res := range g.objects.Read(ctx, refs) {
+	results := g.objects.Read(ctx, refs)
+	for k, res := range results {
 		f := &findings[g.idx[k]]
 		describe(f, s, argocdNamespace, refs[k], res)
+		// Described: the object's metadata may go, so that the objects still to describe and the
+		// findings described never all weigh at once.
+		results[k] = cluster.ReadResult{}
 		if cluster.IsForbidden(res.Err) {
 			forbidden = append(forbidden, fmt.Sprintf("%s in cluster %s", refs[k].Kind, f.Cluster.Name))
 		}

@@ -202,9 +202,10 @@ func (c *Cluster) Patch(ctx context.Context, r cluster.Ref, body []byte, dryRun 
 	}
 	var patch struct {
 		Metadata struct {
-			ResourceVersion string             `json:"resourceVersion"`
-			Labels          map[string]*string `json:"labels"`
-			Annotations     map[string]*string `json:"annotations"`
+			ResourceVersion string                       `json:"resourceVersion"`
+			Labels          map[string]*string           `json:"labels"`
+			Annotations     map[string]*string           `json:"annotations"`
+			ManagedFields   []cluster.ManagedFieldsEntry `json:"managedFields"`
 		} `json:"metadata"`
 	}
 	if err := json.Unmarshal(body, &patch); err != nil {
@@ -218,6 +219,7 @@ func (c *Cluster) Patch(ctx context.Context, r cluster.Ref, body []byte, dryRun 
 	merged := clone(stored)
 	merged.Labels = apply(merged.Labels, patch.Metadata.Labels)
 	merged.Annotations = apply(merged.Annotations, patch.Metadata.Annotations)
+	merged.ManagedFields = applyManagedFields(merged.ManagedFields, patch.Metadata.ManagedFields)
 	if !dryRun {
 		c.rv++
 		merged.ResourceVersion = strconv.Itoa(c.rv)
@@ -239,6 +241,19 @@ func apply(m map[string]string, patch map[string]*string) map[string]string {
 	return out
 }
 
+// applyManagedFields models only what the API server does with a request's list: an empty list
+// leaves the live one, [{}] clears it, anything else replaces it (the field manager's ownership
+// bookkeeping is the lab's to prove).
+func applyManagedFields(live, patch []cluster.ManagedFieldsEntry) []cluster.ManagedFieldsEntry {
+	switch {
+	case len(patch) == 0:
+		return live
+	case len(patch) == 1 && patch[0].Manager == "" && patch[0].Operation == "" && len(patch[0].FieldsV1) == 0:
+		return nil
+	}
+	return append([]cluster.ManagedFieldsEntry(nil), patch...)
+}
+
 func copyMap(m map[string]string) map[string]string {
 	out := make(map[string]string, len(m))
 	for k, v := range m {
@@ -251,6 +266,7 @@ func clone(o *cluster.Object) *cluster.Object {
 	c := *o
 	c.Labels, c.Annotations = copyMap(o.Labels), copyMap(o.Annotations)
 	c.Owners = append([]string(nil), o.Owners...)
+	c.ManagedFields = append([]cluster.ManagedFieldsEntry(nil), o.ManagedFields...)
 	return &c
 }
 
