@@ -87,8 +87,8 @@ func BenchmarkWatch(b *testing.B) {
 	var watchLat, kubectlLat []float64
 	const changes = 20
 	for c := range changes {
-		app := fmt.Sprintf("watch-%05d", (c*97)%apps)
-		// Alternately one row fewer and back: 49, then 50 normal-risk rows requiring pruning.
+		app := fmt.Sprintf("watch-%05d", (c/2*97)%apps)
+		// Each app twice: one row fewer (49 normal-risk rows requiring pruning), then back to 50.
 		want := watchRows - 1
 		pruning := c%2 == 1
 		if pruning {
