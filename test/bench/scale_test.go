@@ -7,23 +7,29 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/unprune/unprune/internal/cli"
 	"github.com/unprune/unprune/internal/printer"
 	"github.com/unprune/unprune/lab/labtest"
 )
@@ -33,41 +39,74 @@ const runs = 3
 var gvrConfigMap = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
 // unpruneBinary builds the tool once: the benchmarks time it as users run it, from process start to
-// exit.
+// exit. UNPRUNE_BENCH_BIN names a binary to time instead, such as an earlier commit's build, to
+// measure a change against it.
 var unpruneBinary = sync.OnceValues(func() (string, error) {
+	if bin := os.Getenv("UNPRUNE_BENCH_BIN"); bin != "" {
+		return bin, nil
+	}
+	return build("github.com/unprune/unprune/cmd/unprune")
+})
+
+// rusageBinary builds test/bench/rusage, through which every timed process is started: see there
+// why a child started by the benchmark itself would report the benchmark's peak RSS as its own.
+var rusageBinary = sync.OnceValues(func() (string, error) {
+	return build("github.com/unprune/unprune/test/bench/rusage")
+})
+
+func build(pkg string) (string, error) {
 	dir, err := os.MkdirTemp("", "unprune-bench-")
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "unprune")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/unprune/unprune/cmd/unprune").CombinedOutput()
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+		return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin, nil
-})
+}
 
 // measurement is one timed process (or loop) run.
 type measurement struct {
-	took   time.Duration
-	maxRSS int64 // KiB, for processes
-	stdout []byte
+	// start is when the benchmark started the process, exited when it saw it exit.
+	start, exited time.Time
+	// took is the process's wall time, from its start to its exit.
+	took time.Duration
+	// For processes: peak RSS (KiB), CPU time in the kernel and in user space, and the exit code.
+	maxRSS    int64
+	sys, user time.Duration
+	code      int
+	stdout    []byte
 }
 
-// process runs a command and returns its wall time and peak RSS.
+// process runs a command through test/bench/rusage and returns its wall time, peak RSS and CPU
+// times. Exit codes 0 and 1 (findings) are outcomes; any other fails the benchmark.
 func process(b *testing.B, name string, args ...string) measurement {
 	b.Helper()
-	cmd := exec.Command(name, args...)
+	wrapper, err := rusageBinary()
+	if err != nil {
+		b.Fatal(err)
+	}
+	usageFile := filepath.Join(b.TempDir(), "usage.json")
+	cmd := exec.Command(wrapper, append([]string{"-o", usageFile, "--", name}, args...)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	start := time.Now()
-	err := cmd.Run()
-	m := measurement{took: time.Since(start), stdout: out.Bytes()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		m.maxRSS = ru.Maxrss
+	err = cmd.Run()
+	m := measurement{start: start, exited: time.Now(), stdout: out.Bytes()}
+	data, rerr := os.ReadFile(usageFile)
+	var u struct {
+		WallNanos, UserNanos, SysNanos, MaxRSSKiB int64
+		ExitCode                                  int
 	}
-	if code := cmd.ProcessState.ExitCode(); err != nil && code != 1 {
-		b.Fatalf("%s %s: %v\n%s", filepath.Base(name), strings.Join(args, " "), err, errOut.String())
+	if rerr != nil || json.Unmarshal(data, &u) != nil {
+		b.Fatalf("%s %s: %v (no usage recorded)\n%s", filepath.Base(name), strings.Join(args, " "), err, errOut.String())
+	}
+	m.took, m.user, m.sys = time.Duration(u.WallNanos), time.Duration(u.UserNanos), time.Duration(u.SysNanos)
+	m.maxRSS, m.code = u.MaxRSSKiB, u.ExitCode
+	if m.code != 0 && m.code != 1 {
+		b.Fatalf("%s %s: exit %d\n%s", filepath.Base(name), strings.Join(args, " "), m.code, errOut.String())
 	}
 	return m
 }
@@ -264,14 +303,20 @@ func BenchmarkDetachAtScale(b *testing.B) {
 	}
 }
 
-// pair measures unprune and its baseline one after the other, unprune first in even runs.
-func pair(run int, unprune func() measurement, baseline func() time.Duration) (measurement, time.Duration) {
-	if run%2 == 0 {
-		m := unprune()
-		return m, baseline()
+// alternate runs steps one after the other, in an order that turns with run: run 0 as given, run 1
+// from the second step on, and so on. The machine is noisy and a step can pay for the work just
+// before it (the API server's garbage collection, etcd's compaction): no contestant always goes
+// first.
+func alternate(run int, steps ...func()) {
+	for k := range steps {
+		steps[(run+k)%len(steps)]()
 	}
-	d := baseline()
-	return unprune(), d
+}
+
+// pair measures unprune and its baseline one after the other, unprune first in even runs.
+func pair[U, B any](run int, unprune func() U, baseline func() B) (u U, base B) {
+	alternate(run, func() { u = unprune() }, func() { base = baseline() })
+	return u, base
 }
 
 // kubectlAll removes the tracking metadata from every ConfigMap of the namespace with one kubectl.
@@ -286,78 +331,211 @@ func kubectlAll(b *testing.B, env *labtest.Env, s set) time.Duration {
 	return process(b, env.State.Kubectl, args...).took
 }
 
-// BenchmarkScanAtScale scans 500, 1000 and 2000 Applications of 50 status rows each, 5 of them
-// requiring pruning (live ConfigMaps), against kubectl get applications -A -o json.
+// BenchmarkScanAtScale scans 2,000 and 5,000 Applications of 50 status rows each, every row
+// requiring pruning of a ConfigMap that exists and carries the app's tracking-id (100,000 and
+// 250,000 rows), with the built binary, against kubectl get applications -A -o json: both list the
+// same Applications (a label only the benchmark's apps carry) and both print every row, in an order
+// that turns with the run. Each output is parsed and counted against what was seeded.
+// UNPRUNE_BENCH_BEFORE names an earlier build of unprune to time in the same rotation.
+//
+// It prints min / median / max of the wall-time and peak-RSS ratios, and the CPU times.
 func BenchmarkScanAtScale(b *testing.B) {
 	bin, err := unpruneBinary()
 	if err != nil {
 		b.Fatal(err)
 	}
 	env := labtest.Get(b)
-	dyn := unlimited(b, env)
-	seeded := 0
+	kube := unlimitedKube(b, env)
+	selector := "unprune.dev/bench=" + labtest.UniqueName("scan")
 	namespaces := make([]string, 40)
 	for i := range namespaces {
 		namespaces[i] = labtest.UniqueName("scan")
 		env.CreateNamespace(b, namespaces[i])
 	}
-	for _, apps := range []int{500, 1000, 2000} {
-		seedScanApps(b, env, dyn, namespaces, seeded, apps)
-		seeded = apps
+	const repeat = 5
+	seeded := 0
+	for _, apps := range []int{2000, 5000} {
 		b.Run(fmt.Sprintf("apps=%d", apps), func(b *testing.B) {
-			var ratio, rssRatio, scanSecs, kubectlSecs stats
-			var scanRSS, kubectlRSS int64
+			// Seeded here, so that -bench 'ScanAtScale/apps=2000' seeds no more than it measures.
+			start := time.Now()
+			seedScanApps(b, env, kube, selector, namespaces, seeded, apps)
+			seeded = apps
+			fmt.Fprintf(os.Stdout, "\nseeded %d Applications × %d rows in %.0fs\n", apps, scanRows, time.Since(start).Seconds())
+			cs := scanContestants(b, env, bin, selector, apps)
 			b.ResetTimer()
-			for range runs {
-				s := process(b, bin, "--kubeconfig", env.State.Kubeconfig, "--journal-dir", b.TempDir(), "--argocd-namespace", argocdScanNamespace, "scan", "-A", "-o", "json")
-				k := process(b, env.State.Kubectl, "--kubeconfig", env.State.Kubeconfig, "get", "applications.argoproj.io", "-A", "-o", "json")
-				var doc printer.ScanReport
-				if err := json.Unmarshal(s.stdout, &doc); err != nil || doc.Summary.ApplicationsScanned < apps || doc.Summary.Resources < apps*5 {
-					b.Fatalf("scan found %d apps, %d resources (%v)", doc.Summary.ApplicationsScanned, doc.Summary.Resources, err)
+			for run := range repeat {
+				steps := make([]func(), len(cs))
+				for i, c := range cs {
+					steps[i] = func() { c.last = c.measure() }
 				}
-				ratio = append(ratio, s.took.Seconds()/k.took.Seconds())
-				rssRatio = append(rssRatio, float64(s.maxRSS)/float64(k.maxRSS))
-				scanSecs, kubectlSecs = append(scanSecs, s.took.Seconds()), append(kubectlSecs, k.took.Seconds())
-				scanRSS, kubectlRSS = max(scanRSS, s.maxRSS), max(kubectlRSS, k.maxRSS)
+				alternate(run, steps...)
+				for _, c := range cs {
+					c.compare(cs[0].last)
+				}
 			}
-			b.ReportMetric(ratio.median(), "scan/kubectl")
-			b.ReportMetric(rssRatio.median(), "rss-scan/kubectl")
-			fmt.Fprintf(os.Stdout, "\n%-34s min / median / max of %d runs\n", b.Name(), runs)
-			fmt.Fprintf(os.Stdout, "  %-32s %s s\n", "unprune scan -A -o json", scanSecs)
-			fmt.Fprintf(os.Stdout, "  %-32s %s s\n", "kubectl get applications -A -o json", kubectlSecs)
-			fmt.Fprintf(os.Stdout, "  %-32s %s  (goal ≤ 1.5)\n", "scan ÷ kubectl", ratio)
-			fmt.Fprintf(os.Stdout, "  %-32s %s  (goal ≤ 1)\n", "peak RSS scan ÷ kubectl", rssRatio)
-			fmt.Fprintf(os.Stdout, "  %-32s %.0f / %.0f MiB\n", "peak RSS unprune / kubectl", float64(scanRSS)/1024, float64(kubectlRSS)/1024)
+			profileScan(b, env, selector)
+			b.ReportMetric(cs[1].wallRatio.median(), "scan/kubectl")
+			b.ReportMetric(cs[1].rssRatio.median(), "rss-scan/kubectl")
+			fmt.Fprintf(os.Stdout, "\n%-34s min / median / max of %d runs, %d rows\n", b.Name(), repeat, apps*scanRows)
+			for _, c := range cs {
+				c.print(os.Stdout, cs[0].name)
+			}
 		})
 	}
 }
 
-// seedScanApps adds Applications [from, to): 50 rows each, the first 5 requiring pruning of live
-// ConfigMaps spread over the namespaces, the others Synced.
-func seedScanApps(b *testing.B, env *labtest.Env, dyn dynamic.Interface, namespaces []string, from, to int) {
+// scanContestants are kubectl (first: the baseline), the built unprune, and the earlier build
+// UNPRUNE_BENCH_BEFORE names, if any.
+func scanContestants(b *testing.B, env *labtest.Env, bin, selector string, apps int) []*contestant {
 	b.Helper()
+	scan := func(bin string) func() measurement {
+		return func() measurement {
+			return process(b, bin, "--kubeconfig", env.State.Kubeconfig, "--journal-dir", b.TempDir(), "--argocd-namespace", argocdScanNamespace,
+				"scan", "-A", "-l", selector, "-o", "json")
+		}
+	}
+	cs := []*contestant{
+		{name: "kubectl get applications -A -o json", run: func() measurement {
+			return process(b, env.State.Kubectl, "--kubeconfig", env.State.Kubeconfig, "get", "applications.argoproj.io", "-A", "-l", selector, "-o", "json")
+		}, check: func(out []byte) { checkKubectlApps(b, out, apps) }},
+		{name: "unprune scan -A -o json", run: scan(bin), check: func(out []byte) { checkScan(b, out, apps) }},
+	}
+	if before := os.Getenv("UNPRUNE_BENCH_BEFORE"); before != "" {
+		cs = append(cs, &contestant{name: "unprune scan, " + before, run: scan(before), check: func(out []byte) { checkScan(b, out, apps) }})
+	}
+	return cs
+}
+
+// contestant is one command a benchmark times, and what its runs measured.
+type contestant struct {
+	name  string
+	run   func() measurement
+	check func(stdout []byte)
+	last  measurement
+	// Over the runs: wall time, CPU times and peak RSS, and wall time and peak RSS divided by the
+	// baseline's in the same run.
+	secs, user, sys, rssMiB stats
+	wallRatio, rssRatio     stats
+}
+
+func (c *contestant) measure() measurement {
+	m := c.run()
+	c.check(m.stdout)
+	m.stdout = nil // checked: the next runs need not hold it
+	c.secs, c.user, c.sys = append(c.secs, m.took.Seconds()), append(c.user, m.user.Seconds()), append(c.sys, m.sys.Seconds())
+	c.rssMiB = append(c.rssMiB, float64(m.maxRSS)/1024)
+	return m
+}
+
+func (c *contestant) compare(base measurement) {
+	c.wallRatio = append(c.wallRatio, c.last.took.Seconds()/base.took.Seconds())
+	c.rssRatio = append(c.rssRatio, float64(c.last.maxRSS)/float64(base.maxRSS))
+}
+
+func (c *contestant) print(w io.Writer, base string) {
+	fmt.Fprintf(w, "  %s\n", c.name)
+	fmt.Fprintf(w, "    %-30s %s s\n", "wall time", c.secs)
+	fmt.Fprintf(w, "    %-30s %s s\n", "user CPU", c.user)
+	fmt.Fprintf(w, "    %-30s %s s\n", "system CPU", c.sys)
+	fmt.Fprintf(w, "    %-30s %s MiB\n", "peak RSS", c.rssMiB)
+	if c.name != base {
+		fmt.Fprintf(w, "    %-30s %s  (goal ≤ 1)\n", "wall time ÷ "+strings.Fields(base)[0]+"'s", c.wallRatio)
+		fmt.Fprintf(w, "    %-30s %s  (goal ≤ 1)\n", "peak RSS ÷ "+strings.Fields(base)[0]+"'s", c.rssRatio)
+	}
+}
+
+// scanRows is the number of status rows of each scanned Application, all requiring pruning.
+const scanRows = 50
+
+// checkScan fails unless unprune's report lists every seeded app and row, each with its live
+// object read and tracked.
+func checkScan(b *testing.B, out []byte, apps int) {
+	b.Helper()
+	var doc printer.ScanReport
+	if err := json.Unmarshal(out, &doc); err != nil {
+		b.Fatalf("unprune scan output: %v", err)
+	}
+	sum := doc.Summary
+	if sum.ApplicationsScanned != apps || sum.StuckApplications != apps || sum.Resources != apps*scanRows || len(doc.Items) != apps*scanRows {
+		b.Fatalf("unprune scan: %d apps scanned, %d stuck, %d resources, %d items; seeded %d apps × %d rows",
+			sum.ApplicationsScanned, sum.StuckApplications, sum.Resources, len(doc.Items), apps, scanRows)
+	}
+	for _, it := range doc.Items {
+		if it.Error != "" || it.ModelMismatch || len(it.Tracking) == 0 {
+			b.Fatalf("unprune scan: %s of %s not read as tracked: %+v", it.Resource, it.Application.Name, it)
+		}
+	}
+}
+
+// checkKubectlApps fails unless kubectl's list holds every seeded app and row.
+func checkKubectlApps(b *testing.B, out []byte, apps int) {
+	b.Helper()
+	var list struct {
+		Items []struct {
+			Status struct {
+				Resources []struct {
+					RequiresPruning bool `json:"requiresPruning"`
+				} `json:"resources"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(out, &list); err != nil {
+		b.Fatalf("kubectl output: %v", err)
+	}
+	rows := 0
+	for _, it := range list.Items {
+		for _, r := range it.Status.Resources {
+			if r.RequiresPruning {
+				rows++
+			}
+		}
+	}
+	if len(list.Items) != apps || rows != apps*scanRows {
+		b.Fatalf("kubectl: %d apps, %d rows requiring pruning; seeded %d apps × %d rows", len(list.Items), rows, apps, scanRows)
+	}
+}
+
+// unlimitedKube is a typed client speaking protobuf, with no client-side rate limit: seeding
+// hundreds of thousands of ConfigMaps is bound by the API server alone.
+func unlimitedKube(b *testing.B, env *labtest.Env) kubernetes.Interface {
+	b.Helper()
+	cfg := rest.CopyConfig(env.REST)
+	cfg.QPS, cfg.Burst = -1, 0
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	k, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return k
+}
+
+// seedScanApps adds Applications [from, to) carrying selector's label: scanRows rows each, all
+// requiring pruning of ConfigMaps created here with the app's tracking-id, spread over the
+// namespaces. The status is seeded directly: this measures scan's reading, not Argo CD.
+func seedScanApps(b *testing.B, env *labtest.Env, kube kubernetes.Interface, selector string, namespaces []string, from, to int) {
+	b.Helper()
+	key, value, _ := strings.Cut(selector, "=")
+	forEach(b, (to-from)*scanRows, func(k int) error {
+		i, r := from+k/scanRows, k%scanRows
+		app, ns := fmt.Sprintf("scan-%05d", i), namespaces[i%len(namespaces)]
+		name := fmt.Sprintf("%s-%02d", app, r)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
+			Annotations: map[string]string{"argocd.argoproj.io/tracking-id": fmt.Sprintf("%s:/ConfigMap:%s/%s", app, ns, name)}}}
+		_, err := kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{})
+		return err
+	})
+	dyn := unlimited(b, env)
 	forEach(b, to-from, func(k int) error {
 		i := from + k
-		app := fmt.Sprintf("scan-%05d", i)
-		ns := namespaces[i%len(namespaces)]
-		var rows []any
-		for r := range 50 {
-			name := fmt.Sprintf("%s-%02d", app, r)
-			row := map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": ns, "name": name, "status": "Synced"}
-			if r < 5 {
-				row["status"], row["requiresPruning"] = "OutOfSync", true
-				cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
-					"metadata": map[string]any{"name": name, "namespace": ns,
-						"annotations": map[string]any{"argocd.argoproj.io/tracking-id": fmt.Sprintf("%s:/ConfigMap:%s/%s", app, ns, name)}}}}
-				if _, err := dyn.Resource(gvrConfigMap).Namespace(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
-					return err
-				}
-			}
-			rows = append(rows, row)
+		app, ns := fmt.Sprintf("scan-%05d", i), namespaces[i%len(namespaces)]
+		rows := make([]any, scanRows)
+		for r := range rows {
+			rows[r] = map[string]any{"version": "v1", "kind": "ConfigMap", "namespace": ns, "name": fmt.Sprintf("%s-%02d", app, r),
+				"status": "OutOfSync", "requiresPruning": true}
 		}
 		application := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-			"metadata": map[string]any{"name": app, "namespace": argocdScanNamespace},
+			"metadata": map[string]any{"name": app, "namespace": argocdScanNamespace, "labels": map[string]any{key: value}},
 			"spec": map[string]any{"project": "default",
 				"source":      map[string]any{"repoURL": "file:///nonexistent", "path": "manifests", "targetRevision": "main"},
 				"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": ns}},
@@ -366,4 +544,64 @@ func seedScanApps(b *testing.B, env *labtest.Env, dyn dynamic.Interface, namespa
 		_, err := dyn.Resource(labtest.GVRApplication).Namespace(argocdScanNamespace).Create(context.Background(), application, metav1.CreateOptions{})
 		return err
 	})
+}
+
+// profileScan runs the scan once more in process, when UNPRUNE_BENCH_PROFILE names a directory, and
+// writes a CPU profile and an allocation profile there (go tool pprof), with the peak heap seen.
+func profileScan(b *testing.B, env *labtest.Env, selector string) {
+	b.Helper()
+	dir := os.Getenv("UNPRUNE_BENCH_PROFILE")
+	if dir == "" {
+		return
+	}
+	base := filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "-"))
+	cpu, err := os.Create(base + ".cpu.pprof")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cpu.Close()
+	runtime.GC()
+	peak, stop := heapPeak()
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		b.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := cli.Execute(context.Background(), "unprune", []string{"--kubeconfig", env.State.Kubeconfig, "--journal-dir", b.TempDir(),
+		"--argocd-namespace", argocdScanNamespace, "scan", "-A", "-l", selector, "-o", "json"},
+		genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	pprof.StopCPUProfile()
+	stop()
+	if code != cli.ExitFindings {
+		b.Fatalf("in-process scan exit %d\n%s", code, errOut.String())
+	}
+	mem, err := os.Create(base + ".alloc.pprof")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer mem.Close()
+	if err := pprof.Lookup("allocs").WriteTo(mem, 0); err != nil {
+		b.Fatal(err)
+	}
+	fmt.Fprintf(os.Stdout, "  profiles in %s.{cpu,alloc}.pprof; in-process peak heap %.0f MiB\n", base, float64(*peak)/(1<<20))
+}
+
+// heapPeak samples the heap in use every 10 ms until stop is called.
+func heapPeak() (*uint64, func()) {
+	var peak uint64
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapInuse)
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	return &peak, func() { close(done); <-finished }
 }
