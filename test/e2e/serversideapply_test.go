@@ -133,6 +133,16 @@ func TestServerSideApplyDetach(t *testing.T) {
 	if strings.Contains(r.Stdout, "f:data") {
 		t.Error("the preview shows fieldsV1")
 	}
+	// The API server judges the patches, managedFields included, and keeps nothing.
+	r = unprune(t, env, journals, "detach", c.app.Name, "--all", argocdNS, "--dry-run=server")
+	if r.Code != cli.ExitFindings || strings.Count(r.Stdout, "DryRunAccepted") != 2 {
+		t.Fatalf("--dry-run=server exit %d, want %d with both accepted", r.Code, cli.ExitFindings)
+	}
+	for _, name := range c.names {
+		if got := c.get(t, name); managedJSON(t, got.ManagedFields) != managedJSON(t, before[name].ManagedFields) {
+			t.Fatalf("%s: a server dry run changed managedFields: %s", name, managedJSON(t, got.ManagedFields))
+		}
+	}
 	r = unprune(t, env, journals, "detach", c.app.Name, "--all", argocdNS, "--yes")
 	if r.Code != cli.ExitOK {
 		t.Fatalf("detach --yes exit %d, want 0", r.Code)
