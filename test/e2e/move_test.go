@@ -1,0 +1,308 @@
+//go:build lab
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/unprune/unprune/lab"
+	"github.com/unprune/unprune/lab/labtest"
+)
+
+const syncOptions = "argocd.argoproj.io/sync-options"
+
+func configMapManifest(name, ns string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  color: blue\n", name, ns)
+}
+
+func deploymentManifest(name, ns string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: %[1]s
+  namespace: %[2]s
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      run: %[1]s
+  template:
+    metadata:
+      labels:
+        run: %[1]s
+    spec:
+      containers:
+      - name: app
+        image: registry.invalid/app:1
+`, name, ns)
+}
+
+// object is a live object a test watches: how to read its UID, and its metadata.
+type object struct {
+	kind, namespace, name string
+}
+
+func (o object) String() string { return o.kind + "/" + o.namespace + "/" + o.name }
+
+// resourceArg is the object as unprune's RESOURCE arguments name it.
+func (o object) resourceArg() string {
+	switch o.kind {
+	case "Namespace":
+		return "Namespace/" + o.name
+	case "Deployment":
+		return "Deployment.apps/" + o.namespace + "/" + o.name
+	}
+	return o.kind + "/" + o.namespace + "/" + o.name
+}
+
+// meta reads the object's metadata; nil when it does not exist.
+func (o object) meta(t *testing.T, env *labtest.Env) (*metav1.ObjectMeta, error) {
+	ctx := labtest.Context(t)
+	var m metav1.ObjectMeta
+	var err error
+	switch o.kind {
+	case "Namespace":
+		got, e := env.Kube.CoreV1().Namespaces().Get(ctx, o.name, metav1.GetOptions{})
+		err, m = e, got.ObjectMeta
+	case "ConfigMap":
+		got, e := env.Kube.CoreV1().ConfigMaps(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
+		err, m = e, got.ObjectMeta
+	case "Deployment":
+		got, e := env.Kube.AppsV1().Deployments(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
+		err, m = e, got.ObjectMeta
+	default:
+		t.Fatalf("object kind %s", o.kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+func (o object) uid(t *testing.T, env *labtest.Env) string {
+	t.Helper()
+	m, err := o.meta(t, env)
+	if err != nil {
+		t.Fatalf("%s: %v", o, err)
+	}
+	return string(m.UID)
+}
+
+// watchNothingDeleted polls the objects until stop is called, and returns every moment one was
+// missing, being deleted, or had another UID than at the start: "nothing deleted at any time".
+func watchNothingDeleted(t *testing.T, env *labtest.Env, objects ...object) (stop func() []string) {
+	t.Helper()
+	uids := map[object]string{}
+	for _, o := range objects {
+		uids[o] = o.uid(t, env)
+	}
+	done := make(chan struct{})
+	var mu sync.Mutex
+	var seen []string
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			for _, o := range objects {
+				m, err := o.meta(t, env)
+				var bad string
+				switch {
+				case apierrors.IsNotFound(err):
+					bad = "gone"
+				case err != nil:
+					continue // a transient read error proves nothing either way
+				case m.DeletionTimestamp != nil:
+					bad = "being deleted"
+				case string(m.UID) != uids[o]:
+					bad = "recreated (uid " + string(m.UID) + ")"
+				}
+				if bad != "" {
+					mu.Lock()
+					seen = append(seen, fmt.Sprintf("%s %s at %s", o, bad, time.Now().Format(time.RFC3339Nano)))
+					mu.Unlock()
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return func() []string {
+		close(done)
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+}
+
+// trackedBy reports whether the metadata names instance under the tracking method.
+func trackedBy(m *metav1.ObjectMeta, tracking, instance string) bool {
+	switch tracking {
+	case "label":
+		return m.Labels[instanceLabel] == instance
+	default:
+		return strings.HasPrefix(m.Annotations[trackingID], instance+":")
+	}
+}
+
+// moveFiles moves files from one app's path to another's in the working clone and commits.
+func moveFiles(t *testing.T, repo *labtest.Repo, from, to string, files ...string) string {
+	t.Helper()
+	for _, f := range files {
+		if err := os.Rename(filepath.Join(repo.Dir(), from, f), filepath.Join(repo.Dir(), to, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return repo.Commit(t, "move "+strings.Join(files, ", ")+" from "+from+" to "+to)
+}
+
+// moveCase is an app A with automated prune holding a ConfigMap and a Deployment, and an app B
+// (manual sync) in the same repository.
+type moveCase struct {
+	env      *labtest.Env
+	tracking string
+	repo     *labtest.Repo
+	a, b     *labtest.App
+	objects  []object
+	journals string
+}
+
+func newMoveCase(t *testing.T, env *labtest.Env, version, tracking string) *moveCase {
+	t.Helper()
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: tracking})
+	c := &moveCase{env: env, tracking: tracking, repo: labtest.NewRepo(t), journals: labtest.TempDir(t)}
+	c.a = install.CreateApp(t, labtest.AppOptions{Repo: c.repo, Path: "a", Automated: true, AutoPrune: true})
+	c.b = install.CreateApp(t, labtest.AppOptions{Repo: c.repo, Path: "b"})
+	ns := c.a.DestNamespace
+	cm, dep := labtest.UniqueName("moved-cm"), labtest.UniqueName("moved-dep")
+	c.repo.Write(t, "a/cm.yaml", configMapManifest(cm, ns))
+	c.repo.Write(t, "a/dep.yaml", deploymentManifest(dep, ns))
+	rev := c.repo.Commit(t, "A gets a ConfigMap and a Deployment")
+	c.a.RefreshUntil(t, 2*time.Minute, "to sync them", func(s labtest.Status) bool {
+		_, hasCM := s.Find("ConfigMap", cm)
+		_, hasDep := s.Find("Deployment", dep)
+		return s.Revision == rev && s.Sync == "Synced" && hasCM && hasDep
+	})
+	if op := c.b.Sync(t, false); op.Phase != "Succeeded" {
+		t.Fatalf("sync of B: %s %s", op.Phase, op.Message)
+	}
+	c.b.WaitSynced(t, rev)
+	c.objects = []object{{"ConfigMap", ns, cm}, {"Deployment", ns, dep}}
+	return c
+}
+
+func (c *moveCase) args(extra ...string) []string {
+	args := []string{"--argocd-namespace=" + c.a.Install.Namespace(), "move", c.a.Name}
+	for _, o := range c.objects {
+		args = append(args, o.resourceArg())
+	}
+	return append(append(args, "--to", c.b.Name), extra...)
+}
+
+// commitMove moves the manifests from A's path to B's and waits until both apps have seen it: B
+// lists both objects, A lists them requiring pruning and its automated sync of the commit ran.
+func (c *moveCase) commitMove(t *testing.T) string {
+	t.Helper()
+	committed := time.Now().Add(-time.Second)
+	rev := moveFiles(t, c.repo, "a", "b", "cm.yaml", "dep.yaml")
+	c.b.RefreshUntil(t, 2*time.Minute, "to declare the moved objects", func(s labtest.Status) bool {
+		for _, o := range c.objects {
+			if r, ok := s.Find(o.kind, o.name); !ok || r.RequiresPruning {
+				return false
+			}
+		}
+		return s.Revision == rev
+	})
+	c.a.RefreshUntil(t, 2*time.Minute, "to have synced the commit with prune", func(s labtest.Status) bool {
+		started, _ := time.Parse(time.RFC3339, s.Operation.StartedAt)
+		return s.Revision == rev && started.After(committed) && s.Idle()
+	})
+	return rev
+}
+
+// TestMoveThroughPrepare: prepare, commit, move — nothing deleted at any moment, the tracking names
+// B, both apps Synced; a move to an app that does not declare the objects is refused first.
+func TestMoveThroughPrepare(t *testing.T) {
+	env := labtest.Get(t)
+	for _, tracking := range []string{"annotation", "label", "annotation+label"} {
+		t.Run("v3.6.1/"+tracking, func(t *testing.T) {
+			t.Parallel()
+			c := newMoveCase(t, env, "v3.6.1", tracking)
+			stop := watchNothingDeleted(t, env, c.objects...)
+
+			// B does not declare them yet: refused, nothing changed.
+			before := map[object]string{}
+			for _, o := range c.objects {
+				m, _ := o.meta(t, env)
+				before[o] = m.ResourceVersion
+			}
+			if r := unprune(t, env, c.journals, c.args("--yes")...); r.Code != 3 || !strings.Contains(r.Stdout, "does not declare") {
+				t.Fatalf("move to an app that does not declare them: exit %d, want 3 saying B does not declare them", r.Code)
+			}
+			for _, o := range c.objects {
+				if m, _ := o.meta(t, env); m.ResourceVersion != before[o] {
+					t.Errorf("%s changed by a refused move (resourceVersion %s → %s)", o, before[o], m.ResourceVersion)
+				}
+			}
+
+			if r := unprune(t, env, c.journals, c.args("--prepare", "--yes")...); r.Code != 0 {
+				t.Fatalf("move --prepare: exit %d", r.Code)
+			}
+			for _, o := range c.objects {
+				if m, _ := o.meta(t, env); m.Annotations[syncOptions] != "Prune=false,Delete=false" {
+					t.Fatalf("%s after --prepare: sync-options %q", o, m.Annotations[syncOptions])
+				}
+			}
+			rev := c.commitMove(t)
+			if r := unprune(t, env, c.journals, c.args("--yes", "--timeout", "2m")...); r.Code != 0 {
+				t.Fatalf("move: exit %d", r.Code)
+			}
+			c.a.WaitSynced(t, rev)
+			s := c.b.WaitSynced(t, rev)
+			for _, o := range c.objects {
+				m, _ := o.meta(t, env)
+				if !trackedBy(m, tracking, c.b.Instance()) || trackedBy(m, tracking, c.a.Instance()) {
+					t.Errorf("%s after the move: labels %v annotations %v", o, m.Labels, m.Annotations)
+				}
+				if _, has := m.Annotations[syncOptions]; has {
+					t.Errorf("%s: the move left sync-options %q", o, m.Annotations[syncOptions])
+				}
+				if r, ok := s.Find(o.kind, o.name); !ok || r.Status != "Synced" {
+					t.Errorf("B's row for %s: %+v (listed %t)", o, r, ok)
+				}
+			}
+			if bad := stop(); len(bad) > 0 {
+				t.Errorf("deleted at some point: %v", bad)
+			}
+		})
+	}
+}
+
+// TestMoveWithoutPrepareDeletes is the control: the same commit without --prepare lets A's automated
+// prune delete both objects before anything can move them.
+func TestMoveWithoutPrepareDeletes(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	c := newMoveCase(t, env, "v3.6.1", "annotation")
+	moveFiles(t, c.repo, "a", "b", "cm.yaml", "dep.yaml")
+	c.a.Refresh(t)
+	for _, o := range c.objects {
+		labtest.Eventually(t, 2*time.Minute, o.String()+" to be pruned by A", func() (bool, string) {
+			_, err := o.meta(t, env)
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+	}
+}
