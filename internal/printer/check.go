@@ -135,10 +135,12 @@ func CheckTable(w io.Writer, o Output, doc CheckReport) error {
 		}
 		rows = append(rows, []string{it.Resource.String(), it.what(), it.Risk, orNone(contents), orNone(strings.Join(it.Guards, ","))})
 	}
-	if err := o.Rows(w, []string{"RESOURCE", "WHAT THE CHANGE DOES", "RISK", "CONTENTS", "GUARDS"}, rows); err != nil || len(doc.Applications) == 0 {
-		return err
+	if len(doc.Applications) == 0 || len(rows) > 0 {
+		if err := o.Rows(w, []string{"RESOURCE", "WHAT THE CHANGE DOES", "RISK", "CONTENTS", "GUARDS"}, rows); err != nil || len(doc.Applications) == 0 {
+			return err
+		}
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w)
 	return checkAppsTable(w, o, doc.Applications)
 }
 
@@ -151,16 +153,15 @@ func CheckMarkdown(w io.Writer, doc CheckReport) error {
 	}
 	fmt.Fprintf(&b, "### unprune check: %s `%s/%s`\n\n", what, doc.Application.Namespace, doc.Application.Name)
 	checkSetMarkdown(&b, doc.ApplicationSet)
-	if len(doc.Items) == 0 && len(doc.Applications) == 0 {
+	switch {
+	case len(doc.Items) == 0 && len(doc.Applications) == 0 && doc.ApplicationSet != nil:
+		b.WriteString("This change makes the ApplicationSet controller delete no Application.\n")
+	case len(doc.Items) == 0 && len(doc.Applications) == 0:
 		b.WriteString("This change makes Argo CD adopt no existing object and prune nothing.\n")
-	} else {
-		fmt.Fprintf(&b, "This change makes Argo CD **adopt %d** existing object(s) and **prune %d**", doc.Summary.Adoptions, doc.Summary.Prunes)
-		if doc.Summary.AppsDeleted > 0 {
-			fmt.Fprintf(&b, ", and **delete %d Application(s)**, taking **%d** resource(s) with them", doc.Summary.AppsDeleted, doc.Summary.CascadeDeletions)
-		}
-		fmt.Fprintf(&b, "; **%d** high-risk.\n\n", doc.Summary.High)
+	default:
+		b.WriteString(checkSentence(doc))
 		if len(doc.Items) > 0 {
-			b.WriteString("| | Resource | What the change does | Risk | Contents | Guards |\n|---|---|---|---|---|---|\n")
+			b.WriteString("\n| | Resource | What the change does | Risk | Contents | Guards |\n|---|---|---|---|---|---|\n")
 		}
 		for _, it := range doc.Items {
 			mark := ""
@@ -184,6 +185,20 @@ func CheckMarkdown(w io.Writer, doc CheckReport) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// checkSentence sums the check up in one line.
+func checkSentence(doc CheckReport) string {
+	apps := fmt.Sprintf("**delete %d Application(s)**, taking **%d** resource(s) with them", doc.Summary.AppsDeleted, doc.Summary.CascadeDeletions)
+	switch {
+	case doc.ApplicationSet != nil:
+		return fmt.Sprintf("This change makes the ApplicationSet controller %s; **%d** high-risk.\n", apps, doc.Summary.High)
+	case doc.Summary.AppsDeleted == 0:
+		return fmt.Sprintf("This change makes Argo CD **adopt %d** existing object(s) and **prune %d**; **%d** high-risk.\n",
+			doc.Summary.Adoptions, doc.Summary.Prunes, doc.Summary.High)
+	}
+	return fmt.Sprintf("This change makes Argo CD **adopt %d** existing object(s), **prune %d** and %s; **%d** high-risk.\n",
+		doc.Summary.Adoptions, doc.Summary.Prunes, apps, doc.Summary.High)
 }
 
 // mdCell keeps a value inside one Markdown table cell: pipes escaped, control characters shown.
