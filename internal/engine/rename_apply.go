@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/verify"
 )
 
@@ -116,7 +117,7 @@ func (e *Engine) sendStep(ctx context.Context, rr *RenameRun, s *AppStep, dryRun
 			rr.oldRV = metaString(out, "resourceVersion")
 		}
 	case "delete":
-		err = e.ArgoCD.DeleteApplication(ctx, s.App.Namespace, s.App.Name, rr.oldUID, rr.oldRV, dryRun)
+		err = deleteApplication(ctx, e.ArgoCD, s.App, rr.oldUID, rr.oldRV, dryRun)
 	}
 	if err != nil {
 		return OutcomeFailed, err.Error()
@@ -147,4 +148,40 @@ func rowsOf(run *Run) []argocd.Resource {
 		}
 	}
 	return rows
+}
+
+// deleteApplication deletes an Application object only while it has no finalizer and no automated
+// sync, and is the object unprune read (its uid). The controller writes the app's status all the
+// time, so a resourceVersion precondition alone fails: on a conflict the app is read again, the
+// conditions are checked on that fresh copy, and the delete is sent again conditional on it.
+func deleteApplication(ctx context.Context, argo cluster.ArgoCD, app AppName, uid, resourceVersion string, dryRun bool) error {
+	const attempts = 5
+	for i := 1; ; i++ {
+		err := argo.DeleteApplication(ctx, app.Namespace, app.Name, uid, resourceVersion, dryRun)
+		if err == nil || !cluster.IsConflict(err) || i == attempts {
+			return err
+		}
+		fresh, gerr := argo.ApplicationObject(ctx, app.Namespace, app.Name)
+		switch {
+		case gerr != nil:
+			return gerr
+		case metaString(fresh, "uid") != uid:
+			return fmt.Errorf("Application %s/%s was deleted and created again meanwhile: not deleting the new one", app.Namespace, app.Name)
+		case len(finalizersOf(fresh)) > 0:
+			return fmt.Errorf("Application %s/%s has finalizers again (%v): not deleting it, which would delete its resources", app.Namespace, app.Name, finalizersOf(fresh))
+		case automated(fresh):
+			return fmt.Errorf("Application %s/%s has automated sync again: not deleting it", app.Namespace, app.Name)
+		}
+		resourceVersion = metaString(fresh, "resourceVersion")
+	}
+}
+
+func automated(obj map[string]any) bool {
+	policy, _ := syncPolicyOf(obj).(map[string]any)
+	a, ok := policy["automated"].(map[string]any)
+	if !ok {
+		return false
+	}
+	enabled, set := a["enabled"].(bool)
+	return !set || enabled
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
 )
 
@@ -172,5 +173,48 @@ func TestRenameUndo(t *testing.T) {
 	}
 	if _, err := w.argo.GetApplication(context.Background(), "argocd", "shop"); err == nil {
 		t.Fatal("the new app is still there")
+	}
+}
+
+// The controller writes the old app's status while the tracking moves: the delete, conditional on
+// the resourceVersion, is sent again after checking the fresh copy — and never when a finalizer came
+// back meanwhile.
+func TestRenameDeleteRechecksTheOldApp(t *testing.T) {
+	for name, write := range map[string]string{
+		"a status write":       `{"status":{"reconciledAt":"2026-12-01T00:00:00Z"}}`,
+		"a finalizer again":    `{"metadata":{"finalizers":["resources-finalizer.argocd.argoproj.io"]}}`,
+		"automated sync again": `{"spec":{"syncPolicy":{"automated":{"prune":true}}}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := renameWorld(t)
+			e := w.engine()
+			written := false
+			w.cluster.BeforePatch = func(int, cluster.Ref, *cluster.Object) (bool, error) {
+				if !written {
+					written = true
+					if _, err := w.argo.PatchApplication(context.Background(), "argocd", "guestbook", []byte(write), false); err != nil {
+						t.Error(err)
+					}
+				}
+				return false, nil
+			}
+			rr, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.ApplyRename(context.Background(), rr, DryRunNone); err != nil {
+				t.Fatal(err)
+			}
+			_, oldErr := w.argo.GetApplication(context.Background(), "argocd", "guestbook")
+			if name == "a status write" {
+				if !rr.Done() || oldErr == nil {
+					t.Fatalf("not renamed: %+v", rr.FailedStep())
+				}
+				return
+			}
+			if rr.Steps[2].Outcome != OutcomeFailed || oldErr != nil {
+				t.Fatalf("deleted an app whose finalizer or automation came back: %+v", rr.Steps[2])
+			}
+		})
 	}
 }

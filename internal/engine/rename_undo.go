@@ -74,7 +74,7 @@ func (u *RenameUndo) Send(ctx context.Context, steps []*AppStep, dryRun bool) bo
 				u.newRV = metaString(out, "resourceVersion")
 			}
 		case "delete":
-			err = u.argo.DeleteApplication(ctx, s.App.Namespace, s.App.Name, u.newUID, u.newRV, dryRun)
+			err = deleteApplication(ctx, u.argo, s.App, u.newUID, u.newRV, dryRun)
 		}
 		if err != nil {
 			s.Outcome, s.Message = OutcomeFailed, err.Error()
