@@ -1,10 +1,8 @@
 package lab
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
@@ -107,6 +104,9 @@ type ArgoCD struct {
 	// ServerURL is argocd-server's plain-HTTP address (http://127.0.0.1:PORT) when Config.Server.
 	ServerURL  string `json:"serverURL,omitempty"`
 	ServerPort int    `json:"serverPort,omitempty"`
+	// ControllerKubeconfig is the application controller's own: ServiceAccount ControllerAccount's
+	// token, whose rights are the release's ClusterRole for the controller.
+	ControllerKubeconfig string `json:"controllerKubeconfig"`
 }
 
 // repoServerTakesClientCAPath: v3.6.1's repo-server insists on a client CA file for mTLS unless
@@ -151,12 +151,16 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 	if err := installArgoCDObjects(ctx, dyn, cfg, hashes); err != nil {
 		return nil, fmt.Errorf("install Argo CD %s objects in %s: %w", cfg.Version, cfg.Namespace, err)
 	}
+	ctrlKubeconfig, err := controllerKubeconfig(ctx, st, restCfg, dir, home, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("Argo CD %s controller's ServiceAccount in %s: %w", cfg.Version, cfg.Namespace, err)
+	}
 
 	ports, err := freePorts(6)
 	if err != nil {
 		return nil, err
 	}
-	a := &ArgoCD{Config: cfg, RedisPort: ports[0], RepoServerPort: ports[1]}
+	a := &ArgoCD{Config: cfg, RedisPort: ports[0], RepoServerPort: ports[1], ControllerKubeconfig: ctrlKubeconfig}
 
 	redisBin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -216,9 +220,11 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 		return nil, err
 	}
 
+	// The controller acts with its ServiceAccount's rights, as in a real installation; the
+	// in-cluster destination resolves to KUBECONFIG (ARGOCD_FAKE_IN_CLUSTER), so it must be the same.
 	ctrlArgs := []string{
 		"--namespace=" + cfg.Namespace,
-		"--kubeconfig=" + st.Kubeconfig,
+		"--kubeconfig=" + ctrlKubeconfig,
 		"--redis=" + redisAddr,
 		"--repo-server=" + fmt.Sprintf("127.0.0.1:%d", a.RepoServerPort),
 		"--repo-server-plaintext",
@@ -232,7 +238,7 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 		Name: cfg.component("application-controller"),
 		Path: argocdBin,
 		Args: ctrlArgs,
-		Env:  append([]string{"ARGOCD_BINARY_NAME=argocd-application-controller"}, env...),
+		Env:  append([]string{"ARGOCD_BINARY_NAME=argocd-application-controller"}, withEnv(env, "KUBECONFIG", ctrlKubeconfig)...),
 		Dir:  home,
 	}
 	if _, err := ctrl.start(st.Dir); err != nil {
@@ -389,21 +395,11 @@ func applyCRDs(ctx context.Context, dyn dynamic.Interface, dir string) error {
 	sort.Strings(files)
 	var names []string
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		docs, err := yamlDocuments(f)
 		if err != nil {
 			return err
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-		for {
-			obj := map[string]any{}
-			if err := dec.Decode(&obj); err == io.EOF {
-				break
-			} else if err != nil {
-				return fmt.Errorf("%s: %w", f, err)
-			}
-			if len(obj) == 0 {
-				continue
-			}
+		for _, obj := range docs {
 			if err := apply(ctx, dyn, gvrCRD, obj); err != nil {
 				return err
 			}

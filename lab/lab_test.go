@@ -1,6 +1,12 @@
 package lab
 
-import "testing"
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
 
 func TestNewerVersion(t *testing.T) {
 	tests := []struct {
@@ -49,5 +55,72 @@ func TestRepoServerTakesClientCAPath(t *testing.T) {
 		if got := repoServerTakesClientCAPath(v); got != want {
 			t.Errorf("repoServerTakesClientCAPath(%q) = %t, want %t", v, got, want)
 		}
+	}
+}
+
+// TestControllerClusterRole reads the controller's ClusterRole from a release's manifests as
+// build.sh copies them (Argo CD v3.6.1's, abridged), and refuses manifests that bind it otherwise.
+func TestControllerClusterRole(t *testing.T) {
+	const role = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: argocd-application-controller
+rules:
+- apiGroups: ['*']
+  resources: ['*']
+  verbs: ['*']
+`
+	binding := func(subject string) string {
+		return `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: argocd-application-controller
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: argocd-application-controller
+subjects:
+- kind: ServiceAccount
+  name: ` + subject + `
+  namespace: argocd
+`
+	}
+	const kustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+	tests := []struct {
+		name    string
+		files   map[string]string
+		wantErr string
+	}{
+		{"release manifests", map[string]string{"role.yaml": role, "binding.yaml": binding(ControllerAccount), "kustomization.yaml": kustomization}, ""},
+		{"bound to another account", map[string]string{"role.yaml": role, "binding.yaml": binding("other")}, "no longer binds"},
+		{"no binding", map[string]string{"role.yaml": role}, "holds no ClusterRole and ClusterRoleBinding"},
+		{"not built with them", nil, "run lab/build.sh again"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			folder := filepath.Join(dir, "cluster-rbac", "application-controller")
+			if err := os.MkdirAll(folder, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for name, content := range tt.files {
+				if err := os.WriteFile(filepath.Join(folder, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := controllerClusterRole(dir)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got["kind"] != "ClusterRole" || fmt.Sprint(got["rules"]) != "[map[apiGroups:[*] resources:[*] verbs:[*]]]" {
+				t.Errorf("role = %v", got)
+			}
+		})
 	}
 }

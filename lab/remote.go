@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -189,32 +188,17 @@ func remoteManagerToken(ctx context.Context, r *Remote) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	objects := []struct {
-		gvr schema.GroupVersionResource
-		obj map[string]any
-	}{
-		{gvrServiceAccount, map[string]any{
-			"apiVersion": "v1", "kind": "ServiceAccount",
-			"metadata": map[string]any{"name": remoteManagerAccount, "namespace": "kube-system"},
-		}},
-		{gvrClusterRoleBinding, map[string]any{
-			"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-			"metadata": map[string]any{"name": remoteManagerBinding},
-			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": remoteManagerAccount, "namespace": "kube-system"}},
-		}},
-		{gvrSecret, map[string]any{
-			"apiVersion": "v1", "kind": "Secret", "type": string(corev1.SecretTypeServiceAccountToken),
-			"metadata": map[string]any{
-				"name": remoteManagerSecret, "namespace": "kube-system",
-				"annotations": map[string]any{corev1.ServiceAccountNameKey: remoteManagerAccount},
-			},
-		}},
+	if err := bindServiceAccount(ctx, dyn, "kube-system", remoteManagerAccount, remoteManagerBinding, "cluster-admin"); err != nil {
+		return "", err
 	}
-	for _, o := range objects {
-		if err := apply(ctx, dyn, o.gvr, o.obj); err != nil {
-			return "", err
-		}
+	if err := apply(ctx, dyn, gvrSecret, map[string]any{
+		"apiVersion": "v1", "kind": "Secret", "type": string(corev1.SecretTypeServiceAccountToken),
+		"metadata": map[string]any{
+			"name": remoteManagerSecret, "namespace": "kube-system",
+			"annotations": map[string]any{corev1.ServiceAccountNameKey: remoteManagerAccount},
+		},
+	}); err != nil {
+		return "", err
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {

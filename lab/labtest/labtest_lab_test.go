@@ -3,6 +3,7 @@
 package labtest_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -255,4 +258,75 @@ func TestServer(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestControllerActsAsItsServiceAccount: the lab runs each application controller as
+// ServiceAccount argocd-application-controller of its installation, with the release's ClusterRole,
+// as Argo CD's manifests do. The API server says so itself: a ValidatingAdmissionPolicy that names
+// the requesting user refuses the Namespace the controller syncs, and its message names the account.
+func TestControllerActsAsItsServiceAccount(t *testing.T) {
+	env := labtest.Get(t)
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1"})
+	account := "system:serviceaccount:" + install.Namespace() + ":" + lab.ControllerAccount
+	ctx := labtest.Context(t)
+
+	// Its kubeconfig authenticates as the account.
+	cfg, err := clientcmd.BuildConfigFromFlags("", install.State.ControllerKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	review, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := review.Status.UserInfo.Username; got != account {
+		t.Fatalf("the controller's kubeconfig authenticates as %q, want %q", got, account)
+	}
+
+	// And the running controller uses it.
+	const policy = "labtest-whoami"
+	for _, obj := range []map[string]any{
+		{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy", "metadata": map[string]any{"name": policy},
+			"spec": map[string]any{
+				"failurePolicy": "Fail",
+				"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{
+					"apiGroups": []any{""}, "apiVersions": []any{"v1"}, "operations": []any{"CREATE"}, "resources": []any{"namespaces"}}}},
+				"matchConditions": []any{map[string]any{"name": "whoami", "expression": `object.metadata.name.startsWith("whoami-")`}},
+				"validations":     []any{map[string]any{"expression": "false", "messageExpression": `"created by " + request.userInfo.username`}},
+			}},
+		{"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding", "metadata": map[string]any{"name": policy},
+			"spec": map[string]any{"policyName": policy, "validationActions": []any{"Deny"}}},
+	} {
+		if err := env.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		_ = env.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(context.Background(), policy, metav1.DeleteOptions{})
+		_ = env.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(context.Background(), policy, metav1.DeleteOptions{})
+	})
+	// A new policy takes a moment to be enforced: poll with a dry-run, never sleep.
+	labtest.Eventually(t, 60*time.Second, "the whoami policy to be enforced", func() (bool, string) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: labtest.UniqueName("whoami-admin")}}
+		_, err := env.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "created by "+lab.AdminUser), fmt.Sprint(err)
+	})
+	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t)})
+	ns := labtest.UniqueName("whoami")
+	app.Repo.Write(t, app.Path+"/namespace.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n")
+	added := app.Repo.Commit(t, "add namespace "+ns)
+	app.RefreshUntil(t, 90*time.Second, "to see commit "+added, func(s labtest.Status) bool { return s.Revision == added })
+	op := app.Sync(t, false)
+	var messages []string
+	for _, r := range op.Results {
+		messages = append(messages, r.Message)
+	}
+	all := op.Message + " " + strings.Join(messages, " ")
+	if op.Phase == "Succeeded" || !strings.Contains(all, "created by "+account) {
+		t.Fatalf("sync: %s %q; want the policy's refusal naming %s", op.Phase, all, account)
+	}
 }
