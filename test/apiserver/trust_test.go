@@ -112,17 +112,14 @@ stringData:
 // grantReader gives a user read access to everything, and nothing else.
 func grantReader(t *testing.T, env *labtest.Env, user string) {
 	t.Helper()
-	ctx := labtest.Context(t)
-	for _, obj := range []map[string]any{
-		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": "unprune-test-reader"},
-			"rules": []any{map[string]any{"apiGroups": []any{"*"}, "resources": []any{"*"}, "verbs": []any{"get", "list", "watch"}}}},
-		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": "unprune-test-reader-" + user},
-			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "unprune-test-reader"},
-			"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}}},
-	} {
-		if err := env.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
+	env.EnsureReaderRole(t)
+	binding := map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": labtest.ReaderRole + "-" + user},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": labtest.ReaderRole},
+		"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}},
+	}
+	if err := env.Create(labtest.Context(t), binding); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
 	}
 }
 
@@ -148,9 +145,12 @@ func probeRow(t *testing.T, env *labtest.Env, as, ns string, extra ...string) (p
 }
 
 // TestProbeIsNotFooledByTheProbersRights: a user who may not delete gets no "guarded" from RBAC:
-// the probe says it cannot judge and --fail-on fails. With unprune's policy installed and the
-// namespace protected, the row is guarded for the admin (the API server denies) and for the viewer
-// (the policy unprune recognises).
+// the probe says it cannot judge and --fail-on any exits 1 (ExitFindings: an unjudged deletion
+// counts as unguarded). With unprune's policy installed and the namespace protected, the row is
+// guarded for the admin (the API server denies; exit 0) and for the viewer (the policy unprune
+// recognises). No controller runs here and the seeded installation has no controller
+// ServiceAccount, so every probe is the prober's own (test/e2e probes as the controller). The
+// audits name the app: other tests' apps in the shared namespace must not change the exit code.
 func TestProbeIsNotFooledByTheProbersRights(t *testing.T) {
 	t.Parallel()
 	env := labtest.Get(t)
@@ -162,12 +162,12 @@ func TestProbeIsNotFooledByTheProbersRights(t *testing.T) {
 		r := unprune(t, env.State.Kubeconfig, labtest.TempDir(t), "--as=viewer", "audit")
 		return r.Code == cli.ExitOK, r.Stderr
 	})
-	row, code = probeRow(t, env, "viewer", s.Namespaces[0], "--fail-on=any")
-	if code == cli.ExitOK || row.Guarded || row.Probe == nil || row.Probe.Result != "Inconclusive" {
-		t.Fatalf("viewer: exit %d, row %+v; want a non-zero exit and an inconclusive, unguarded row", code, row)
+	row, code = probeRow(t, env, "viewer", s.Namespaces[0], s.App, "--fail-on=any")
+	if code != cli.ExitFindings || row.Guarded || row.Probe == nil || row.Probe.Result != "Inconclusive" || row.Probe.As != "" {
+		t.Fatalf("viewer: exit %d, row %+v; want exit %d and an inconclusive, unguarded row", code, row, cli.ExitFindings)
 	}
-	if row, _ = probeRow(t, env, "", s.Namespaces[0]); row.Guarded || row.Probe.Result != "Allowed" {
-		t.Fatalf("admin before the policy: %+v", row)
+	if row, code = probeRow(t, env, "", s.Namespaces[0], s.App, "--fail-on=any"); code != cli.ExitFindings || row.Guarded || row.Probe == nil || row.Probe.Result != "Allowed" {
+		t.Fatalf("admin before the policy: exit %d, row %+v; want exit %d and an allowed, unguarded row", code, row, cli.ExitFindings)
 	}
 
 	journals := labtest.TempDir(t)
@@ -184,12 +184,15 @@ func TestProbeIsNotFooledByTheProbersRights(t *testing.T) {
 		t.Fatalf("guard protect exit %d", r.Code)
 	}
 	labtest.Eventually(t, 60*time.Second, "the admin's probe to be denied by the policy", func() (bool, string) {
-		row, _ := probeRow(t, env, "", s.Namespaces[0])
-		return row.Guarded && row.Probe != nil && row.Probe.Result == "Denied", fmt.Sprintf("%+v", row)
+		row, code = probeRow(t, env, "", s.Namespaces[0], s.App, "--fail-on=any")
+		return row.Guarded && row.Probe != nil && row.Probe.Result == "Denied", fmt.Sprintf("exit %d, %+v", code, row)
 	})
-	row, code = probeRow(t, env, "viewer", s.Namespaces[0], "--fail-on=any")
-	if !row.Guarded || !hasGuard(row, "AdmissionPolicy") {
-		t.Fatalf("viewer with the policy: exit %d, row %+v; want guarded by the recognised policy", code, row)
+	if code != cli.ExitOK {
+		t.Fatalf("admin with the policy: exit %d; want %d (nothing unguarded)", code, cli.ExitOK)
+	}
+	row, code = probeRow(t, env, "viewer", s.Namespaces[0], s.App, "--fail-on=any")
+	if code != cli.ExitOK || !row.Guarded || !hasGuard(row, "AdmissionPolicy") {
+		t.Fatalf("viewer with the policy: exit %d, row %+v; want exit %d, guarded by the recognised policy", code, row, cli.ExitOK)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/unprune/unprune/internal/printer"
 	"github.com/unprune/unprune/lab"
 	"github.com/unprune/unprune/lab/labtest"
+	"github.com/unprune/unprune/test/cmdtest"
 )
 
 var gvrCRD = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -129,6 +130,70 @@ func TestGuardPolicyStopsPrune(t *testing.T) {
 				return !exists(t, env, kind, c.name), "still there"
 			})
 		})
+	}
+}
+
+// TestProbeActsAsTheController: the lab runs each controller as its ServiceAccount with Argo CD's
+// own ClusterRole, and audit --probe asks the API server as that account. The admin (system:masters,
+// who may impersonate) gets the controller's answer: allowed, then denied once unprune's policy
+// protects the namespace. A user who may read but neither delete nor impersonate is refused the
+// impersonation by the API server, and its own probe cannot judge; acting as that user with --as
+// must not lend it the admin's right to impersonate. Exit codes are --fail-on any's: 1 while an
+// unguarded (or unjudged) deletion exists, 0 once none does.
+func TestProbeActsAsTheController(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
+	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t)})
+	ns := labtest.UniqueName("probed")
+	t.Cleanup(func() { unprotectNamespace(env, ns); env.DeleteNamespace(ns) })
+	app.Incident(t, ns, nil)
+	controller := "system:serviceaccount:" + install.Namespace() + ":" + lab.ControllerAccount
+	reader := labtest.UniqueName("probe-reader")
+	readerKubeconfig := env.ReaderKubeconfig(t, reader)
+
+	probe := func(kubeconfig string, args ...string) (printer.AuditItem, int) {
+		t.Helper()
+		args = append(append([]string{"--argocd-namespace=" + install.Namespace()}, args...), "audit", app.Name, "--probe", "--fail-on=any", "-o", "json")
+		r := cmdtest.Run(t, kubeconfig, labtest.TempDir(t), args...)
+		var doc printer.AuditReport
+		if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
+			t.Fatalf("audit (exit %d): %v\n%s", r.Code, err, r.Stderr)
+		}
+		for _, row := range doc.Items {
+			if row.Resource.Kind == "Namespace" && row.Resource.Name == ns {
+				return row, r.Code
+			}
+		}
+		t.Fatalf("audit does not list namespace %s:\n%s", ns, r.Stdout)
+		return printer.AuditItem{}, r.Code
+	}
+
+	row, code := probe(env.State.Kubeconfig)
+	if code != cli.ExitFindings || row.Guarded || row.Probe == nil || row.Probe.Result != string(audit.ProbeAllowed) || row.Probe.As != controller {
+		t.Fatalf("admin: exit %d, row %+v; want exit %d and an unguarded row the probe as %s allows", code, row, cli.ExitFindings, controller)
+	}
+	for who, kubeconfig := range map[string][]string{
+		"reader":            {readerKubeconfig},
+		"admin --as reader": {env.State.Kubeconfig, "--as=system:serviceaccount:default:" + reader},
+	} {
+		row, code = probe(kubeconfig[0], kubeconfig[1:]...)
+		if code != cli.ExitFindings || row.Guarded || row.Probe == nil || row.Probe.Result != string(audit.ProbeInconclusive) || row.Probe.As != "" {
+			t.Fatalf("%s: exit %d, row %+v; want exit %d and an unguarded row the probe cannot judge", who, code, row, cli.ExitFindings)
+		}
+	}
+
+	installPolicy(t, env)
+	if r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+install.Namespace(), "guard", "protect", "ns/"+ns, "--yes"); r.Code != cli.ExitOK {
+		t.Fatalf("guard protect exit %d", r.Code)
+	}
+	// A new policy takes a moment to be enforced: poll the probe, never sleep.
+	labtest.Eventually(t, 60*time.Second, "the probe as the controller to be denied", func() (bool, string) {
+		row, code = probe(env.State.Kubeconfig)
+		return row.Probe != nil && row.Probe.Result == string(audit.ProbeDenied), fmt.Sprintf("exit %d, %+v", code, row)
+	})
+	if code != cli.ExitOK || !row.Guarded || row.Probe.As != controller || !hasGuard(row, audit.GuardProbeDenied) {
+		t.Fatalf("admin with the policy: exit %d, row %+v; want exit %d and a row guarded by the denial to %s", code, row, cli.ExitOK, controller)
 	}
 }
 
