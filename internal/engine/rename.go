@@ -172,16 +172,10 @@ func (e *Engine) planRenameItems(ctx context.Context, rr *RenameRun, app argocd.
 // a rename is no deletion. An Application without finalizers is removed by the API server at once,
 // and the controller never sees it being deleted. The new app gets them back last.
 func renameSteps(rr *RenameRun, old map[string]any) []*AppStep {
-	created := newApplication(old, rr.New.Name)
-	spec := created["spec"].(map[string]any)
-	if policy, ok := spec["syncPolicy"].(map[string]any); ok {
-		delete(policy, "automated")
-	}
-	delete(created["metadata"].(map[string]any), "finalizers")
+	created := withoutAutomation(newApplication(old, rr.New.Name))
 	finalPatch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizersOf(old)},
 		"spec": map[string]any{"syncPolicy": syncPolicyOf(old)}})
-	offPatch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": rr.oldRV, "finalizers": nil},
-		"spec": map[string]any{"syncPolicy": map[string]any{"automated": nil}}})
+	offPatch := automationOff(old, rr.oldRV)
 	return []*AppStep{
 		{Verb: "create", App: rr.New, Object: created, Why: "the new Application with the same spec, labels and annotations; automated sync off and no finalizers until it tracks the resources"},
 		{Verb: "patch", App: rr.Old, Patch: offPatch, Why: "switch the old app's automated sync off and remove its finalizers (" + strings.Join(finalizersOf(old), ", ") +
@@ -190,6 +184,49 @@ func renameSteps(rr *RenameRun, old map[string]any) []*AppStep {
 			"This is the only DELETE unprune ever sends"},
 		{Verb: "patch", App: rr.New, Patch: finalPatch, Why: "give the new app the old one's sync policy and finalizers"},
 	}
+}
+
+// withoutAutomation is an Application to create with automated sync off and no finalizers. A sync
+// policy left with nothing in it is dropped: the controller normalizes an empty one away
+// (util/argo/argo.go, NormalizeApplicationSpec: `if spec.SyncPolicy.IsZero()`) with an
+// unconditional merge patch from its cached copy, which could land after unprune gives the app its
+// sync policy back and remove it again (seen in the lab).
+func withoutAutomation(obj map[string]any) map[string]any {
+	delete(obj["metadata"].(map[string]any), "finalizers")
+	spec := obj["spec"].(map[string]any)
+	if policy, ok := spec["syncPolicy"].(map[string]any); ok {
+		delete(policy, "automated")
+		if zeroPolicy(policy) {
+			delete(spec, "syncPolicy")
+		}
+	}
+	return obj
+}
+
+// automationOff is the merge patch that switches an app's automated sync off and removes its
+// finalizers, conditional on resourceVersion; like withoutAutomation it leaves no empty policy.
+func automationOff(obj map[string]any, resourceVersion string) []byte {
+	var policy any = map[string]any{"automated": nil}
+	if p, ok := syncPolicyOf(obj).(map[string]any); ok {
+		rest := map[string]any{}
+		for k, v := range p {
+			rest[k] = v
+		}
+		delete(rest, "automated")
+		if zeroPolicy(rest) {
+			policy = nil
+		}
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": resourceVersion, "finalizers": nil},
+		"spec": map[string]any{"syncPolicy": policy}})
+	return patch
+}
+
+// zeroPolicy is Argo CD's SyncPolicy.IsZero (pkg/apis/application/v1alpha1/types.go) on a policy
+// without automation.
+func zeroPolicy(p map[string]any) bool {
+	options, _ := p["syncOptions"].([]any)
+	return len(options) == 0 && p["retry"] == nil && p["managedNamespaceMetadata"] == nil
 }
 
 // newApplication is the old Application under the new name: spec, labels, annotations and

@@ -59,7 +59,7 @@ func TestRenameOrderAndOutcome(t *testing.T) {
 		t.Fatalf("writes %q, want %q", verbs, want)
 	}
 	// The old app's automation was off and its finalizer gone before any tracking moved.
-	if off := w.argo.AppWrites()[1]; !strings.Contains(off, `"finalizers":null`) || !strings.Contains(off, `"automated":null`) {
+	if off := w.argo.AppWrites()[1]; !strings.Contains(off, `"finalizers":null`) || !strings.Contains(off, `"syncPolicy":null`) {
 		t.Fatalf("old app patch %s", off)
 	}
 	for _, ns := range []string{"team-a", "team-b"} {
@@ -216,5 +216,27 @@ func TestRenameDeleteRechecksTheOldApp(t *testing.T) {
 				t.Fatalf("deleted an app whose finalizer or automation came back: %+v", rr.Steps[2])
 			}
 		})
+	}
+}
+
+// An app created (or patched) without automation must not be left with an empty sync policy: the
+// controller normalizes it away with a blind merge patch that can land after the policy is given back.
+func TestWithoutAutomationLeavesNoEmptyPolicy(t *testing.T) {
+	app := func(policy map[string]any) map[string]any {
+		return map[string]any{"metadata": map[string]any{"finalizers": []any{"f"}}, "spec": map[string]any{"syncPolicy": policy}}
+	}
+	got := withoutAutomation(app(map[string]any{"automated": map[string]any{"prune": true}, "syncOptions": []any{}}))
+	if _, has := got["spec"].(map[string]any)["syncPolicy"]; has || got["metadata"].(map[string]any)["finalizers"] != nil {
+		t.Errorf("empty policy or finalizers left: %v", got)
+	}
+	got = withoutAutomation(app(map[string]any{"automated": map[string]any{}, "syncOptions": []any{"CreateNamespace=true"}}))
+	if p := got["spec"].(map[string]any)["syncPolicy"].(map[string]any); p["automated"] != nil || len(p["syncOptions"].([]any)) != 1 {
+		t.Errorf("policy %v", p)
+	}
+	if off := string(automationOff(app(map[string]any{"automated": map[string]any{}}), "7")); !strings.Contains(off, `"syncPolicy":null`) {
+		t.Errorf("patch %s", off)
+	}
+	if off := string(automationOff(app(map[string]any{"automated": map[string]any{}, "retry": map[string]any{"limit": 2}}), "7")); !strings.Contains(off, `"automated":null`) {
+		t.Errorf("patch %s", off)
 	}
 }

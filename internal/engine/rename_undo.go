@@ -30,11 +30,7 @@ func PlanRenameUndo(ctx context.Context, argo cluster.ArgoCD, r *journal.Renamed
 	u := &RenameUndo{argo: argo}
 	from, to := AppName{Namespace: r.From.Namespace, Name: r.From.Name}, AppName{Namespace: r.To.Namespace, Name: r.To.Name}
 	if _, err := argo.ApplicationObject(ctx, from.Namespace, from.Name); cluster.IsNotFound(err) {
-		created := withoutServerFields(old)
-		delete(created["metadata"].(map[string]any), "finalizers")
-		if policy, ok := created["spec"].(map[string]any)["syncPolicy"].(map[string]any); ok {
-			delete(policy, "automated")
-		}
+		created := withoutAutomation(withoutServerFields(old))
 		u.Before = append(u.Before, &AppStep{Verb: "create", App: from, Object: created,
 			Why: "the old Application again, from the journal, automated sync off and no finalizers until it tracks the resources"})
 	} else if err != nil {
@@ -46,8 +42,7 @@ func PlanRenameUndo(ctx context.Context, argo cluster.ArgoCD, r *journal.Renamed
 	}
 	if err == nil {
 		u.newUID, u.newRV = metaString(live, "uid"), metaString(live, "resourceVersion")
-		off, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": u.newRV, "finalizers": nil},
-			"spec": map[string]any{"syncPolicy": map[string]any{"automated": nil}}})
+		off := automationOff(live, u.newRV)
 		u.Before = append(u.Before, &AppStep{Verb: "patch", App: to, Patch: off, Why: "switch the new app's automated sync off and remove its finalizers"})
 		u.After = append(u.After, &AppStep{Verb: "delete", App: to, Why: "delete the new Application object, which has no finalizer left: Argo CD deletes none of its resources"})
 	}
