@@ -165,6 +165,14 @@ type Objects interface {
 	Patch(ctx context.Context, ref Ref, mergePatch []byte, dryRun bool) (*Object, error)
 }
 
+// EachReader is implemented by backends that can hand over each result of a bulk read as soon as it
+// is read, so that a caller describing many thousands of objects never holds them all at once.
+type EachReader interface {
+	// ReadEach reads as Read does and calls fn once for each index of refs, as results arrive. fn
+	// may be called from several goroutines at once, never twice for one index.
+	ReadEach(ctx context.Context, refs []Ref, fn func(i int, res ReadResult))
+}
+
 // Prober is implemented by backends that can ask the API server whether it would delete an object
 // (DELETE with dryRun=All), for audit --probe.
 type Prober interface {

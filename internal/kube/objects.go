@@ -53,6 +53,7 @@ func (c *mappingCache) put(key string, m *meta.RESTMapping) {
 
 var (
 	_ cluster.Objects      = (*Objects)(nil)
+	_ cluster.EachReader   = (*Objects)(nil)
 	_ cluster.Prober       = (*Objects)(nil)
 	_ cluster.Counter      = (*Objects)(nil)
 	_ cluster.PolicyReader = (*Objects)(nil)
@@ -191,6 +192,13 @@ func (o *Objects) Patch(ctx context.Context, r cluster.Ref, body []byte, dryRun 
 // cannot be read gets its own error.
 func (o *Objects) Read(ctx context.Context, refs []cluster.Ref) []cluster.ReadResult {
 	results := make([]cluster.ReadResult, len(refs))
+	o.ReadEach(ctx, refs, func(i int, res cluster.ReadResult) { results[i] = res })
+	return results
+}
+
+// ReadEach reads as Read does, and hands over each result as soon as its LIST or GET is done, from
+// the workers' goroutines: a scan of 100,000 objects describes and drops them as they come.
+func (o *Objects) ReadEach(ctx context.Context, refs []cluster.Ref, fn func(i int, res cluster.ReadResult)) {
 	step := progress.Start(ctx, "reading live objects", len(refs))
 	defer step.Finish()
 	all := make([]int, len(refs))
@@ -199,36 +207,47 @@ func (o *Objects) Read(ctx context.Context, refs []cluster.Ref) []cluster.ReadRe
 	}
 	// First pass: cluster-wide LISTs where they pay off. What they could not read is planned again
 	// without them (per-namespace LISTs), and what those could not read is read one by one.
-	failed := o.readLists(ctx, refs, planReads(refs, all, true), results, step)
+	failed := o.readLists(ctx, refs, planReads(refs, all, true), fn, step)
 	retry := planReads(refs, failed, false)
-	gets := append(retry.gets, o.readLists(ctx, refs, readPlan{lists: retry.lists}, results, step)...)
+	gets := append(retry.gets, o.readLists(ctx, refs, readPlan{lists: retry.lists}, fn, step)...)
 	parallel.ForEach(len(gets), o.options.Workers, func(i int) {
 		idx := gets[i]
 		r := refs[idx]
 		pom, err := o.meta(r).Get(ctx, r.Name, metav1.GetOptions{})
 		defer step.Add(1)
 		if err != nil {
-			results[idx] = cluster.ReadResult{Err: cluster.Explain(err, "get "+r.String(), o.Clients.Info)}
+			fn(idx, cluster.ReadResult{Err: cluster.Explain(err, "get "+r.String(), o.Clients.Info)})
 			return
 		}
-		results[idx] = cluster.ReadResult{Object: fromMeta(r, pom)}
+		fn(idx, cluster.ReadResult{Object: fromMeta(r, pom)})
 	})
-	return results
 }
 
-// readLists runs the plan's LISTs, fills results, and returns the indexes still to read: those of
-// failed LISTs, and the plan's single reads.
-func (o *Objects) readLists(ctx context.Context, refs []cluster.Ref, plan readPlan, results []cluster.ReadResult, step *progress.Step) []int {
+// readLists runs the plan's LISTs, hands over the results of those that succeed, and returns the
+// indexes still to read: those of failed LISTs, and the plan's single reads.
+func (o *Objects) readLists(ctx context.Context, refs []cluster.Ref, plan readPlan, fn func(int, cluster.ReadResult), step *progress.Step) []int {
 	var mu sync.Mutex
 	rest := append([]int(nil), plan.gets...)
 	parallel.ForEach(len(plan.lists), o.options.Workers, func(i int) {
 		l := plan.lists[i]
-		err := o.listInto(ctx, refs, l, results)
-		mu.Lock()
-		defer mu.Unlock()
+		found, err := o.listMatching(ctx, refs, l)
 		if err != nil {
+			mu.Lock()
 			rest = append(rest, l.indexes...)
+			mu.Unlock()
 			return
+		}
+		for _, idx := range l.indexes {
+			r := refs[idx]
+			first := l.want[objectKey{r.Namespace, r.Name}]
+			switch obj := found[first]; {
+			case obj == nil:
+				fn(idx, cluster.ReadResult{Err: notFound(r)})
+			case idx == first:
+				fn(idx, cluster.ReadResult{Object: obj})
+			default: // the same object asked for twice (two apps list it)
+				fn(idx, cluster.ReadResult{Object: withRef(r, obj)})
+			}
 		}
 		step.Add(len(l.indexes))
 	})
@@ -238,50 +257,34 @@ func (o *Objects) readLists(ctx context.Context, refs []cluster.Ref, plan readPl
 // objectKey is an object's namespace and name, as LIST items and refs both carry them.
 type objectKey struct{ namespace, name string }
 
-// listInto lists l's kind in its namespace ("" for all) a page at a time and fills the results of
-// l's indexes: the objects it wants, each built once with the ref it was asked for, or NotFound.
-// Nothing else of the kind is kept, so memory holds what was asked for, not the whole kind. Each
-// index belongs to one LIST, so concurrent LISTs write disjoint results.
-func (o *Objects) listInto(ctx context.Context, refs []cluster.Ref, l listRead, results []cluster.ReadResult) error {
+// listMatching lists l's kind in its namespace ("" for all) a page at a time and keeps only the
+// objects l wants, each built once with the ref it was first asked for, by that ref's index: memory
+// holds what was asked for, not the whole kind.
+func (o *Objects) listMatching(ctx context.Context, refs []cluster.Ref, l listRead) (map[int]*cluster.Object, error) {
 	var ri interface {
 		List(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error)
 	} = o.Metadata.Resource(l.gvr)
 	if l.namespace != "" {
 		ri = o.Metadata.Resource(l.gvr).Namespace(l.namespace)
 	}
-	for _, idx := range l.indexes {
-		results[idx] = cluster.ReadResult{}
-	}
-	found := 0
+	found := make(map[int]*cluster.Object, len(l.want))
 	opts := metav1.ListOptions{Limit: o.options.PageSize}
 	for {
 		list, err := ri.List(ctx, opts)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for i := range list.Items {
 			m := &list.Items[i]
 			if first, ok := l.want[objectKey{m.Namespace, m.Name}]; ok {
-				results[first] = cluster.ReadResult{Object: fromMeta(refs[first], m)}
-				found++
+				found[first] = fromMeta(refs[first], m)
 			}
 		}
-		if list.Continue == "" || found == len(l.want) {
-			break
+		if list.Continue == "" || len(found) == len(l.want) {
+			return found, nil
 		}
 		opts.Continue = list.Continue
 	}
-	for _, idx := range l.indexes {
-		r := refs[idx]
-		first := l.want[objectKey{r.Namespace, r.Name}]
-		switch {
-		case results[first].Object == nil:
-			results[idx] = cluster.ReadResult{Err: notFound(r)}
-		case idx != first: // the same object asked for twice (two apps list it)
-			results[idx] = cluster.ReadResult{Object: withRef(r, results[first].Object)}
-		}
-	}
-	return nil
 }
 
 // readPlan groups refs into LISTs and single GETs.

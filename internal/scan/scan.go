@@ -149,17 +149,25 @@ func readGroup(ctx context.Context, g *group, s argocd.Settings, argocdNamespace
 		}
 		refs[k] = ref
 	}
+	var mu sync.Mutex
 	var forbidden []string
-	results := g.objects.Read(ctx, refs)
-	for k, res := range results {
+	each := func(k int, res cluster.ReadResult) {
 		f := &findings[g.idx[k]]
 		describe(f, s, argocdNamespace, refs[k], res)
-		// Described: the object's metadata may go, so that the objects still to describe and the
-		// findings described never all weigh at once.
-		results[k] = cluster.ReadResult{}
 		if cluster.IsForbidden(res.Err) {
+			mu.Lock()
 			forbidden = append(forbidden, fmt.Sprintf("%s in cluster %s", refs[k].Kind, f.Cluster.Name))
+			mu.Unlock()
 		}
+	}
+	// Described as they arrive, each object's metadata can go at once: the objects still to
+	// describe and the findings described never all weigh at the same time.
+	if r, ok := g.objects.(cluster.EachReader); ok {
+		r.ReadEach(ctx, refs, each)
+		return forbidden
+	}
+	for k, res := range g.objects.Read(ctx, refs) {
+		each(k, res)
 	}
 	return forbidden
 }
