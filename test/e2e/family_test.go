@@ -285,6 +285,11 @@ func TestFamilyApplicationSet(t *testing.T) {
 				waitTeam(t, env, team)
 			}
 
+			// audit sees the same risk before any change: the set may delete the app, and its finalizer
+			// would take the namespace with it — unless the set preserves resources.
+			if row, found := familyAuditRow(t, env, install, drop); found == tc.preserve || (found && !strings.Contains(row.Cascade.ManagedBy, "ApplicationSet "+install.Namespace()+"/"+name)) {
+				t.Errorf("audit of %s: row %+v (found %v); want one managed by the set unless it preserves resources", drop, row.Cascade, found)
+			}
 			changed := appSet(name, install.Namespace(), repo.URL, "", tc.preserve, keep)
 			gone := drop
 			if tc.rename {
@@ -322,4 +327,20 @@ func TestFamilyApplicationSet(t *testing.T) {
 			}
 		})
 	}
+}
+
+// familyAuditRow runs audit on one app and returns its whole-app row, if any.
+func familyAuditRow(t *testing.T, env *labtest.Env, install *labtest.Install, app string) (printer.AuditItem, bool) {
+	t.Helper()
+	r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+install.Namespace(), "audit", app, "-o", "json")
+	var doc printer.AuditReport
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
+		t.Fatalf("audit: exit %d, %v\n%s", r.Code, err, r.Stderr)
+	}
+	for _, it := range doc.Items {
+		if it.Deleted == "WhenItsAppIsDeleted" && it.Application.Name == app && it.Cascade != nil {
+			return it, true
+		}
+	}
+	return printer.AuditItem{}, false
 }
