@@ -4,6 +4,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/unprune/unprune/internal/cli"
+	"github.com/unprune/unprune/internal/printer"
 	"github.com/unprune/unprune/lab/labtest"
 )
 
@@ -148,3 +150,62 @@ func goldenSet(t *testing.T, env *labtest.Env, run func(string, int, ...string))
 }
 
 var gvrApplicationSet = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applicationsets"}
+
+// TestFamilyClustersGenerator: check applicationset/NAME reads Argo CD's cluster Secrets for a
+// clusters generator — names, servers and labels, through the real API server — and a selector
+// narrowed by the change drops the app of the cluster it no longer matches.
+func TestFamilyClustersGenerator(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	ctx := labtest.Context(t)
+	for _, c := range []struct{ name, region string }{{"family-eu", "eu"}, {"family-us", "us"}} {
+		secret := map[string]any{"apiVersion": "v1", "kind": "Secret",
+			"metadata": map[string]any{"name": c.name, "namespace": argocdNamespace, "labels": map[string]any{
+				"argocd.argoproj.io/secret-type": "cluster", "family-env": "prod", "family-region": c.region}},
+			"stringData": map[string]any{"name": c.name, "server": "https://" + c.name + ".example"}}
+		if err := env.Create(ctx, secret); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = env.Kube.CoreV1().Secrets(argocdNamespace).Delete(context.Background(), c.name, metav1.DeleteOptions{})
+		})
+	}
+	selector := func(labels map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet",
+			"metadata": map[string]any{"name": "family-clusters", "namespace": argocdNamespace},
+			"spec": map[string]any{
+				"generators": []any{map[string]any{"clusters": map[string]any{"selector": map[string]any{"matchLabels": labels}}}},
+				"template": map[string]any{"metadata": map[string]any{"name": "{{name}}-app"}, "spec": map[string]any{"project": "default",
+					"source":      map[string]any{"repoURL": "file:///nonexistent", "path": "{{nameNormalized}}", "targetRevision": "main"},
+					"destination": map[string]any{"server": "https://kubernetes.default.svc", "namespace": "{{name}}"}}}}}
+	}
+	set := selector(map[string]any{"family-env": "prod"})
+	if err := env.Create(ctx, set); err != nil {
+		t.Fatal(err)
+	}
+	ri := env.Dynamic.Resource(gvrApplicationSet).Namespace(argocdNamespace)
+	t.Cleanup(func() { _ = ri.Delete(context.Background(), "family-clusters", metav1.DeleteOptions{}) })
+	live, err := ri.Get(ctx, "family-clusters", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "name": "family-clusters", "uid": string(live.GetUID())}
+	for _, c := range []string{"family-eu", "family-us"} {
+		seedWholeApp(t, env, c+"-app", "", []any{"resources-finalizer.argocd.argoproj.io"}, owner, c, nil)
+	}
+	path := filepath.Join(labtest.TempDir(t), "set.yaml")
+	if err := os.WriteFile(path, []byte(mustJSON(t, selector(map[string]any{"family-env": "prod", "family-region": "eu"}))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := unprune(t, env.State.Kubeconfig, labtest.TempDir(t), "check", "applicationset/family-clusters", "--manifests", path, "-o", "json")
+	var doc printer.CheckReport
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil || doc.ApplicationSet == nil {
+		t.Fatalf("exit %d: %v\n%s", r.Code, err, r.Stderr)
+	}
+	if g := doc.ApplicationSet.Generated; len(g) != 1 || g[0] != "family-eu-app" || len(doc.ApplicationSet.NotEvaluated) != 0 {
+		t.Errorf("generated %v, not evaluated %v; want only family-eu-app", g, doc.ApplicationSet.NotEvaluated)
+	}
+	if len(doc.Applications) != 1 || doc.Applications[0].Application.Name != "family-us-app" || doc.Applications[0].Fate != "Cascade" {
+		t.Errorf("applications %+v; want family-us-app deleted with its finalizer", doc.Applications)
+	}
+}
