@@ -1,0 +1,202 @@
+//go:build lab
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/unprune/unprune/lab"
+	"github.com/unprune/unprune/lab/labtest"
+)
+
+const resourcesFinalizer = "resources-finalizer.argocd.argoproj.io"
+
+// renameCase is an app with automated prune and the resources finalizer, holding a Namespace, a
+// ConfigMap and a Deployment (and its own first ConfigMap).
+type renameCase struct {
+	app     *labtest.App
+	rev     string
+	objects []object
+}
+
+func newRenameCase(t *testing.T, env *labtest.Env, install *labtest.Install) *renameCase {
+	t.Helper()
+	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, AutoPrune: true})
+	ns := labtest.UniqueName("renamed-ns")
+	t.Cleanup(func() { env.DeleteNamespace(ns) })
+	cm, dep := labtest.UniqueName("renamed-cm"), labtest.UniqueName("renamed-dep")
+	app.Repo.Write(t, app.Path+"/ns.yaml", namespaceManifest(ns))
+	app.Repo.Write(t, app.Path+"/cm.yaml", configMapManifest(cm, app.DestNamespace))
+	app.Repo.Write(t, app.Path+"/dep.yaml", deploymentManifest(dep, app.DestNamespace))
+	rev := app.Repo.Commit(t, "a Namespace, a ConfigMap and a Deployment")
+	c := &renameCase{app: app, rev: rev, objects: []object{{"Namespace", "", ns}, {"ConfigMap", app.DestNamespace, cm},
+		{"Deployment", app.DestNamespace, dep}, {"ConfigMap", app.DestNamespace, app.Name + "-config"}}}
+	app.RefreshUntil(t, 2*time.Minute, "to sync them", func(s labtest.Status) bool {
+		for _, o := range c.objects {
+			if _, ok := s.Find(o.kind, o.name); !ok {
+				return false
+			}
+		}
+		return s.Revision == rev && s.Sync == "Synced"
+	})
+	setFinalizers(t, env, app.Namespace, app.Name, []string{resourcesFinalizer})
+	// CreateApp's cleanup deletes the app: without the finalizer first, that would cascade.
+	t.Cleanup(func() { dropApp(env, app.Namespace, app.Name) })
+	return c
+}
+
+func setFinalizers(t *testing.T, env *labtest.Env, namespace, name string, finalizers []string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"metadata":{"finalizers":%s}}`, jsonList(finalizers))
+	if _, err := env.Dynamic.Resource(labtest.GVRApplication).Namespace(namespace).Patch(labtest.Context(t), name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("set finalizers of %s/%s: %v", namespace, name, err)
+	}
+}
+
+func jsonList(items []string) string {
+	if items == nil {
+		return "null"
+	}
+	out := "["
+	for i, s := range items {
+		if i > 0 {
+			out += ","
+		}
+		out += fmt.Sprintf("%q", s)
+	}
+	return out + "]"
+}
+
+// dropApp deletes an Application without cascade: finalizers off first.
+func dropApp(env *labtest.Env, namespace, name string) {
+	apps := env.Dynamic.Resource(labtest.GVRApplication).Namespace(namespace)
+	_, _ = apps.Patch(context.Background(), name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+	_ = apps.Delete(context.Background(), name, metav1.DeleteOptions{})
+}
+
+// replicaSets are the names and UIDs of a Deployment's ReplicaSets: a rollout would add one.
+func replicaSets(t *testing.T, env *labtest.Env, dep object) []string {
+	t.Helper()
+	list, err := env.Kube.AppsV1().ReplicaSets(dep.namespace).List(labtest.Context(t), metav1.ListOptions{LabelSelector: "run=" + dep.name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, rs := range list.Items {
+		out = append(out, rs.Name+"/"+string(rs.UID))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func appExists(t *testing.T, env *labtest.Env, namespace, name string) (map[string]any, bool) {
+	t.Helper()
+	u, err := env.Dynamic.Resource(labtest.GVRApplication).Namespace(namespace).Get(labtest.Context(t), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Object, true
+}
+
+// TestRenameDeletesNothing: rename an app with the resources finalizer and automated prune — every
+// UID unchanged, no rollout, nothing deleted at any moment, the new app Synced with the old one's
+// finalizer and sync policy, the old Application gone; undo brings the old app back the same way.
+func TestRenameDeletesNothing(t *testing.T) {
+	env := labtest.Get(t)
+	for _, tracking := range []string{"annotation", "label"} {
+		t.Run("v3.6.1/"+tracking, func(t *testing.T) {
+			t.Parallel()
+			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: tracking})
+			c := newRenameCase(t, env, install)
+			old := c.app
+			dep := c.objects[2]
+			rsBefore := replicaSets(t, env, dep)
+			newName := labtest.UniqueName("renamed")
+			t.Cleanup(func() { dropApp(env, old.Namespace, newName) })
+			journals := labtest.TempDir(t)
+			stop := watchNothingDeleted(t, env, c.objects...)
+
+			if r := unprune(t, env, journals, "--argocd-namespace="+install.Namespace(), "rename", old.Name, newName, "--yes", "--timeout", "2m"); r.Code != 0 {
+				t.Fatalf("rename: exit %d", r.Code)
+			}
+			if _, ok := appExists(t, env, old.Namespace, old.Name); ok {
+				t.Error("the old Application still exists")
+			}
+			renamed := &labtest.App{Install: install, Name: newName, Namespace: old.Namespace, Repo: old.Repo, Path: old.Path}
+			s := renamed.WaitSynced(t, c.rev)
+			obj, _ := appExists(t, env, old.Namespace, newName)
+			meta, spec := obj["metadata"].(map[string]any), obj["spec"].(map[string]any)
+			if f, _ := meta["finalizers"].([]any); len(f) != 1 || f[0] != resourcesFinalizer {
+				t.Errorf("the new app's finalizers: %v", meta["finalizers"])
+			}
+			if p, _ := spec["syncPolicy"].(map[string]any); p == nil || p["automated"] == nil {
+				t.Errorf("the new app's sync policy: %v", spec["syncPolicy"])
+			}
+			for _, o := range c.objects {
+				m, _ := o.meta(t, env)
+				if !trackedBy(m, tracking, renamed.Instance()) {
+					t.Errorf("%s after the rename: labels %v annotations %v", o, m.Labels, m.Annotations)
+				}
+				if r, ok := s.Find(o.kind, o.name); !ok || r.Status != "Synced" {
+					t.Errorf("the new app's row for %s: %+v (listed %t)", o, r, ok)
+				}
+			}
+			if got := replicaSets(t, env, dep); !slices.Equal(got, rsBefore) {
+				t.Errorf("a rollout: ReplicaSets %v, were %v", got, rsBefore)
+			}
+
+			if r := unprune(t, env, journals, "--argocd-namespace="+install.Namespace(), "undo", "--latest", "--yes"); r.Code != 0 {
+				t.Fatalf("undo: exit %d", r.Code)
+			}
+			if _, ok := appExists(t, env, old.Namespace, newName); ok {
+				t.Error("the new Application still exists after undo")
+			}
+			back, ok := appExists(t, env, old.Namespace, old.Name)
+			if !ok {
+				t.Fatal("undo did not bring the old Application back")
+			}
+			if f, _ := back["metadata"].(map[string]any)["finalizers"].([]any); len(f) != 1 || f[0] != resourcesFinalizer {
+				t.Errorf("the old app's finalizers after undo: %v", f)
+			}
+			old.RefreshUntil(t, 2*time.Minute, "to be Synced after undo", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == c.rev })
+			for _, o := range c.objects {
+				if m, _ := o.meta(t, env); !trackedBy(m, tracking, old.Instance()) {
+					t.Errorf("%s after undo: labels %v annotations %v", o, m.Labels, m.Annotations)
+				}
+			}
+			if got := replicaSets(t, env, dep); !slices.Equal(got, rsBefore) {
+				t.Errorf("a rollout after undo: ReplicaSets %v, were %v", got, rsBefore)
+			}
+			if bad := stop(); len(bad) > 0 {
+				t.Errorf("deleted at some point: %v", bad)
+			}
+		})
+	}
+}
+
+// TestDeleteApplicationCascades is the control: deleting the same kind of app the way one renames it
+// without unprune (kubectl delete application) deletes its resources.
+func TestDeleteApplicationCascades(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
+	c := newRenameCase(t, env, install)
+	kubectl(t, env, "--kubeconfig", env.State.Kubeconfig, "delete", "application", "-n", c.app.Namespace, c.app.Name, "--wait=false")
+	for _, o := range c.objects[1:3] {
+		labtest.Eventually(t, 2*time.Minute, o.String()+" to be deleted with its app", func() (bool, string) {
+			_, err := o.meta(t, env)
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+	}
+}
