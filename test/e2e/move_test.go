@@ -233,14 +233,21 @@ func (c *moveCase) commitMove(t *testing.T) string {
 	return rev
 }
 
+// moveCells are the Argo CD versions and tracking methods move and rename are proven on.
+var moveCells = []struct{ version, tracking string }{
+	{"v3.6.1", "annotation"}, {"v3.6.1", "label"}, {"v3.6.1", "annotation+label"},
+	{"v3.0.23", "annotation"}, {"v2.14.11", "label"},
+}
+
 // TestMoveThroughPrepare: prepare, commit, move — nothing deleted at any moment, the tracking names
 // B, both apps Synced; a move to an app that does not declare the objects is refused first.
 func TestMoveThroughPrepare(t *testing.T) {
 	env := labtest.Get(t)
-	for _, tracking := range []string{"annotation", "label", "annotation+label"} {
-		t.Run("v3.6.1/"+tracking, func(t *testing.T) {
+	for _, cell := range moveCells {
+		tracking := cell.tracking
+		t.Run(cell.version+"/"+tracking, func(t *testing.T) {
 			t.Parallel()
-			c := newMoveCase(t, env, "v3.6.1", tracking)
+			c := newMoveCase(t, env, cell.version, tracking)
 			stop := watchNothingDeleted(t, env, c.objects...)
 
 			// B does not declare them yet: refused, nothing changed.

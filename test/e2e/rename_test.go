@@ -114,10 +114,11 @@ func appExists(t *testing.T, env *labtest.Env, namespace, name string) (map[stri
 // finalizer and sync policy, the old Application gone; undo brings the old app back the same way.
 func TestRenameDeletesNothing(t *testing.T) {
 	env := labtest.Get(t)
-	for _, tracking := range []string{"annotation", "label"} {
-		t.Run("v3.6.1/"+tracking, func(t *testing.T) {
+	for _, cell := range moveCells {
+		tracking := cell.tracking
+		t.Run(cell.version+"/"+tracking, func(t *testing.T) {
 			t.Parallel()
-			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: tracking})
+			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: cell.version, Tracking: tracking})
 			c := newRenameCase(t, env, install)
 			old := c.app
 			dep := c.objects[2]
