@@ -217,7 +217,10 @@ func TestGuardConfirm(t *testing.T) {
 		t.Fatalf("sync-options = %q", annotations["argocd.argoproj.io/sync-options"])
 	}
 
-	// The sync must start from a view of the namespace that has the new option.
+	// The sync must start from a view of the namespace that has the new option. A refresh can be
+	// consumed by a comparison already under way, whose view predates the annotation (seen once on a
+	// loaded machine): a second one starts after the first has finished.
+	app.RefreshAndWait(t)
 	app.RefreshAndWait(t)
 	app.RequestSync(t, true)
 	s := app.WaitStatus(t, 60*time.Second, "to wait for pruning confirmation", func(s labtest.Status) bool {
