@@ -56,6 +56,13 @@ func BuildMove(s argocd.Settings, t Target, to MoveTo, prepared *Prepared) Plan 
 		return refused(p, RefuseNamesOtherObject, "%s: %s; its metadata belongs to that object: fix the copy by hand if needed", t.Ref, own.Detail)
 	case !own.TrackedBy(t.Instance) && own.Tracked:
 		return refused(p, RefuseOtherOwner, "%s: %s", t.Ref, own.Refusal(t.Instance))
+	case !own.Tracked && isCRD(t.Ref):
+		// Argo CD writes no tracking on CustomResourceDefinitions (reposerver/repository/repository.go:
+		// `!kube.IsCRD(target)` before SetAppInstance) and lists one only because the app declares it;
+		// its cascade deletion never deletes one either (controller/appcontroller.go, shouldBeDeleted).
+		// There is nothing to move: the app that declares it lists it.
+		p.Notes = append(p.Notes, "Argo CD writes no tracking on a CustomResourceDefinition: nothing to rewrite; the app that declares it lists it")
+		return unprepare(p, prepared)
 	case !own.TrackedBy(t.Instance):
 		if id, ok := t.Annotations[argocd.AnnotationInstallationID]; ok && s.InstallationID != "" && id != s.InstallationID {
 			return refused(p, RefuseOtherInstallation, "%s carries installation-id %q, while this Argo CD's is %q: it belongs to another Argo CD installation",
@@ -73,6 +80,10 @@ func BuildMove(s argocd.Settings, t Target, to MoveTo, prepared *Prepared) Plan 
 		return refused(p, RefuseNotTracked, "%s: unprune found no tracking metadata naming %q to rewrite (%s)", t.Ref, t.Instance, own.Detail)
 	}
 	return unprepare(p, prepared)
+}
+
+func isCRD(o argocd.ObjectRef) bool {
+	return o.Group == "apiextensions.k8s.io" && o.Kind == "CustomResourceDefinition"
 }
 
 func refused(p Plan, code RefusalCode, format string, args ...any) Plan {

@@ -71,6 +71,12 @@ func TestBuildMove(t *testing.T) {
 		{name: "another installation", s: settings("annotation", argocd.SettingInstallationID, "prod"), instance: "guestbook", to: to, ref: ui,
 			annotations: map[string]string{keyTracking: uiID, keyInstallID: "staging"}, refusal: RefuseOtherInstallation},
 		{name: "untracked", s: annotationMode, instance: "guestbook", to: to, ref: ui, refusal: RefuseNotTracked},
+		{name: "a CRD carries no tracking: nothing to rewrite", s: annotationMode, instance: "guestbook", to: to,
+			ref: argocd.ObjectRef{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "widgets.example.com", ClusterScoped: true}},
+		{name: "a CRD labelled for the app in label mode is moved", s: labelMode, instance: "guestbook", to: to,
+			ref:    argocd.ObjectRef{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "widgets.example.com", ClusterScoped: true},
+			labels: map[string]string{keyInstance: "guestbook"},
+			want:   []string{rewritten(journal.FieldLabel, keyInstance, "guestbook", "shop")}},
 		{name: "tracked by the new app already: nothing to do", s: annotationMode, instance: "guestbook", to: to, ref: ui,
 			annotations: map[string]string{keyTracking: "shop:apps/Deployment:guestbook/ui"}},
 	}
