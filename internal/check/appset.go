@@ -32,6 +32,8 @@ type SetInfo struct {
 	Owned, Generated, Created []string
 	// NotEvaluated says what of the changed set could not be evaluated.
 	NotEvaluated []string
+	// Notes are what the change does to the apps the set keeps generating.
+	Notes []string
 }
 
 // RunSet checks a change to an ApplicationSet: which Applications the changed set no longer
@@ -109,6 +111,7 @@ func compareSet(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, be
 		return
 	}
 	setRef := after.Namespace + "/" + after.Name
+	finalizerNote(after, res, owned, rep.Set)
 	for _, w := range owned {
 		if _, stays := generated[w.Name]; stays {
 			continue
@@ -230,5 +233,36 @@ func prunedSet(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, rea
 		by := fmt.Sprintf("the parent prunes ApplicationSet %s; the garbage collector deletes the apps it owns", ref)
 		d := deletion{argo: argo, s: s, seen: map[string]bool{rep.App.Ref(): true}}
 		rep.Apps = append(rep.Apps, d.app(ctx, home, w.Namespace, w.Name, by, []string{ref})...)
+	}
+}
+
+// finalizerNote says when the change gives the apps the set keeps generating another resources
+// finalizer (preserveResourcesOnDeletion turned on or off, the template's finalizers changed): with
+// an update policy, the set's next update sets their finalizers to the rendered ones
+// (applicationset_controller.go createOrUpdateInCluster keeps only pre/post-delete ones).
+func finalizerNote(after appset.ApplicationSet, res appset.Result, owned []argocd.Whole, info *SetInfo) {
+	if !after.UpdatesApps() {
+		return
+	}
+	removed, added := 0, 0
+	for _, w := range owned {
+		for _, a := range res.Apps {
+			if a.Name != w.Name {
+				continue
+			}
+			had, will := argocd.CascadeFinalizer(w.Finalizers) != "", argocd.CascadeFinalizer(a.Whole.Finalizers) != ""
+			switch {
+			case had && !will:
+				removed++
+			case !had && will:
+				added++
+			}
+		}
+	}
+	if removed > 0 {
+		info.Notes = append(info.Notes, fmt.Sprintf("the set's next update removes the resources finalizer from %d app(s) it keeps generating: deleting them later deletes nothing", removed))
+	}
+	if added > 0 {
+		info.Notes = append(info.Notes, fmt.Sprintf("the set's next update adds the resources finalizer to %d app(s) it keeps generating: deleting them later deletes their resources", added))
 	}
 }

@@ -62,7 +62,7 @@ func TestRunSet(t *testing.T) {
 	for _, team := range []string{"payments", "search"} {
 		// The set generated them: same content as the template renders, with the resources finalizer.
 		f.app(team, "", []string{argocd.FinalizerResources}, team)
-		owned = append(owned, argocd.Whole{Namespace: "argocd", Name: team, Sources: []argocd.Source{{RepoURL: "file:///repo", Path: team}},
+		owned = append(owned, argocd.Whole{Namespace: "argocd", Name: team, Finalizers: []string{argocd.FinalizerResources}, Sources: []argocd.Source{{RepoURL: "file:///repo", Path: team}},
 			Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: team}})
 	}
 	f.argo.AddApp(argocd.Application{Namespace: "argocd", Name: "payments", Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "payments"},
@@ -93,6 +93,12 @@ func TestRunSet(t *testing.T) {
 	rep := run(setDoc(t, "  syncPolicy: {preserveResourcesOnDeletion: true}", "{{team}}", "{team: search}"))
 	if len(rep.Apps) != 1 || rep.Apps[0].Fate != Cascade || len(rep.Apps[0].Notes) == 0 {
 		t.Errorf("preserve set with the removal: %+v; want the cascade, with a note", rep.Apps)
+	}
+	if n := rep.Set.Notes; len(n) != 1 || !strings.Contains(n[0], "removes the resources finalizer from 1 app(s)") {
+		t.Errorf("preserve set: notes %v; want search losing its finalizer at the next update", n)
+	}
+	if n := run(setDoc(t, "", "{{team}}", "{team: search}")).Set.Notes; len(n) != 0 {
+		t.Errorf("nothing changes for search: notes %v", n)
 	}
 	remote := setDoc(t, "", "{{team}}", "{team: search}")
 	remote["spec"].(map[string]any)["generators"] = append(remote["spec"].(map[string]any)["generators"].([]any), map[string]any{"plugin": map[string]any{}})

@@ -162,6 +162,11 @@ func (o *CheckOptions) print(argo cluster.ArgoCD, rep check.Report, manifests in
 	for _, w := range rep.Warnings {
 		fmt.Fprintln(o.ErrOut, "warning:", printer.Line(w))
 	}
+	if rep.Set != nil && !o.output.out.Document() && o.output.out.Format != "markdown" {
+		for _, n := range rep.Set.Notes {
+			fmt.Fprintln(o.ErrOut, "note:", printer.Line(n))
+		}
+	}
 	switch {
 	case o.output.out.Format == "markdown":
 		err = printer.CheckMarkdown(o.Out, doc)

@@ -153,6 +153,8 @@ type CheckSet struct {
 	Created   []string `json:"created,omitempty"`
 	// NotEvaluated says which generators or templates unprune could not evaluate, and why.
 	NotEvaluated []string `json:"notEvaluated,omitempty"`
+	// Notes say what the change does to the apps the set keeps generating (their finalizers).
+	Notes []string `json:"notes,omitempty"`
 }
 
 func newCheckSet(s *check.SetInfo) *CheckSet {
@@ -160,7 +162,7 @@ func newCheckSet(s *check.SetInfo) *CheckSet {
 		return nil
 	}
 	return &CheckSet{Policy: s.Policy, PreserveResourcesOnDeletion: s.Preserve, Owned: orEmpty(s.Owned), Generated: orEmpty(s.Generated),
-		Created: s.Created, NotEvaluated: s.NotEvaluated}
+		Created: s.Created, NotEvaluated: s.NotEvaluated, Notes: s.Notes}
 }
 
 func orEmpty(s []string) []string {
@@ -177,6 +179,9 @@ func checkSetMarkdown(b *strings.Builder, s *CheckSet) {
 	}
 	fmt.Fprintf(b, "applicationsSync `%s`, preserveResourcesOnDeletion `%v`: it owns %d app(s) and, after the change, generates %d (%d new).\n",
 		s.Policy, s.PreserveResourcesOnDeletion, len(s.Owned), len(s.Generated), len(s.Created))
+	for _, n := range s.Notes {
+		fmt.Fprintf(b, "- %s\n", mdCell(n))
+	}
 	if len(s.NotEvaluated) > 0 {
 		b.WriteString("⚠️ Part of the set could not be evaluated (see the warnings): apps it may generate are not known.\n")
 	}
