@@ -344,3 +344,48 @@ func familyAuditRow(t *testing.T, env *labtest.Env, install *labtest.Install, ap
 	}
 	return printer.AuditItem{}, false
 }
+
+// TestFamilyNested: apps of apps nest. The parent drops a child that is itself a parent, both
+// with the resources finalizer: check predicts the child's cascade deleting the grandchild
+// Application and, through the grandchild's own finalizer, its namespace — and Argo CD does that.
+func TestFamilyNested(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
+	parent := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, AutoPrune: true})
+	repo := labtest.NewRepo(t)
+	team, child, grandchild := labtest.UniqueName("team"), labtest.UniqueName("child"), labtest.UniqueName("grandchild")
+	t.Cleanup(func() {
+		for _, app := range []string{child, grandchild} {
+			_ = env.Dynamic.Resource(labtest.GVRApplication).Namespace(install.Namespace()).Delete(context.Background(), app, metav1.DeleteOptions{})
+		}
+		env.DeleteNamespace(team)
+	})
+	repo.Write(t, "team/team.yaml", teamManifests(team))
+	repo.Write(t, "apps/grandchild.yaml", childApplication(grandchild, install.Namespace(), repo.URL, "team", team, true))
+	repo.Commit(t, "a team and the app that deploys it")
+	parent.Repo.Write(t, parent.Path+"/child.yaml", childApplication(child, install.Namespace(), repo.URL, "apps", install.Namespace(), true))
+	rev := parent.Repo.Commit(t, "an app of apps")
+	parent.RefreshUntil(t, 2*time.Minute, "to sync the child Application", func(s labtest.Status) bool {
+		_, listed := s.Find("Application", child)
+		return s.Revision == rev && listed
+	})
+	waitTeam(t, env, team)
+
+	doc, _ := familyCheck(t, env, install, parent.Name, "--manifests", render(t, parent, nil, "child.yaml"))
+	c, okC := findApp(doc, child)
+	g, okG := findApp(doc, grandchild)
+	switch {
+	case !okC || c.Fate != "Cascade" || findResource(c, "Application", grandchild) == nil:
+		t.Fatalf("child: %+v; want its cascade deleting the grandchild Application", c)
+	case !okG || g.Fate != "Cascade" || len(g.Through) != 1 || g.Through[0] != install.Namespace()+"/"+child:
+		t.Fatalf("grandchild: %+v; want a cascade reached through the child", g)
+	}
+	if ns := findResource(g, "Namespace", team); ns == nil || ns.Reason != "DeletedWithApp" || doc.Summary.AppsDeleted != 2 {
+		t.Fatalf("grandchild's namespace %+v, %d apps deleted; want it deleted, two apps", ns, doc.Summary.AppsDeleted)
+	}
+	parent.Repo.Revert(t)
+	parent.Refresh(t)
+	waitNamespaceGone(t, env, team)
+	waitAppGone(t, env, install.Namespace(), grandchild)
+}
