@@ -211,3 +211,31 @@ func TestFamilyGuardedChild(t *testing.T) {
 		t.Errorf("guarded child: %+v; want not deleted", c)
 	}
 }
+
+// TestFamilyConfirmAndAppOptions: Delete=confirm (or Prune=confirm) on one resource makes the
+// whole cascade wait for approval; the child's own syncOptions Delete=false keep everything else.
+func TestFamilyConfirmAndAppOptions(t *testing.T) {
+	f := newFamily(t)
+	confirm := f.track("child", "", "ConfigMap", "payments", "confirm")
+	confirm[argocd.AnnotationSyncOptions] = "Delete=confirm"
+	f.c.Add("", "ConfigMap", "payments", "confirm", nil, confirm)
+	f.c.Add("", "Namespace", "", "payments", nil, f.track("child", "", "Namespace", "payments", "payments"))
+	rows := []argocd.Resource{{Version: "v1", Kind: "Namespace", Name: "payments"}, {Version: "v1", Kind: "ConfigMap", Namespace: "payments", Name: "confirm"}}
+	f.app("child", "root", []string{argocd.FinalizerResources}, "c", rows...)
+	root := f.app("root", "", nil, "root", appRow("child"))
+	c := byApp(f.check(root, ""))["child"]
+	if !c.Waits || c.High != 0 || c.Deleted != 2 {
+		t.Errorf("with Delete=confirm: %+v; want the cascade waiting (both deleted once approved), nothing high counted", c)
+	}
+
+	f = newFamily(t)
+	f.c.Add("", "Namespace", "", "payments", nil, f.track("child", "", "Namespace", "payments", "payments"))
+	child := f.app("child", "root", []string{argocd.FinalizerResources}, "c", rows[0])
+	child.SyncOptions = []string{"Delete=false"}
+	f.argo.AddApp(child)
+	root = f.app("root", "", nil, "root", appRow("child"))
+	c = byApp(f.check(root, ""))["child"]
+	if c.Deleted != 0 || len(c.Resources) != 1 || c.Resources[0].Reason != KeptByGuard {
+		t.Errorf("with the app's Delete=false: %+v; want the namespace kept", c)
+	}
+}
