@@ -13,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/unprune/unprune/lab"
 	"github.com/unprune/unprune/lab/labtest"
@@ -46,46 +47,51 @@ spec:
 `, name, ns)
 }
 
-// object is a live object a test watches: how to read its UID, and its metadata.
+// object is a live object a test watches.
 type object struct {
 	kind, namespace, name string
+	// group and resource are needed beyond Namespaces, ConfigMaps and Deployments.
+	group, resource string
 }
 
 func (o object) String() string { return o.kind + "/" + o.namespace + "/" + o.name }
 
-// resourceArg is the object as unprune's RESOURCE arguments name it.
-func (o object) resourceArg() string {
+func (o object) gvr() schema.GroupVersionResource {
 	switch o.kind {
 	case "Namespace":
-		return "Namespace/" + o.name
+		return schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	case "ConfigMap":
+		return schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	case "Deployment":
-		return "Deployment.apps/" + o.namespace + "/" + o.name
+		return schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	}
-	return o.kind + "/" + o.namespace + "/" + o.name
+	return schema.GroupVersionResource{Group: o.group, Version: "v1", Resource: o.resource}
 }
 
-// meta reads the object's metadata; nil when it does not exist.
-func (o object) meta(t *testing.T, env *labtest.Env) (*metav1.ObjectMeta, error) {
-	ctx := labtest.Context(t)
-	var m metav1.ObjectMeta
-	var err error
-	switch o.kind {
-	case "Namespace":
-		got, e := env.Kube.CoreV1().Namespaces().Get(ctx, o.name, metav1.GetOptions{})
-		err, m = e, got.ObjectMeta
-	case "ConfigMap":
-		got, e := env.Kube.CoreV1().ConfigMaps(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
-		err, m = e, got.ObjectMeta
-	case "Deployment":
-		got, e := env.Kube.AppsV1().Deployments(o.namespace).Get(ctx, o.name, metav1.GetOptions{})
-		err, m = e, got.ObjectMeta
-	default:
-		t.Fatalf("object kind %s", o.kind)
+// resourceArg is the object as unprune's RESOURCE arguments name it.
+func (o object) resourceArg() string {
+	kind := o.kind
+	switch {
+	case o.kind == "Deployment":
+		kind = "Deployment.apps"
+	case o.group != "":
+		kind += "." + o.group
 	}
+	if o.namespace == "" {
+		return kind + "/" + o.name
+	}
+	return kind + "/" + o.namespace + "/" + o.name
+}
+
+// meta reads the object's metadata.
+func (o object) meta(t *testing.T, env *labtest.Env) (*metav1.ObjectMeta, error) {
+	u, err := env.Dynamic.Resource(o.gvr()).Namespace(o.namespace).Get(labtest.Context(t), o.name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return &m, nil
+	m := &metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion(),
+		Labels: u.GetLabels(), Annotations: u.GetAnnotations(), DeletionTimestamp: u.GetDeletionTimestamp()}
+	return m, nil
 }
 
 func (o object) uid(t *testing.T, env *labtest.Env) string {
@@ -200,7 +206,7 @@ func newMoveCase(t *testing.T, env *labtest.Env, version, tracking string) *move
 		t.Fatalf("sync of B: %s %s", op.Phase, op.Message)
 	}
 	c.b.WaitSynced(t, rev)
-	c.objects = []object{{"ConfigMap", ns, cm}, {"Deployment", ns, dep}}
+	c.objects = []object{{kind: "ConfigMap", namespace: ns, name: cm}, {kind: "Deployment", namespace: ns, name: dep}}
 	return c
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,12 +34,21 @@ func newRenameCase(t *testing.T, env *labtest.Env, install *labtest.Install) *re
 	ns := labtest.UniqueName("renamed-ns")
 	t.Cleanup(func() { env.DeleteNamespace(ns) })
 	cm, dep := labtest.UniqueName("renamed-cm"), labtest.UniqueName("renamed-dep")
+	group := strings.ReplaceAll(labtest.UniqueName("g"), "-", "") + ".example.com"
+	t.Cleanup(func() {
+		_ = env.Dynamic.Resource(gvrCRD).Delete(context.Background(), "gadgets."+group, metav1.DeleteOptions{})
+	})
 	app.Repo.Write(t, app.Path+"/ns.yaml", namespaceManifest(ns))
 	app.Repo.Write(t, app.Path+"/cm.yaml", configMapManifest(cm, app.DestNamespace))
 	app.Repo.Write(t, app.Path+"/dep.yaml", deploymentManifest(dep, app.DestNamespace))
-	rev := app.Repo.Commit(t, "a Namespace, a ConfigMap and a Deployment")
-	c := &renameCase{app: app, rev: rev, objects: []object{{"Namespace", "", ns}, {"ConfigMap", app.DestNamespace, cm},
-		{"Deployment", app.DestNamespace, dep}, {"ConfigMap", app.DestNamespace, app.Name + "-config"}}}
+	app.Repo.Write(t, app.Path+"/crd.yaml", gadgetCRD(group))
+	app.Repo.Write(t, app.Path+"/gadget.yaml", fmt.Sprintf("apiVersion: %s/v1\nkind: Gadget\nmetadata:\n  name: g1\n  namespace: %s\n"+
+		"  annotations:\n    argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true\nspec:\n  size: 3\n", group, app.DestNamespace))
+	rev := app.Repo.Commit(t, "a Namespace, a ConfigMap, a Deployment, a CRD and a custom resource")
+	c := &renameCase{app: app, rev: rev, objects: []object{{kind: "Namespace", name: ns}, {kind: "ConfigMap", namespace: app.DestNamespace, name: cm},
+		{kind: "Deployment", namespace: app.DestNamespace, name: dep}, {kind: "ConfigMap", namespace: app.DestNamespace, name: app.Name + "-config"},
+		{kind: "CustomResourceDefinition", name: "gadgets." + group, group: "apiextensions.k8s.io", resource: "customresourcedefinitions"},
+		{kind: "Gadget", namespace: app.DestNamespace, name: "g1", group: group, resource: "gadgets"}}}
 	app.RefreshUntil(t, 2*time.Minute, "to sync them", func(s labtest.Status) bool {
 		for _, o := range c.objects {
 			if _, ok := s.Find(o.kind, o.name); !ok {
@@ -51,6 +61,28 @@ func newRenameCase(t *testing.T, env *labtest.Env, install *labtest.Install) *re
 	// CreateApp's cleanup deletes the app: without the finalizer first, that would cascade.
 	t.Cleanup(func() { dropApp(env, app.Namespace, app.Name) })
 	return c
+}
+
+// gadgetCRD is a namespaced CRD written as the API server stores it (no defaulted field missing),
+// so that Argo CD shows no diff on it.
+func gadgetCRD(group string) string {
+	return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.%[1]s
+spec:
+  group: %[1]s
+  conversion:
+    strategy: None
+  names: {kind: Gadget, plural: gadgets, singular: gadget, listKind: GadgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`, group)
 }
 
 func setFinalizers(t *testing.T, env *labtest.Env, namespace, name string, finalizers []string) {
@@ -122,12 +154,34 @@ func TestRenameDeletesNothing(t *testing.T) {
 			c := newRenameCase(t, env, install)
 			old := c.app
 			dep := c.objects[2]
+			if dep.kind != "Deployment" {
+				t.Fatalf("objects[2] is %s", dep)
+			}
 			rsBefore := replicaSets(t, env, dep)
 			newName := labtest.UniqueName("renamed")
 			t.Cleanup(func() { dropApp(env, old.Namespace, newName) })
 			journals := labtest.TempDir(t)
 			stop := watchNothingDeleted(t, env, c.objects...)
 
+			versions := map[object]string{}
+			for _, o := range c.objects {
+				m, _ := o.meta(t, env)
+				versions[o] = m.ResourceVersion
+			}
+			if r := unprune(t, env, journals, "--argocd-namespace="+install.Namespace(), "rename", old.Name, newName, "--dry-run=server"); r.Code != 1 {
+				t.Fatalf("rename --dry-run=server: exit %d, want 1 (changes to make)", r.Code)
+			}
+			if _, ok := appExists(t, env, old.Namespace, newName); ok {
+				t.Fatal("a server-side dry run created the new app")
+			}
+			if o, _ := appExists(t, env, old.Namespace, old.Name); o == nil || len(o["metadata"].(map[string]any)["finalizers"].([]any)) != 1 {
+				t.Fatalf("a server-side dry run changed the old app: %v", o)
+			}
+			for _, o := range c.objects {
+				if m, _ := o.meta(t, env); m.ResourceVersion != versions[o] {
+					t.Errorf("a server-side dry run changed %s", o)
+				}
+			}
 			if r := unprune(t, env, journals, "--argocd-namespace="+install.Namespace(), "rename", old.Name, newName, "--yes", "--timeout", "2m"); r.Code != 0 {
 				t.Fatalf("rename: exit %d", r.Code)
 			}
@@ -146,7 +200,12 @@ func TestRenameDeletesNothing(t *testing.T) {
 			}
 			for _, o := range c.objects {
 				m, _ := o.meta(t, env)
-				if !trackedBy(m, tracking, renamed.Instance()) {
+				if o.kind == "CustomResourceDefinition" {
+					// Argo CD writes no tracking on CRDs; the app lists the one it declares.
+					if trackedBy(m, tracking, renamed.Instance()) || trackedBy(m, tracking, old.Instance()) {
+						t.Errorf("the CRD got tracking: labels %v annotations %v", m.Labels, m.Annotations)
+					}
+				} else if !trackedBy(m, tracking, renamed.Instance()) {
 					t.Errorf("%s after the rename: labels %v annotations %v", o, m.Labels, m.Annotations)
 				}
 				if r, ok := s.Find(o.kind, o.name); !ok || r.Status != "Synced" {
@@ -172,7 +231,7 @@ func TestRenameDeletesNothing(t *testing.T) {
 			}
 			old.RefreshUntil(t, 2*time.Minute, "to be Synced after undo", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == c.rev })
 			for _, o := range c.objects {
-				if m, _ := o.meta(t, env); !trackedBy(m, tracking, old.Instance()) {
+				if m, _ := o.meta(t, env); o.kind != "CustomResourceDefinition" && !trackedBy(m, tracking, old.Instance()) {
 					t.Errorf("%s after undo: labels %v annotations %v", o, m.Labels, m.Annotations)
 				}
 			}
@@ -194,7 +253,7 @@ func TestDeleteApplicationCascades(t *testing.T) {
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
 	c := newRenameCase(t, env, install)
 	kubectl(t, env, "--kubeconfig", env.State.Kubeconfig, "delete", "application", "-n", c.app.Namespace, c.app.Name, "--wait=false")
-	for _, o := range c.objects[1:3] {
+	for _, o := range []object{c.objects[1], c.objects[2], c.objects[5]} {
 		labtest.Eventually(t, 2*time.Minute, o.String()+" to be deleted with its app", func() (bool, string) {
 			_, err := o.meta(t, env)
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
