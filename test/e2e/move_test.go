@@ -188,10 +188,17 @@ type moveCase struct {
 
 func newMoveCase(t *testing.T, env *labtest.Env, version, tracking string) *moveCase {
 	t.Helper()
-	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: tracking})
-	c := &moveCase{env: env, tracking: tracking, repo: labtest.NewRepo(t), journals: labtest.TempDir(t)}
+	return newMoveCaseWith(t, env, lab.ArgoCDConfig{Version: version, Tracking: tracking}, labtest.AppOptions{})
+}
+
+// newMoveCaseWith is newMoveCase on an installation of cfg, with B's name and namespace from b.
+func newMoveCaseWith(t *testing.T, env *labtest.Env, cfg lab.ArgoCDConfig, b labtest.AppOptions) *moveCase {
+	t.Helper()
+	install := env.ArgoCD(t, cfg)
+	c := &moveCase{env: env, tracking: cfg.Tracking, repo: labtest.NewRepo(t), journals: labtest.TempDir(t)}
 	c.a = install.CreateApp(t, labtest.AppOptions{Repo: c.repo, Path: "a", Automated: true, AutoPrune: true})
-	c.b = install.CreateApp(t, labtest.AppOptions{Repo: c.repo, Path: "b"})
+	b.Repo, b.Path = c.repo, "b"
+	c.b = install.CreateApp(t, b)
 	ns := c.a.DestNamespace
 	cm, dep := labtest.UniqueName("moved-cm"), labtest.UniqueName("moved-dep")
 	c.repo.Write(t, "a/cm.yaml", configMapManifest(cm, ns))
@@ -215,7 +222,7 @@ func (c *moveCase) args(extra ...string) []string {
 	for _, o := range c.objects {
 		args = append(args, o.resourceArg())
 	}
-	return append(append(args, "--to", c.b.Name), extra...)
+	return append(append(args, "--to", c.b.Namespace+"/"+c.b.Name), extra...)
 }
 
 // commitMove moves the manifests from A's path to B's and waits until both apps have seen it: B
@@ -301,6 +308,39 @@ func TestMoveThroughPrepare(t *testing.T) {
 				t.Errorf("deleted at some point: %v", bad)
 			}
 		})
+	}
+}
+
+// TestMoveToALongAppInAnotherNamespace: B lives in another namespace (its instance is
+// <namespace>_<name>) and its instance is longer than a label value, so in annotation+label mode Argo
+// CD writes it truncated in the label: the move writes exactly what Argo CD writes, and B is Synced.
+func TestMoveToALongAppInAnotherNamespace(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	cfg := lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation+label", AppNamespaces: []string{"move-apps"}}
+	c := newMoveCaseWith(t, env, cfg, labtest.AppOptions{Namespace: "move-apps", Name: labtest.UniqueName("a-rather-long-application-name-for-the-shop-team")})
+	if len(c.b.Instance()) <= 63 {
+		t.Fatalf("instance %q is not long enough to be truncated", c.b.Instance())
+	}
+	stop := watchNothingDeleted(t, env, c.objects...)
+	if r := unprune(t, env, c.journals, c.args("--prepare", "--yes")...); r.Code != 0 {
+		t.Fatalf("move --prepare: exit %d", r.Code)
+	}
+	rev := c.commitMove(t)
+	if r := unprune(t, env, c.journals, c.args("--yes", "--timeout", "2m")...); r.Code != 0 {
+		t.Fatalf("move: exit %d", r.Code)
+	}
+	c.a.WaitSynced(t, rev)
+	c.b.WaitSynced(t, rev)
+	for _, o := range c.objects {
+		m, _ := o.meta(t, env)
+		label := m.Labels[instanceLabel]
+		if !trackedBy(m, "annotation", c.b.Instance()) || label == c.b.Instance() || !strings.HasPrefix(c.b.Instance(), label) || len(label) > 63 {
+			t.Errorf("%s after the move: label %q, annotations %v; want the tracking-id of %q and its truncated label", o, label, m.Annotations, c.b.Instance())
+		}
+	}
+	if bad := stop(); len(bad) > 0 {
+		t.Errorf("deleted at some point: %v", bad)
 	}
 }
 
