@@ -67,6 +67,8 @@ type RenameRun struct {
 	final  map[string]any
 	oldUID string
 	oldRV  string
+	// read is the old Application as planned from.
+	read map[string]any
 }
 
 // PlanRename reads the app, its object and its live resources, and plans the rename. Nothing is
@@ -87,7 +89,7 @@ func (e *Engine) PlanRename(ctx context.Context, req RenameRequest) (*RenameRun,
 	newName := AppName{Namespace: app.Namespace, Name: req.NewName}
 	rr := &RenameRun{Run: &Run{Command: journal.CommandRename, Strategy: journal.StrategyMove, Mode: ModePreview},
 		Old: AppName{Namespace: app.Namespace, Name: app.Name}, New: newName}
-	rr.oldUID, rr.oldRV = metaString(obj, "uid"), metaString(obj, "resourceVersion")
+	rr.oldUID, rr.oldRV, rr.read = metaString(obj, "uid"), metaString(obj, "resourceVersion"), obj
 	rr.final = newApplication(obj, req.NewName)
 	if err := e.planRenameItems(ctx, rr, app); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -110,12 +111,11 @@ func (e *Engine) sendStep(ctx context.Context, rr *RenameRun, s *AppStep, dryRun
 	case "create":
 		_, err = e.ArgoCD.CreateApplication(ctx, s.Object, dryRun)
 	case "patch":
-		var out map[string]any
-		out, err = e.ArgoCD.PatchApplication(ctx, s.App.Namespace, s.App.Name, s.Patch, dryRun)
-		if err == nil && s.App == rr.Old && !dryRun {
-			// The delete is conditional on this very version: no finalizer added back since.
-			rr.oldRV = metaString(out, "resourceVersion")
+		if s.App == rr.Old {
+			err = e.switchOff(ctx, rr, s, dryRun)
+			break
 		}
+		_, err = e.ArgoCD.PatchApplication(ctx, s.App.Namespace, s.App.Name, s.Patch, dryRun)
 	case "delete":
 		err = deleteApplication(ctx, e.ArgoCD, s.App, rr.oldUID, rr.oldRV, dryRun)
 	}
@@ -184,4 +184,58 @@ func automated(obj map[string]any) bool {
 	}
 	enabled, set := a["enabled"].(bool)
 	return !set || enabled
+}
+
+// switchOff sends the patch that switches the old app's automated sync off and removes its
+// finalizers, conditional on the resourceVersion it was planned from. The controller writes the
+// app's status all the time, so on a conflict the app is read again and, while its spec, finalizers
+// and operation are as planned (only status moved), the patch is sent again at the fresh version.
+func (e *Engine) switchOff(ctx context.Context, rr *RenameRun, s *AppStep, dryRun bool) error {
+	patch := s.Patch
+	for i := 1; ; i++ {
+		out, err := e.ArgoCD.PatchApplication(ctx, s.App.Namespace, s.App.Name, patch, dryRun)
+		if err == nil {
+			if !dryRun {
+				// The delete is conditional on this very version: no finalizer added back since.
+				rr.oldRV = metaString(out, "resourceVersion")
+			}
+			return nil
+		}
+		if !cluster.IsConflict(err) || i == 5 {
+			return err
+		}
+		fresh, gerr := e.ArgoCD.ApplicationObject(ctx, s.App.Namespace, s.App.Name)
+		if gerr != nil {
+			return gerr
+		}
+		if why := changedSince(rr.read, fresh); why != "" {
+			return fmt.Errorf("Application %s/%s changed since unprune read it (%s): nothing of it was changed; undo the journal and run again", s.App.Namespace, s.App.Name, why)
+		}
+		patch = automationOff(fresh, metaString(fresh, "resourceVersion"))
+	}
+}
+
+// changedSince says what of an Application that matters to a rename differs between two reads:
+// its identity, spec, finalizers, or a sync operation requested.
+func changedSince(before, after map[string]any) string {
+	same := func(key string, a, b any) string {
+		x, _ := json.Marshal(a)
+		y, _ := json.Marshal(b)
+		if string(x) != string(y) {
+			return key
+		}
+		return ""
+	}
+	switch {
+	case metaString(before, "uid") != metaString(after, "uid"):
+		return "it was deleted and created again"
+	case after["operation"] != nil:
+		return "a sync operation was requested"
+	}
+	for _, why := range []string{same("spec", before["spec"], after["spec"]), same("finalizers", finalizersOf(before), finalizersOf(after))} {
+		if why != "" {
+			return "its " + why + " changed"
+		}
+	}
+	return ""
 }

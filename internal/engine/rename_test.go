@@ -240,3 +240,37 @@ func TestWithoutAutomationLeavesNoEmptyPolicy(t *testing.T) {
 		t.Errorf("patch %s", off)
 	}
 }
+
+// Between the plan and the switch-off, the controller writes the old app's status: the switch-off is
+// sent again at the fresh version. A change of its spec meanwhile stops the rename before any
+// tracking moves.
+func TestRenameSwitchOffRechecksTheOldApp(t *testing.T) {
+	for name, write := range map[string]string{
+		"a status write": `{"status":{"reconciledAt":"2026-12-01T00:00:00Z"}}`,
+		"a spec change":  `{"spec":{"project":"other"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := renameWorld(t)
+			e := w.engine()
+			rr, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.argo.PatchApplication(context.Background(), "argocd", "guestbook", []byte(write), false); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.ApplyRename(context.Background(), rr, DryRunNone); err != nil {
+				t.Fatal(err)
+			}
+			if name == "a status write" {
+				if !rr.Done() {
+					t.Fatalf("not renamed: %+v", rr.FailedStep())
+				}
+				return
+			}
+			if rr.Steps[1].Outcome != OutcomeFailed || w.patches() != 0 {
+				t.Fatalf("went on after the old app's spec changed: %+v, %d object patches", rr.Steps[1], w.patches())
+			}
+		})
+	}
+}
