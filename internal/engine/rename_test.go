@@ -149,7 +149,14 @@ func TestRenameUndo(t *testing.T) {
 		t.Fatal(err)
 	}
 	ru, err := PlanRenameUndo(context.Background(), w.argo, j.Rename)
-	if err != nil || !ru.Send(context.Background(), ru.Before, false) {
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The controller writes the new app's status after the undo was planned.
+	if _, err := w.argo.PatchApplication(context.Background(), "argocd", "shop", []byte(`{"status":{"reconciledAt":"2026-12-01T00:00:00Z"}}`), false); err != nil {
+		t.Fatal(err)
+	}
+	if !ru.Send(context.Background(), ru.Before, false) {
 		t.Fatalf("before: %v %+v", err, ru.Before)
 	}
 	u := w.undo(rr.Journal, w.argo)

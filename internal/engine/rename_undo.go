@@ -18,6 +18,8 @@ type RenameUndo struct {
 	Before, After []*AppStep
 	argo          cluster.ArgoCD
 	newUID, newRV string
+	// newRead is the new Application as read when the undo was planned.
+	newRead map[string]any
 }
 
 // PlanRenameUndo plans the Application writes of a rename journal's undo from the journal's copy of
@@ -41,7 +43,7 @@ func PlanRenameUndo(ctx context.Context, argo cluster.ArgoCD, r *journal.Renamed
 		return nil, err
 	}
 	if err == nil {
-		u.newUID, u.newRV = metaString(live, "uid"), metaString(live, "resourceVersion")
+		u.newUID, u.newRV, u.newRead = metaString(live, "uid"), metaString(live, "resourceVersion"), live
 		off := automationOff(live, u.newRV)
 		u.Before = append(u.Before, &AppStep{Verb: "patch", App: to, Patch: off, Why: "switch the new app's automated sync off and remove its finalizers"})
 		u.After = append(u.After, &AppStep{Verb: "delete", App: to, Why: "delete the new Application object, which has no finalizer left: Argo CD deletes none of its resources"})
@@ -63,11 +65,7 @@ func (u *RenameUndo) Send(ctx context.Context, steps []*AppStep, dryRun bool) bo
 		case "create":
 			_, err = u.argo.CreateApplication(ctx, s.Object, dryRun)
 		case "patch":
-			var out map[string]any
-			out, err = u.argo.PatchApplication(ctx, s.App.Namespace, s.App.Name, s.Patch, dryRun)
-			if err == nil && !dryRun && metaString(out, "uid") == u.newUID {
-				u.newRV = metaString(out, "resourceVersion")
-			}
+			err = u.patch(ctx, s, dryRun)
 		case "delete":
 			err = deleteApplication(ctx, u.argo, s.App, u.newUID, u.newRV, dryRun)
 		}
@@ -81,4 +79,32 @@ func (u *RenameUndo) Send(ctx context.Context, steps []*AppStep, dryRun bool) bo
 		s.Outcome = ok
 	}
 	return true
+}
+
+// patch sends a step's patch. The new app's switch-off is conditional on the version read; the
+// controller writes the app's status all the time, so on a conflict it is read again and, while only
+// its status moved, the switch-off is sent again at the fresh version.
+func (u *RenameUndo) patch(ctx context.Context, s *AppStep, dryRun bool) error {
+	body := s.Patch
+	for i := 1; ; i++ {
+		out, err := u.argo.PatchApplication(ctx, s.App.Namespace, s.App.Name, body, dryRun)
+		switching := u.newRead != nil && metaString(u.newRead, "name") == s.App.Name
+		if err == nil {
+			if !dryRun && switching {
+				u.newRV = metaString(out, "resourceVersion")
+			}
+			return nil
+		}
+		if !switching || !cluster.IsConflict(err) || i == 5 {
+			return err
+		}
+		fresh, gerr := u.argo.ApplicationObject(ctx, s.App.Namespace, s.App.Name)
+		if gerr != nil {
+			return gerr
+		}
+		if why := changedSince(u.newRead, fresh); why != "" {
+			return fmt.Errorf("Application %s/%s changed since unprune read it (%s): run the undo again", s.App.Namespace, s.App.Name, why)
+		}
+		body = automationOff(fresh, metaString(fresh, "resourceVersion"))
+	}
 }
