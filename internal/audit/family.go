@@ -101,7 +101,11 @@ func familyRow(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, app 
 	self := argocd.Resource{Group: "argoproj.io", Version: ref.Version, Kind: "Application", Namespace: app.Namespace, Name: app.Name}
 	row := Row{App: app, Resource: self, When: WhenItsAppIsDeleted, Risk: risk.High, Cascade: c}
 	obj := risk.Object{Group: self.Group, Kind: self.Kind, Namespace: self.Namespace, Name: self.Name, Labels: live.Labels, Annotations: live.Annotations}
-	switch parent, hasParent := parents[app.Ref()]; {
+	parent, hasParent := parents[app.Ref()]
+	if !hasParent {
+		parent, hasParent = trackingParent(ctx, argo, s, live)
+	}
+	switch {
 	case hasParent && parent.AutoPrune:
 		c.ManagedBy = fmt.Sprintf("Application %s (automated prune: removing it from git deletes it)", parent.Ref())
 		// The parent prunes it like any resource: the object's Prune= options stop that.
@@ -187,4 +191,20 @@ func orNone(s string) string {
 		return "none (each is guarded)"
 	}
 	return s
+}
+
+// trackingParent finds the app that tracks the Application object itself when it is not among the
+// audited apps: the instance in its tracking metadata names it (NAME in Argo CD's namespace,
+// NAMESPACE_NAME elsewhere).
+func trackingParent(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, live *cluster.Object) (argocd.Application, bool) {
+	own := s.Owner(live.Labels, live.Annotations, live.Ref.ObjectRef())
+	if !own.Tracked {
+		return argocd.Application{}, false
+	}
+	ns, name := argo.Namespace(), own.Instance
+	if before, after, found := strings.Cut(own.Instance, "_"); found {
+		ns, name = before, after
+	}
+	parent, err := argo.GetApplication(ctx, ns, name)
+	return parent, err == nil
 }

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -52,6 +53,19 @@ func TestFamilyRows(t *testing.T) {
 	argo.AddApp(argocd.Application{Namespace: "argocd", Name: "root", AutoPrune: true, Automated: true, Destination: argocd.Destination{Server: argocd.InClusterServer},
 		Resources: []argocd.Resource{appRow("child"), appRow("guarded"), appRow("orphaning")}})
 
+	// The parent out of the selection: found through the child's own tracking.
+	child, err := argo.GetApplication(context.Background(), "argocd", "child")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := c.Resolve(context.Background(), "argoproj.io", "Application", "", "argocd", "child")
+	c.Update(ref, func(o *cluster.Object) {
+		o.Annotations = map[string]string{argocd.AnnotationTrackingID: "root:argoproj.io/Application:argocd/child"}
+	})
+	if rows, _ := familyRows(context.Background(), setFake{ArgoCD: argo, policy: "sync"}, s, []argocd.Application{child}); len(rows) != 1 ||
+		!strings.Contains(rows[0].Cascade.ManagedBy, "argocd/root") {
+		t.Errorf("audit of the child alone: %+v; want its row, managed by root", rows)
+	}
 	for policy, want := range map[string]map[string]bool{
 		"sync":          {"child": false, "guarded": true, "generated": false},
 		"create-update": {"child": false, "guarded": true},
