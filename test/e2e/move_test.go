@@ -84,8 +84,8 @@ func (o object) resourceArg() string {
 }
 
 // meta reads the object's metadata.
-func (o object) meta(t *testing.T, env *labtest.Env) (*metav1.ObjectMeta, error) {
-	u, err := env.Dynamic.Resource(o.gvr()).Namespace(o.namespace).Get(labtest.Context(t), o.name, metav1.GetOptions{})
+func (o object) meta(t *testing.T, c *labtest.Cluster) (*metav1.ObjectMeta, error) {
+	u, err := c.Dynamic.Resource(o.gvr()).Namespace(o.namespace).Get(labtest.Context(t), o.name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -94,9 +94,9 @@ func (o object) meta(t *testing.T, env *labtest.Env) (*metav1.ObjectMeta, error)
 	return m, nil
 }
 
-func (o object) uid(t *testing.T, env *labtest.Env) string {
+func (o object) uid(t *testing.T, c *labtest.Cluster) string {
 	t.Helper()
-	m, err := o.meta(t, env)
+	m, err := o.meta(t, c)
 	if err != nil {
 		t.Fatalf("%s: %v", o, err)
 	}
@@ -105,11 +105,11 @@ func (o object) uid(t *testing.T, env *labtest.Env) string {
 
 // watchNothingDeleted polls the objects until stop is called, and returns every moment one was
 // missing, being deleted, or had another UID than at the start: "nothing deleted at any time".
-func watchNothingDeleted(t *testing.T, env *labtest.Env, objects ...object) (stop func() []string) {
+func watchNothingDeleted(t *testing.T, c *labtest.Cluster, objects ...object) (stop func() []string) {
 	t.Helper()
 	uids := map[object]string{}
 	for _, o := range objects {
-		uids[o] = o.uid(t, env)
+		uids[o] = o.uid(t, c)
 	}
 	done := make(chan struct{})
 	var mu sync.Mutex
@@ -120,7 +120,7 @@ func watchNothingDeleted(t *testing.T, env *labtest.Env, objects ...object) (sto
 		defer wg.Done()
 		for {
 			for _, o := range objects {
-				m, err := o.meta(t, env)
+				m, err := o.meta(t, c)
 				var bad string
 				switch {
 				case apierrors.IsNotFound(err):
@@ -261,19 +261,19 @@ func TestMoveThroughPrepare(t *testing.T) {
 		t.Run(cell.version+"/"+tracking, func(t *testing.T) {
 			t.Parallel()
 			c := newMoveCase(t, env, cell.version, tracking)
-			stop := watchNothingDeleted(t, env, c.objects...)
+			stop := watchNothingDeleted(t, env.Cluster, c.objects...)
 
 			// B does not declare them yet: refused, nothing changed.
 			before := map[object]string{}
 			for _, o := range c.objects {
-				m, _ := o.meta(t, env)
+				m, _ := o.meta(t, env.Cluster)
 				before[o] = m.ResourceVersion
 			}
 			if r := unprune(t, env, c.journals, c.args("--yes")...); r.Code != 3 || !strings.Contains(r.Stdout, "does not declare") {
 				t.Fatalf("move to an app that does not declare them: exit %d, want 3 saying B does not declare them", r.Code)
 			}
 			for _, o := range c.objects {
-				if m, _ := o.meta(t, env); m.ResourceVersion != before[o] {
+				if m, _ := o.meta(t, env.Cluster); m.ResourceVersion != before[o] {
 					t.Errorf("%s changed by a refused move (resourceVersion %s → %s)", o, before[o], m.ResourceVersion)
 				}
 			}
@@ -282,7 +282,7 @@ func TestMoveThroughPrepare(t *testing.T) {
 				t.Fatalf("move --prepare: exit %d", r.Code)
 			}
 			for _, o := range c.objects {
-				if m, _ := o.meta(t, env); m.Annotations[syncOptions] != "Prune=false,Delete=false" {
+				if m, _ := o.meta(t, env.Cluster); m.Annotations[syncOptions] != "Prune=false,Delete=false" {
 					t.Fatalf("%s after --prepare: sync-options %q", o, m.Annotations[syncOptions])
 				}
 			}
@@ -293,7 +293,7 @@ func TestMoveThroughPrepare(t *testing.T) {
 			c.a.WaitSynced(t, rev)
 			s := c.b.WaitSynced(t, rev)
 			for _, o := range c.objects {
-				m, _ := o.meta(t, env)
+				m, _ := o.meta(t, env.Cluster)
 				if !trackedBy(m, tracking, c.b.Instance()) || trackedBy(m, tracking, c.a.Instance()) {
 					t.Errorf("%s after the move: labels %v annotations %v", o, m.Labels, m.Annotations)
 				}
@@ -322,7 +322,7 @@ func TestMoveToALongAppInAnotherNamespace(t *testing.T) {
 	if len(c.b.Instance()) <= 63 {
 		t.Fatalf("instance %q is not long enough to be truncated", c.b.Instance())
 	}
-	stop := watchNothingDeleted(t, env, c.objects...)
+	stop := watchNothingDeleted(t, env.Cluster, c.objects...)
 	if r := unprune(t, env, c.journals, c.args("--prepare", "--yes")...); r.Code != 0 {
 		t.Fatalf("move --prepare: exit %d", r.Code)
 	}
@@ -333,7 +333,7 @@ func TestMoveToALongAppInAnotherNamespace(t *testing.T) {
 	c.a.WaitSynced(t, rev)
 	c.b.WaitSynced(t, rev)
 	for _, o := range c.objects {
-		m, _ := o.meta(t, env)
+		m, _ := o.meta(t, env.Cluster)
 		label := m.Labels[instanceLabel]
 		if !trackedBy(m, "annotation", c.b.Instance()) || label == c.b.Instance() || !strings.HasPrefix(c.b.Instance(), label) || len(label) > 63 {
 			t.Errorf("%s after the move: label %q, annotations %v; want the tracking-id of %q and its truncated label", o, label, m.Annotations, c.b.Instance())
@@ -354,7 +354,7 @@ func TestMoveWithoutPrepareDeletes(t *testing.T) {
 	c.a.Refresh(t)
 	for _, o := range c.objects {
 		labtest.Eventually(t, 2*time.Minute, o.String()+" to be pruned by A", func() (bool, string) {
-			_, err := o.meta(t, env)
+			_, err := o.meta(t, env.Cluster)
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
 	}

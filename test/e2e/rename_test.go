@@ -16,6 +16,7 @@ import (
 
 	"github.com/unprune/unprune/lab"
 	"github.com/unprune/unprune/lab/labtest"
+	"github.com/unprune/unprune/test/cmdtest"
 )
 
 const resourcesFinalizer = "resources-finalizer.argocd.argoproj.io"
@@ -115,9 +116,9 @@ func dropApp(env *labtest.Env, namespace, name string) {
 }
 
 // replicaSets are the names and UIDs of a Deployment's ReplicaSets: a rollout would add one.
-func replicaSets(t *testing.T, env *labtest.Env, dep object) []string {
+func replicaSets(t *testing.T, c *labtest.Cluster, dep object) []string {
 	t.Helper()
-	list, err := env.Kube.AppsV1().ReplicaSets(dep.namespace).List(labtest.Context(t), metav1.ListOptions{LabelSelector: "run=" + dep.name})
+	list, err := c.Kube.AppsV1().ReplicaSets(dep.namespace).List(labtest.Context(t), metav1.ListOptions{LabelSelector: "run=" + dep.name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,15 +158,15 @@ func TestRenameDeletesNothing(t *testing.T) {
 			if dep.kind != "Deployment" {
 				t.Fatalf("objects[2] is %s", dep)
 			}
-			rsBefore := replicaSets(t, env, dep)
+			rsBefore := replicaSets(t, env.Cluster, dep)
 			newName := labtest.UniqueName("renamed")
 			t.Cleanup(func() { dropApp(env, old.Namespace, newName) })
 			journals := labtest.TempDir(t)
-			stop := watchNothingDeleted(t, env, c.objects...)
+			stop := watchNothingDeleted(t, env.Cluster, c.objects...)
 
 			versions := map[object]string{}
 			for _, o := range c.objects {
-				m, _ := o.meta(t, env)
+				m, _ := o.meta(t, env.Cluster)
 				versions[o] = m.ResourceVersion
 			}
 			if r := unprune(t, env, journals, "--argocd-namespace="+install.Namespace(), "rename", old.Name, newName, "--dry-run=server"); r.Code != 1 {
@@ -178,7 +179,7 @@ func TestRenameDeletesNothing(t *testing.T) {
 				t.Fatalf("a server-side dry run changed the old app: %v", o)
 			}
 			for _, o := range c.objects {
-				if m, _ := o.meta(t, env); m.ResourceVersion != versions[o] {
+				if m, _ := o.meta(t, env.Cluster); m.ResourceVersion != versions[o] {
 					t.Errorf("a server-side dry run changed %s", o)
 				}
 			}
@@ -199,7 +200,7 @@ func TestRenameDeletesNothing(t *testing.T) {
 				t.Errorf("the new app's sync policy: %v", spec["syncPolicy"])
 			}
 			for _, o := range c.objects {
-				m, _ := o.meta(t, env)
+				m, _ := o.meta(t, env.Cluster)
 				if o.kind == "CustomResourceDefinition" {
 					// Argo CD writes no tracking on CRDs; the app lists the one it declares.
 					if trackedBy(m, tracking, renamed.Instance()) || trackedBy(m, tracking, old.Instance()) {
@@ -212,7 +213,7 @@ func TestRenameDeletesNothing(t *testing.T) {
 					t.Errorf("the new app's row for %s: %+v (listed %t)", o, r, ok)
 				}
 			}
-			if got := replicaSets(t, env, dep); !slices.Equal(got, rsBefore) {
+			if got := replicaSets(t, env.Cluster, dep); !slices.Equal(got, rsBefore) {
 				t.Errorf("a rollout: ReplicaSets %v, were %v", got, rsBefore)
 			}
 
@@ -231,11 +232,11 @@ func TestRenameDeletesNothing(t *testing.T) {
 			}
 			old.RefreshUntil(t, 2*time.Minute, "to be Synced after undo", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == c.rev })
 			for _, o := range c.objects {
-				if m, _ := o.meta(t, env); o.kind != "CustomResourceDefinition" && !trackedBy(m, tracking, old.Instance()) {
+				if m, _ := o.meta(t, env.Cluster); o.kind != "CustomResourceDefinition" && !trackedBy(m, tracking, old.Instance()) {
 					t.Errorf("%s after undo: labels %v annotations %v", o, m.Labels, m.Annotations)
 				}
 			}
-			if got := replicaSets(t, env, dep); !slices.Equal(got, rsBefore) {
+			if got := replicaSets(t, env.Cluster, dep); !slices.Equal(got, rsBefore) {
 				t.Errorf("a rollout after undo: ReplicaSets %v, were %v", got, rsBefore)
 			}
 			if bad := stop(); len(bad) > 0 {
@@ -255,8 +256,55 @@ func TestDeleteApplicationCascades(t *testing.T) {
 	kubectl(t, env, "--kubeconfig", env.State.Kubeconfig, "delete", "application", "-n", c.app.Namespace, c.app.Name, "--wait=false")
 	for _, o := range []object{c.objects[1], c.objects[2], c.objects[5]} {
 		labtest.Eventually(t, 2*time.Minute, o.String()+" to be deleted with its app", func() (bool, string) {
-			_, err := o.meta(t, env)
+			_, err := o.meta(t, env.Cluster)
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
+	}
+}
+
+// TestRenameRemoteDestination: an app deploying to another cluster than Argo CD's, reached with the
+// user's own context for it: the tracking moves there, nothing deleted, no rollout.
+func TestRenameRemoteDestination(t *testing.T) {
+	env := labtest.Get(t)
+	remote := env.Remote(t)
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", Namespace: "argocd-remote"})
+	install.RegisterRemote(t, remote, "remote")
+	kubeconfig := mergedKubeconfig(t, env, remote)
+	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, AutoPrune: true, DestServer: remote.Server})
+	dep := object{kind: "Deployment", namespace: app.DestNamespace, name: labtest.UniqueName("far-dep")}
+	app.Repo.Write(t, app.Path+"/dep.yaml", deploymentManifest(dep.name, dep.namespace))
+	rev := app.Repo.Commit(t, "a Deployment")
+	objects := []object{dep, {kind: "ConfigMap", namespace: app.DestNamespace, name: app.Name + "-config"}}
+	app.RefreshUntil(t, 2*time.Minute, "to sync it", func(s labtest.Status) bool {
+		_, ok := s.Find("Deployment", dep.name)
+		return ok && s.Revision == rev && s.Sync == "Synced"
+	})
+	setFinalizers(t, env, app.Namespace, app.Name, []string{resourcesFinalizer})
+	t.Cleanup(func() { dropApp(env, app.Namespace, app.Name) })
+	newName := labtest.UniqueName("far-renamed")
+	t.Cleanup(func() { dropApp(env, app.Namespace, newName) })
+	rsBefore := replicaSets(t, remote.Cluster, dep)
+	stop := watchNothingDeleted(t, remote.Cluster, objects...)
+
+	r := cmdtest.Run(t, kubeconfig, labtest.TempDir(t), "--argocd-namespace="+install.Namespace(), "rename", app.Name, newName, "--yes", "--timeout", "2m",
+		"--cluster-context", remote.Server+"=remote-admin")
+	if r.Code != 0 {
+		t.Fatalf("rename: exit %d", r.Code)
+	}
+	renamed := &labtest.App{Install: install, Name: newName, Namespace: app.Namespace, Repo: app.Repo, Path: app.Path}
+	renamed.WaitSynced(t, rev)
+	if _, ok := appExists(t, env, app.Namespace, app.Name); ok {
+		t.Error("the old Application still exists")
+	}
+	for _, o := range objects {
+		if m, _ := o.meta(t, remote.Cluster); !trackedBy(m, "annotation", renamed.Instance()) {
+			t.Errorf("%s after the rename: annotations %v", o, m.Annotations)
+		}
+	}
+	if got := replicaSets(t, remote.Cluster, dep); !slices.Equal(got, rsBefore) {
+		t.Errorf("a rollout: ReplicaSets %v, were %v", got, rsBefore)
+	}
+	if bad := stop(); len(bad) > 0 {
+		t.Errorf("deleted at some point: %v", bad)
 	}
 }
