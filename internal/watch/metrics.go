@@ -97,16 +97,20 @@ func NewMetrics(now func() time.Time) *Metrics {
 	return m
 }
 
-// Set replaces an app's series with its summary's.
+// Set replaces an app's series with its summary's. The lock guards only the bookkeeping: the
+// registry is never called under it, because a scrape runs the gauge functions (which take it) while
+// it holds the vectors' locks — calling the vectors under this lock deadlocks with a scrape. Calls for
+// one app never overlap: the workqueue hands a key to one worker at a time.
 func (m *Metrics) Set(key string, s Summary, took time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	l := appLabels{namespace: s.Namespace, name: s.Name, project: s.Project, destination: s.Destination}
-	if old, ok := m.labels[key]; ok && old != l {
-		m.deleteLocked(old)
-	}
+	m.mu.Lock()
+	old, had := m.labels[key]
 	m.labels[key] = l
 	m.evaluatedAt[key] = m.now()
+	m.mu.Unlock()
+	if had && old != l {
+		m.deleteSeries(old)
+	}
 	for _, r := range riskLabels {
 		m.pruning.WithLabelValues(l.namespace, l.name, l.project, l.destination, r).Set(float64(s.Pruning[r]))
 		for _, w := range whenLabels {
@@ -124,15 +128,16 @@ func (m *Metrics) Set(key string, s Summary, took time.Duration) {
 // Delete removes every series of an app that is gone.
 func (m *Metrics) Delete(key string) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if l, ok := m.labels[key]; ok {
-		m.deleteLocked(l)
-	}
+	l, ok := m.labels[key]
 	delete(m.labels, key)
 	delete(m.evaluatedAt, key)
+	m.mu.Unlock()
+	if ok {
+		m.deleteSeries(l)
+	}
 }
 
-func (m *Metrics) deleteLocked(l appLabels) {
+func (m *Metrics) deleteSeries(l appLabels) {
 	app := prometheus.Labels{"namespace": l.namespace, "application": l.name}
 	m.pruning.DeletePartialMatch(app)
 	m.unguarded.DeletePartialMatch(app)

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/audit"
@@ -363,5 +364,35 @@ func TestEventsRetryFailedCheck(t *testing.T) {
 	}
 	if err := step(); err != nil || len(rec.sent) != 1 {
 		t.Fatalf("sent again: %q", rec.sent)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := func() Config {
+		return Config{REST: &rest.Config{}, ArgoCDNamespace: "argocd", LeaderElect: true, LeaseNamespace: "argocd",
+			LeaseDuration: DefaultLeaseDuration, RenewDeadline: DefaultRenewDeadline, RetryPeriod: DefaultRetryPeriod,
+			Workers: 1, CacheSize: 1, CacheTTL: time.Second, Resync: time.Minute}
+	}
+	if c := good(); c.Validate() != nil {
+		t.Fatalf("valid config refused: %v", c.Validate())
+	}
+	for name, edit := range map[string]func(*Config){
+		"no cluster":               func(c *Config) { c.REST = nil },
+		"no Argo CD namespace":     func(c *Config) { c.ArgoCDNamespace = "" },
+		"no lease namespace":       func(c *Config) { c.LeaseNamespace = "" },
+		"renew deadline too long":  func(c *Config) { c.RenewDeadline = c.LeaseDuration },
+		"retry period not shorter": func(c *Config) { c.RetryPeriod = c.RenewDeadline },
+		"no workers":               func(c *Config) { c.Workers = 0 },
+	} {
+		c := good()
+		edit(&c)
+		if c.Validate() == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	c := good()
+	c.LeaderElect, c.LeaseNamespace = false, ""
+	if err := c.Validate(); err != nil {
+		t.Errorf("without leader election a lease namespace is not needed: %v", err)
 	}
 }
