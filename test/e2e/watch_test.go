@@ -352,6 +352,12 @@ func TestWatch(t *testing.T) {
 	wantOneEvent(t, env, exposed, watch.ReasonHighRiskRequiresPruning, "Namespace/"+exposedNS)
 	wantOneEvent(t, env, guarded, watch.ReasonHighRiskRequiresPruning, "Namespace/"+guardedNS)
 
+	// The guarded Namespace loses its protection: the new leader says so, once.
+	unprotectNamespace(env, guardedNS)
+	follower.waitMetric(t, 15*time.Second, "unprune_unguarded_prune_candidates", map[string]string{"application": guarded.Name, "risk": "high", "when": "now"}, 1)
+	wantOneEvent(t, env, guarded, watch.ReasonUnguardedHighRiskPrune, "Namespace/"+guardedNS, "nothing guards it any more",
+		"unprune guard protect Namespace/"+guardedNS+" --yes")
+
 	// Released with detach (as the admin): the metric returns to 0.
 	r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+ns, "detach", exposed.Namespace+"/"+exposed.Name, "Namespace/"+exposedNS, "--yes")
 	if r.Code != cli.ExitOK {
