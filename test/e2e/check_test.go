@@ -192,6 +192,10 @@ func TestCheckAMove(t *testing.T) {
 	if it := intoB[moved]; it.Kind != "Adoption" || it.Reason != "TrackedByOtherApp" || it.OtherInstance != a.Instance() {
 		t.Errorf("check of B with the object: %+v; want an adoption from %s", it, a.Instance())
 	}
+	recipe := fmt.Sprintf("unprune move %s Namespace/%s --to %s --prepare --yes", a.Name, moved, b.Name)
+	if it := intoB[moved]; !strings.Contains(strings.Join(it.Notes, "\n"), recipe) {
+		t.Errorf("the adoption from %s does not give the move recipe %q: %q", a.Name, recipe, it.Notes)
+	}
 	outOfA := checkItems(t, env, install, a, render(t, a, nil, "moved.yaml"))
 	if it := outOfA[moved]; it.Kind != "Prune" {
 		t.Errorf("check of A without the object: %+v; want a prune", it)
