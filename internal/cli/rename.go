@@ -204,6 +204,9 @@ func (o *RenameOptions) print(rr *engine.RenameRun) error {
 	if o.output.out.Document() {
 		return o.output.out.Print(o.Out, doc, doc.Names)
 	}
+	for _, w := range rr.Warnings {
+		fmt.Fprintln(o.ErrOut, "warning:", printer.Line(w))
+	}
 	printer.RenameSteps(o.Out, doc)
 	if err := printer.ChangeTable(o.Out, o.output.out, doc.ChangeReport); err != nil {
 		return err
