@@ -27,7 +27,10 @@ type CheckOptions struct {
 	Manifests string
 	Revision  string
 	FailOn    string
-	output    outputFlags
+	// AlsoValues are --also APP=PATH: other apps of the same change, checked in the same run.
+	AlsoValues []string
+	also       []alsoApp
+	output     outputFlags
 }
 
 // NewCheckCommand builds `unprune check`.
@@ -80,6 +83,7 @@ pull-request comment.
 	cmd.Flags().StringVar(&o.Revision, "revision", "", "with --via argocd: let Argo CD render the app's manifests at this git revision")
 	cmd.Flags().StringVar(&o.RepoDir, "repo-dir", "", "for applicationset/NAME: a checkout of the repository its git generators read, at the change's revision")
 	cmd.Flags().StringVar(&o.FailOn, "fail-on", "", "exit 1 when the change adopts anything (adoption), does anything high-risk (high), or anything at all (any)")
+	cmd.Flags().StringArrayVar(&o.AlsoValues, "also", nil, "also check another app of the same change, as APP=PATH (its manifests after it; repeatable): a resource the change moves between the apps is reported once, as a Move, with the unprune move recipe")
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", fixedCompletion("adoption", "high", "any"))
 	o.output.add(cmd, false)
 	cmd.Flags().Lookup("output").Usage = "output format: table, markdown, json, yaml, name, jsonpath=…, go-template=…"
@@ -122,6 +126,9 @@ func (o *CheckOptions) Validate(args []string) error {
 		app.Namespace = ns
 	}
 	o.App = app
+	if err := o.parseAlso(); err != nil {
+		return err
+	}
 	return o.validateArgoCDVersion()
 }
 
@@ -151,6 +158,9 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 		return failure(err)
 	}
 	check.NoteMoves(&rep, argo.Namespace())
+	if len(o.also) > 0 {
+		return o.runAlso(ctx, argo, rep, len(manifests))
+	}
 	return o.print(argo, rep, len(manifests))
 }
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// Flag and argument errors of move and rename are found before anything connects.
-func TestMoveAndRenameFlagErrors(t *testing.T) {
+// Flag and argument errors of move, rename and check --also are found before anything connects.
+func TestMoveRenameAndCheckAlsoFlagErrors(t *testing.T) {
 	tests := []struct {
 		args []string
 		want string
@@ -26,6 +26,9 @@ func TestMoveAndRenameFlagErrors(t *testing.T) {
 		{[]string{"rename", "a", "-b"}, "unknown shorthand flag"},
 		{[]string{"rename", "a", "b", "--dry-run=none"}, "add --yes"},
 		{[]string{"rename", "a", "b", "--via", "argocd", "--argocd-server", "localhost:1"}, "use your kubeconfig"},
+		{[]string{"check", "a", "--manifests", "x", "--also", "b"}, "--also b: use APP=PATH"},
+		{[]string{"check", "a", "--manifests", "-", "--also", "b=-"}, "only one set of manifests can come from stdin"},
+		{[]string{"check", "applicationset/s", "--manifests", "x", "--also", "b=y"}, "--also goes with an Application"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -196,8 +197,35 @@ func TestCheckAMove(t *testing.T) {
 	if it := intoB[moved]; !strings.Contains(strings.Join(it.Notes, "\n"), recipe) {
 		t.Errorf("the adoption from %s does not give the move recipe %q: %q", a.Name, recipe, it.Notes)
 	}
-	outOfA := checkItems(t, env, install, a, render(t, a, nil, "moved.yaml"))
+	withoutIt := render(t, a, nil, "moved.yaml")
+	outOfA := checkItems(t, env, install, a, withoutIt)
 	if it := outOfA[moved]; it.Kind != "Prune" {
 		t.Errorf("check of A without the object: %+v; want a prune", it)
+	}
+
+	// Both apps in one run: one Move, no prune and no adoption.
+	withIt := render(t, b, map[string]string{"moved.yaml": namespaceManifest(moved)})
+	r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+install.Namespace(), "check", a.Name, "--manifests", withoutIt,
+		"--also", b.Name+"="+withIt, "-o", "json")
+	var list struct {
+		Kind  string                `json:"kind"`
+		Items []printer.CheckReport `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &list); err != nil || list.Kind != "CheckReportList" || len(list.Items) != 2 {
+		t.Fatalf("check --also: %v, kind %q, %d reports", err, list.Kind, len(list.Items))
+	}
+	var kinds []string
+	for _, doc := range list.Items {
+		for _, it := range doc.Items {
+			if it.Resource.Name == moved {
+				kinds = append(kinds, doc.Application.Name+":"+it.Kind)
+				if it.Kind == "Move" && !strings.Contains(strings.Join(it.Notes, "\n"), recipe) {
+					t.Errorf("the Move lacks the recipe %q: %q", recipe, it.Notes)
+				}
+			}
+		}
+	}
+	if want := []string{b.Name + ":Move"}; !slices.Equal(kinds, want) {
+		t.Errorf("the moved namespace in one run: %v, want %v", kinds, want)
 	}
 }

@@ -1,0 +1,111 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/unprune/unprune/internal/check"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/engine"
+	"github.com/unprune/unprune/internal/printer"
+)
+
+// alsoApp is one --also APP=PATH: another app the same change touches, with its manifests after it.
+type alsoApp struct {
+	App       engine.AppName
+	Manifests string
+}
+
+// parseAlso reads the --also values.
+func (o *CheckOptions) parseAlso() error {
+	for _, v := range o.AlsoValues {
+		name, path, ok := strings.Cut(v, "=")
+		if !ok || path == "" {
+			return usageError("--also %s: use APP=PATH (the other app's manifests after the change)", printer.Safe(v))
+		}
+		app, err := engine.ParseAppName(name)
+		if err != nil {
+			return usageError("--also: %v", err)
+		}
+		if path == "-" && o.Manifests == "-" {
+			return usageError("--also %s: only one set of manifests can come from stdin", printer.Safe(v))
+		}
+		o.also = append(o.also, alsoApp{App: app, Manifests: path})
+	}
+	switch {
+	case len(o.also) > 0 && o.Set:
+		return usageError("--also goes with an Application, not applicationset/NAME")
+	case len(o.also) > 0 && o.Revision != "":
+		return usageError("--also needs rendered manifests: use --manifests")
+	}
+	return nil
+}
+
+// runAlso checks the other apps of the change too, and reports a resource it moves from one app to
+// another once, as a Move with the `unprune move` recipe, instead of a prune and an adoption.
+func (o *CheckOptions) runAlso(ctx context.Context, argo cluster.ArgoCD, first check.Report, manifests int) error {
+	reps := []check.Report{first}
+	for _, a := range o.also {
+		ns := a.App.Namespace
+		if ns == "" {
+			ns = argo.Namespace()
+		}
+		app, err := argo.GetApplication(ctx, ns, a.App.Name)
+		if err != nil {
+			return failure(fmt.Errorf("--also: %w", err))
+		}
+		ms, err := check.ReadManifests(a.Manifests, o.In)
+		if err != nil {
+			return usageError("--also %s: %v", app.Ref(), err)
+		}
+		rep, err := check.Run(ctx, argo, *o.settings, app, ms)
+		if err != nil {
+			return failure(err)
+		}
+		check.NoteMoves(&rep, argo.Namespace())
+		reps = append(reps, rep)
+		manifests += len(ms)
+	}
+	reps = check.FoldMoves(reps, argo.Namespace())
+	if o.output.out.Document() {
+		return o.printList(argo, reps)
+	}
+	var failed error
+	for _, rep := range reps {
+		fmt.Fprintf(o.Out, "Application %s:\n", printer.Safe(rep.App.Ref()))
+		if err := o.print(argo, rep, manifests); err != nil && failed == nil {
+			failed = err
+		}
+	}
+	return failed
+}
+
+// checkList is several CheckReports of one run, for -o json|yaml with --also.
+type checkList struct {
+	APIVersion string                `json:"apiVersion"`
+	Kind       string                `json:"kind"`
+	Items      []printer.CheckReport `json:"items"`
+}
+
+func (o *CheckOptions) printList(argo cluster.ArgoCD, reps []check.Report) error {
+	info := argo.Cluster()
+	list := checkList{APIVersion: printer.APIVersion, Kind: "CheckReportList"}
+	var names []string
+	findings := false
+	for _, rep := range reps {
+		doc := printer.NewCheckReport(o.metadata(&info), printer.NewArgoCD(argo.Namespace(), o.settings.Settings), rep)
+		list.Items = append(list.Items, doc)
+		names = append(names, doc.Names()...)
+		s := doc.Summary
+		findings = findings || (o.FailOn == "adoption" && s.Adoptions > 0) || (o.FailOn == "high" && s.High > 0) ||
+			(o.FailOn == "any" && len(doc.Items)+s.AppsDeleted > 0)
+	}
+	if err := o.output.out.Print(o.Out, list, func() []string { return names }); err != nil {
+		return err
+	}
+	if findings {
+		return Silent(ExitFindings)
+	}
+	return nil
+}
