@@ -82,7 +82,7 @@ func BenchmarkWatch(b *testing.B) {
 		return s["unprune_applications_watched"] == float64(apps) && s["unprune_evaluations_total"] >= float64(apps)
 	})
 	initial := time.Since(started)
-	k := startKubectlWatch(b, env.State.Kubectl, env.State.Kubeconfig, ns, apps)
+	k := startKubectlWatch(b, env, ns, fmt.Sprintf("watch-%05d", apps-1))
 	b.ResetTimer()
 	var watchLat, kubectlLat []float64
 	const changes = 20
@@ -246,10 +246,13 @@ type kubectlWatch struct {
 	waiting map[string]chan time.Time // app|requiresPruning of row 0 → when seen
 }
 
-func startKubectlWatch(b *testing.B, kubectl, kubeconfig, ns string, apps int) *kubectlWatch {
+// startKubectlWatch runs kubectl with --watch-only (at 2,000 apps, kubectl stalled printing the
+// initial list as JSON) and returns once it prints a change: the ping annotation of app.
+func startKubectlWatch(b *testing.B, env *labtest.Env, ns, app string) *kubectlWatch {
 	b.Helper()
 	k := &kubectlWatch{waiting: map[string]chan time.Time{}}
-	k.cmd = exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "applications.argoproj.io", "-n", ns, "-w", "--output-watch-events=false", "-o", "json")
+	k.cmd = exec.Command(env.State.Kubectl, "--kubeconfig", env.State.Kubeconfig, "get", "applications.argoproj.io", "-n", ns,
+		"-w", "--watch-only", "--output-watch-events=false", "-o", "json")
 	out, err := k.cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -258,52 +261,66 @@ func startKubectlWatch(b *testing.B, kubectl, kubeconfig, ns string, apps int) *
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = k.cmd.Process.Kill(); _ = k.cmd.Wait() })
-	ready := make(chan struct{})
-	go func() {
-		dec := json.NewDecoder(bufio.NewReaderSize(out, 1<<20))
-		printed := 0
-		for {
-			var obj struct {
-				Metadata struct{ Name string } `json:"metadata"`
-				Status   struct {
-					Resources []struct {
-						RequiresPruning bool `json:"requiresPruning"`
-					} `json:"resources"`
-				} `json:"status"`
-			}
-			if err := dec.Decode(&obj); err != nil {
-				return
-			}
-			now := time.Now()
-			// The first objects are the initial list: ready once every app was printed.
-			if printed++; printed == apps {
-				close(ready)
-			}
-			if len(obj.Status.Resources) == 0 {
-				continue
-			}
-			key := fmt.Sprintf("%s|%t", obj.Metadata.Name, obj.Status.Resources[0].RequiresPruning)
-			k.mu.Lock()
+	go k.read(out)
+	// kubectl prints nothing until its watch is open: ping until it prints the ping.
+	deadline := time.Now().Add(10 * time.Minute)
+	for ping := 0; ; ping++ {
+		seen := k.expect(app, fmt.Sprint("ping-", ping))
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{"unprune.dev/bench-ping":"ping-%d"}}}`, ping)
+		if _, err := env.Dynamic.Resource(labtest.GVRApplication).Namespace(ns).Patch(context.Background(), app, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case <-seen:
+			return k
+		case <-time.After(2 * time.Second):
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("kubectl get -w never printed a change")
+		}
+	}
+}
+
+// read decodes each object kubectl prints and signals who waits for it.
+func (k *kubectlWatch) read(out io.Reader) {
+	dec := json.NewDecoder(bufio.NewReaderSize(out, 1<<20))
+	for {
+		var obj struct {
+			Metadata struct {
+				Name        string            `json:"name"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+			Status struct {
+				Resources []struct {
+					RequiresPruning bool `json:"requiresPruning"`
+				} `json:"resources"`
+			} `json:"status"`
+		}
+		if err := dec.Decode(&obj); err != nil {
+			return
+		}
+		now := time.Now()
+		keys := []string{obj.Metadata.Name + "|" + obj.Metadata.Annotations["unprune.dev/bench-ping"]}
+		if len(obj.Status.Resources) > 0 {
+			keys = append(keys, fmt.Sprintf("%s|%t", obj.Metadata.Name, obj.Status.Resources[0].RequiresPruning))
+		}
+		k.mu.Lock()
+		for _, key := range keys {
 			if ch, ok := k.waiting[key]; ok {
 				ch <- now
 				delete(k.waiting, key)
 			}
-			k.mu.Unlock()
 		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(10 * time.Minute):
-		b.Fatal("kubectl get -w did not print every app")
+		k.mu.Unlock()
 	}
-	return k
 }
 
-// expect registers interest in app's next object with row 0 requiring pruning or not.
-func (k *kubectlWatch) expect(app string, pruning bool) <-chan time.Time {
+// expect registers interest in app's next object with state (row 0 requiring pruning: true/false,
+// or a ping).
+func (k *kubectlWatch) expect(app string, state any) <-chan time.Time {
 	ch := make(chan time.Time, 1)
 	k.mu.Lock()
-	k.waiting[fmt.Sprintf("%s|%t", app, pruning)] = ch
+	k.waiting[fmt.Sprintf("%s|%v", app, state)] = ch
 	k.mu.Unlock()
 	return ch
 }
