@@ -85,9 +85,17 @@ func Summarize(app argocd.Application, finalizers []string, rows []audit.Row, ar
 		if row.LiveError != "" {
 			s.LiveErrors++
 		}
-		when := whenRemovedFromGit
-		if row.When == audit.Now {
+		var when string
+		switch row.When {
+		case audit.Now:
 			when = whenNow
+		case audit.WhenRemovedFromGit:
+			when = whenRemovedFromGit
+		default:
+			// Whole-app rows (audit's WhenItsAppIsDeleted) are the cascade gauge's business.
+			continue
+		}
+		if when == whenNow {
 			s.Pruning[r]++
 			if r == riskHigh {
 				s.HighRiskPruning[row.Resource.Key()] = f
