@@ -173,8 +173,7 @@ func planFromRow(s argocd.Settings, p Plan, own argocd.Ownership, o Options) Pla
 		// still not taken on faith: the engine waits for a comparison that no longer lists the
 		// object, and says so when Argo CD has not compared yet or still lists it.
 		p.Released = true
-		p.Notes = append(p.Notes, fmt.Sprintf("already released: it carries no tracking metadata naming %q under any tracking method (%s); "+
-			"Argo CD still lists it because it has not compared the app since", t.Instance, own.Detail))
+		p.Notes = append(p.Notes, fmt.Sprintf("no tracking metadata naming %q under any tracking method (%s)", t.Instance, own.Detail))
 		return p
 	}
 	p.Notes = append(p.Notes, fmt.Sprintf("Argo CD lists this object as the app's although, with %s, unprune expected no tracking (%s): "+

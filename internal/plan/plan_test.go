@@ -451,7 +451,7 @@ func TestBuildStatusRowIsAuthority(t *testing.T) {
 		wantNote     string
 		wantReleased bool
 	}{
-		{name: "no metadata at all", settings: labelMode, target: Target{Ref: ui, RequiresPruning: true}, wantReleased: true, wantNote: "already released"},
+		{name: "no metadata at all", settings: labelMode, target: Target{Ref: ui, RequiresPruning: true}, wantReleased: true, wantNote: "under any tracking method"},
 		{name: "ambiguous, part-of only", settings: ambiguousMode, target: Target{Ref: ui, RequiresPruning: true, Labels: map[string]string{keyPartOf: "guestbook"}},
 			wantReleased: true},
 		{name: "released, another app's label left", settings: annotationMode,

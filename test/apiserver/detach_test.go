@@ -269,10 +269,10 @@ func recreate(t *testing.T, env *labtest.Env, name string) {
 }
 
 // TestMixedReleasedAndTracked: one namespace of the app was released by hand, the other not, but the
-// app's status (no controller refreshes it here) still lists both as requiring pruning. The status
-// row is the authority: an object Argo CD lists that carries no tracking unprune knows means its view
-// is wrong (or the status is stale), so the run is refused — never reported "released already" —
-// and nothing is touched.
+// app's status (no controller refreshes it here) still lists both as requiring pruning. The released
+// one carries no tracking naming the app under any method, so there is nothing left to remove: it is
+// reported released already and never written to, while the other is released — a rerun after an
+// interruption meets exactly this while Argo CD has not compared the app.
 func TestMixedReleasedAndTracked(t *testing.T) {
 	t.Parallel()
 	env := labtest.Get(t)
@@ -284,12 +284,12 @@ func TestMixedReleasedAndTracked(t *testing.T) {
 	released := namespace(t, env, "mixed-a-released").GetResourceVersion()
 	journals := labtest.TempDir(t)
 	for _, c := range []struct {
-		args     []string
-		wantCode int
-		want     string
+		args        []string
+		wantCode    int
+		wantTracked string
 	}{
-		{[]string{"--dry-run=server"}, cli.ExitRefused, "Refused"},
-		{[]string{"--yes", "--wait=false"}, cli.ExitRefused, "Refused"},
+		{[]string{"--dry-run=server"}, cli.ExitFindings, "DryRunAccepted"},
+		{[]string{"--yes", "--wait=false"}, cli.ExitOK, "Applied"},
 	} {
 		r := unprune(t, env.State.Kubeconfig, journals, append([]string{"detach", s.App, "--all"}, c.args...)...)
 		if r.Code != c.wantCode {
@@ -301,15 +301,18 @@ func TestMixedReleasedAndTracked(t *testing.T) {
 				lines[f[0]] = f[1]
 			}
 		}
-		if lines["Namespace/mixed-a-released"] != c.want {
-			t.Errorf("%v: outcomes %v; want the released one %s", c.args, lines, c.want)
+		if lines["Namespace/mixed-a-released"] != "Unchanged" || lines["Namespace/mixed-b-tracked"] != c.wantTracked {
+			t.Errorf("%v: outcomes %v; want the released one Unchanged, the tracked one %s", c.args, lines, c.wantTracked)
+		}
+		if !strings.Contains(r.Stdout, "already released") || !strings.Contains(r.Stdout, "by hand") {
+			t.Errorf("%v: the report does not say the first was released already, by hand:\n%s", c.args, r.Stdout)
 		}
 	}
 	if got := namespace(t, env, "mixed-a-released").GetResourceVersion(); got != released {
 		t.Errorf("the released namespace was written to: resourceVersion %s → %s", released, got)
 	}
-	if _, tracked := namespace(t, env, "mixed-b-tracked").GetLabels()["app.kubernetes.io/instance"]; !tracked {
-		t.Errorf("the tracked namespace was released although the run was refused")
+	if _, tracked := namespace(t, env, "mixed-b-tracked").GetLabels()["app.kubernetes.io/instance"]; tracked {
+		t.Errorf("the tracked namespace was not released")
 	}
 }
 
