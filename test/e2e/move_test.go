@@ -317,8 +317,10 @@ func TestMoveThroughPrepare(t *testing.T) {
 func TestMoveToALongAppInAnotherNamespace(t *testing.T) {
 	t.Parallel()
 	env := labtest.Get(t)
-	cfg := lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation+label", AppNamespaces: []string{"move-apps"}}
-	c := newMoveCaseWith(t, env, cfg, labtest.AppOptions{Namespace: "move-apps", Name: labtest.UniqueName("a-rather-long-application-name-for-the-shop-team")})
+	// The same installation as TestLongInstanceAnnotationLabel's: a configuration names one
+	// namespace, and two configurations may not share it.
+	cfg := lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation+label", AppNamespaces: []string{"long-apps"}}
+	c := newMoveCaseWith(t, env, cfg, labtest.AppOptions{Namespace: "long-apps", Name: labtest.UniqueName("a-rather-long-application-name-for-the-shop-team")})
 	if len(c.b.Instance()) <= 63 {
 		t.Fatalf("instance %q is not long enough to be truncated", c.b.Instance())
 	}

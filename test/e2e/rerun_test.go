@@ -87,7 +87,7 @@ func TestRerunWhileTheControllerIsStopped(t *testing.T) {
 	// The first run, slowed down so that it can be interrupted halfway.
 	journals := labtest.TempDir(t)
 	cmd := exec.Command(cmdtest.Build(t), "--kubeconfig", env.State.Kubeconfig, "--journal-dir", journals, "--qps=2", "--burst=1",
-		"detach", app.Name, "-n", app.Namespace, "--all", "--yes")
+		"--argocd-namespace="+install.Namespace(), "detach", app.Name, "-n", app.Namespace, "--all", "--yes")
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &bytes.Buffer{}, &stderr
 	if err := cmd.Start(); err != nil {
@@ -122,7 +122,7 @@ func TestRerunWhileTheControllerIsStopped(t *testing.T) {
 	}
 
 	// The rerun, with the controller still stopped: Argo CD lists every object still.
-	r := unprune(t, env, journals, "detach", app.Name, "-n", app.Namespace, "--all", "--yes", "--timeout=5s", "-o", "json")
+	r := unprune(t, env, journals, "--argocd-namespace="+install.Namespace(), "detach", app.Name, "-n", app.Namespace, "--all", "--yes", "--timeout=5s", "-o", "json")
 	if r.Code != cli.ExitNotSynced {
 		t.Fatalf("rerun with the controller stopped: exit %d, want %d\n%s", r.Code, cli.ExitNotSynced, r.Stderr)
 	}
