@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/printer"
 )
@@ -20,6 +22,26 @@ func engineError(err error) error {
 		return usageError("%v", u.Err)
 	}
 	return failure(err)
+}
+
+// changeReport is the document of kind (DetachReport, MoveReport) for a run of a changing command.
+func (g *GlobalOptions) changeReport(kind string, run *engine.Run) printer.ChangeReport {
+	info := g.argo.Cluster()
+	return printer.NewChangeReport(kind, g.metadata(&info), printer.NewArgoCD(g.argo.Namespace(), g.settings.Settings), run)
+}
+
+// printChange writes a run's report: a document, or the table with each planned object's diff.
+func (g *GlobalOptions) printChange(streams genericiooptions.IOStreams, output outputFlags, doc printer.ChangeReport, run *engine.Run) error {
+	if output.out.Document() {
+		return output.out.Print(streams.Out, doc, doc.Names)
+	}
+	if err := printer.ChangeTable(streams.Out, output.out, doc); err != nil {
+		return err
+	}
+	if run.Mode == engine.ModePreview {
+		return printDiffs(streams.Out, streams.ErrOut, g.getenv("KUBECTL_EXTERNAL_DIFF"), run)
+	}
+	return nil
 }
 
 // printDiffs shows, for every planned object, a unified diff of its metadata before and after (or

@@ -289,23 +289,12 @@ func (o *DetachOptions) finish(run *engine.Run, verified bool) error {
 }
 
 func (o *DetachOptions) report(run *engine.Run) printer.ChangeReport {
-	info := o.argo.Cluster()
-	return printer.NewChangeReport("DetachReport", o.metadata(&info), printer.NewArgoCD(o.argo.Namespace(), o.settings.Settings), run)
+	return o.changeReport("DetachReport", run)
 }
 
 // print writes the report: a document, or the table with each planned object's diff.
 func (o *DetachOptions) print(run *engine.Run) error {
-	doc := o.report(run)
-	if o.output.out.Document() {
-		return o.output.out.Print(o.Out, doc, doc.Names)
-	}
-	if err := printer.ChangeTable(o.Out, o.output.out, doc); err != nil {
-		return err
-	}
-	if run.Mode == engine.ModePreview {
-		return printDiffs(o.Out, o.ErrOut, o.getenv("KUBECTL_EXTERNAL_DIFF"), run)
-	}
-	return nil
+	return o.printChange(o.IOStreams, o.output, o.report(run), run)
 }
 
 // looksLikeResource tells a RESOURCE argument from NAMESPACE/NAME: namespaces are DNS labels

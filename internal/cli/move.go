@@ -209,20 +209,10 @@ func (o *MoveOptions) finish(run *engine.Run, verified bool) error {
 }
 
 func (o *MoveOptions) report(run *engine.Run) printer.ChangeReport {
-	info := o.argo.Cluster()
-	return printer.NewChangeReport("MoveReport", o.metadata(&info), printer.NewArgoCD(o.argo.Namespace(), o.settings.Settings), run)
+	return o.changeReport("MoveReport", run)
 }
 
+// print writes the report: a document, or the table with each planned object's diff.
 func (o *MoveOptions) print(run *engine.Run) error {
-	doc := o.report(run)
-	if o.output.out.Document() {
-		return o.output.out.Print(o.Out, doc, doc.Names)
-	}
-	if err := printer.ChangeTable(o.Out, o.output.out, doc); err != nil {
-		return err
-	}
-	if run.Mode == engine.ModePreview {
-		return printDiffs(o.Out, o.ErrOut, o.getenv("KUBECTL_EXTERNAL_DIFF"), run)
-	}
-	return nil
+	return o.printChange(o.IOStreams, o.output, o.report(run), run)
 }
