@@ -156,7 +156,7 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 		return nil, fmt.Errorf("Argo CD %s controller's ServiceAccount in %s: %w", cfg.Version, cfg.Namespace, err)
 	}
 
-	ports, err := freePorts(6)
+	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
 	}
@@ -251,11 +251,27 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 		return nil, err
 	}
 	if cfg.Server {
-		if err := startServer(ctx, st, a, argocdBin, home, env, redisAddr, ports[4], ports[5]); err != nil {
+		if err := startServerOnFreePorts(ctx, st, a, argocdBin, home, env, redisAddr); err != nil {
 			return nil, err
 		}
 	}
 	return a, nil
+}
+
+// startServerOnFreePorts picks argocd-server's ports just before it starts, and picks again when
+// another process took one in between ("address already in use"): the lab's test binaries run side
+// by side, and argocd-server starts seconds after the controller.
+func startServerOnFreePorts(ctx context.Context, st *State, a *ArgoCD, bin, home string, env []string, redisAddr string) error {
+	for attempt := 1; ; attempt++ {
+		ports, err := freePorts(2)
+		if err != nil {
+			return err
+		}
+		err = startServer(ctx, st, a, bin, home, env, redisAddr, ports[0], ports[1])
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+	}
 }
 
 // startServer runs argocd-server out of the cluster like the controller: plain HTTP (--insecure)
