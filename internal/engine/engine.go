@@ -203,6 +203,9 @@ type Engine struct {
 	Now func() time.Time
 	// Poll is how often verification reads the app; 0 means 100ms.
 	Poll time.Duration
+	// Grace bounds how long patches already dispatched may take to finish after an interruption,
+	// so that the journal records their real outcome; 0 means 10s.
+	Grace time.Duration
 }
 
 func (e *Engine) now() time.Time {
@@ -217,6 +220,13 @@ func (e *Engine) workers() int {
 		return e.Workers
 	}
 	return 32
+}
+
+func (e *Engine) grace() time.Duration {
+	if e.Grace > 0 {
+		return e.Grace
+	}
+	return 10 * time.Second
 }
 
 func (e *Engine) attempts() int {

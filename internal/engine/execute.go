@@ -12,10 +12,6 @@ import (
 	"github.com/unprune/unprune/internal/progress"
 )
 
-// inFlightGrace bounds how long a patch already sent may take to finish after an interruption: it
-// is allowed to complete so that the journal records its real outcome.
-const inFlightGrace = 10 * time.Second
-
 // Apply carries a planned run as far as mode says: nothing more for a preview; every patch with
 // dryRun=All for a server dry run; for DryRunNone, a journal with every planned object (fsynced
 // before the first patch), then the patches, each outcome recorded. A cancelled ctx (Ctrl-C) stops
@@ -123,13 +119,16 @@ func (e *Engine) patchAll(ctx context.Context, run *Run, items []*Item, dryRun b
 	}
 	step := progress.Start(ctx, what, len(items))
 	defer step.Finish()
-	// Patches already sent are not cut off by an interruption: they finish (within a grace period)
-	// so that the journal says what really happened.
-	inFlight := context.WithoutCancel(ctx)
+	// Patches already sent are not cut off by an interruption: they finish (within a grace period
+	// that starts with the interruption) so that the journal says what really happened. The grace
+	// must not start earlier: with a low --qps a patch waits in the client's rate limiter for longer
+	// than that, and would fail without ever being sent.
+	inFlight, cutOff := context.WithCancel(context.WithoutCancel(ctx))
+	defer cutOff()
+	stop := context.AfterFunc(ctx, func() { time.AfterFunc(e.grace(), cutOff) })
+	defer stop()
 	started := parallel.ForEachUntil(ctx, len(items), e.workers(), func(i int) {
-		pctx, cancel := context.WithTimeout(inFlight, inFlightGrace)
-		defer cancel()
-		e.patchOne(pctx, items[i], dryRun, rec, ok)
+		e.patchOne(inFlight, items[i], dryRun, rec, ok)
 		step.Add(1)
 	})
 	for _, it := range items[started:] {

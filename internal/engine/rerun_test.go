@@ -101,3 +101,42 @@ func TestReleasedByHandIsNotBlamedOnAJournal(t *testing.T) {
 		t.Fatalf("%s %s %q", it.Outcome, it.Reason, it.Message)
 	}
 }
+
+// TestSlowPatchesAreNotCutOffWithoutAnInterruption: the grace for patches in flight starts with an
+// interruption. A patch that takes longer than the grace — waiting in a client rate limiter with a
+// low --qps, say — must still land when nothing interrupted the run; it once failed with a deadline.
+func TestSlowPatchesAreNotCutOffWithoutAnInterruption(t *testing.T) {
+	w := newWorld(t, "team-a", "team-b", "team-c")
+	w.cluster.PatchDelay = 60 * time.Millisecond
+	e := w.engine()
+	e.Grace = 10 * time.Millisecond
+	run := w.detach(DetachRequest{All: true})
+	if err := e.Apply(context.Background(), run, DryRunNone); err != nil {
+		t.Fatal(err)
+	}
+	if got := run.Counts()[OutcomeApplied]; got != 3 {
+		t.Fatalf("applied %d of 3: %v", got, outcomes(run))
+	}
+}
+
+// TestInterruptionCutsOffPatchesAfterTheGrace: after an interruption, a patch still in flight gets
+// the grace and no more; it is recorded as failed, never as applied.
+func TestInterruptionCutsOffPatchesAfterTheGrace(t *testing.T) {
+	w := newWorld(t, "team-a")
+	w.cluster.PatchDelay = 5 * time.Second
+	e := w.engine()
+	e.Grace = 20 * time.Millisecond
+	run := w.detach(DetachRequest{All: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(30*time.Millisecond, cancel)
+	start := time.Now()
+	if err := e.Apply(ctx, run, DryRunNone); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("the patch in flight was not cut off after the grace: the run took %s", took)
+	}
+	if got := run.Items[0].Outcome; got != OutcomeFailed {
+		t.Fatalf("outcome %s, want %s", got, OutcomeFailed)
+	}
+}

@@ -84,10 +84,11 @@ func TestRerunWhileTheControllerIsStopped(t *testing.T) {
 
 	resume := install.PauseController(t)
 
-	// The first run, slowed down so that it can be interrupted halfway.
+	// The first run, slowed down so that it can be interrupted halfway; one worker, so that what is
+	// dispatched when the signal comes (and so still sent) is one patch, not a rate limiter's queue.
 	journals := labtest.TempDir(t)
 	cmd := exec.Command(cmdtest.Build(t), "--kubeconfig", env.State.Kubeconfig, "--journal-dir", journals, "--qps=2", "--burst=1",
-		"--argocd-namespace="+install.Namespace(), "detach", app.Name, "-n", app.Namespace, "--all", "--yes")
+		"--argocd-namespace="+install.Namespace(), "detach", app.Name, "-n", app.Namespace, "--all", "--yes", "--workers=1")
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &bytes.Buffer{}, &stderr
 	if err := cmd.Start(); err != nil {
