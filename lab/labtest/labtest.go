@@ -356,3 +356,17 @@ func (i *Install) PauseController(t testing.TB) (resume func()) {
 	t.Cleanup(resume)
 	return resume
 }
+
+// WaitDefaultObjects waits until kube-controller-manager has added its default objects
+// (kube-root-ca.crt and the default ServiceAccount) to each namespace, so that tests counting a
+// namespace's contents count the same on every run.
+func (e *Cluster) WaitDefaultObjects(t testing.TB, namespaces ...string) {
+	t.Helper()
+	for _, ns := range namespaces {
+		Eventually(t, 60*time.Second, ns+"'s default objects", func() (bool, string) {
+			_, e1 := e.Kube.CoreV1().ConfigMaps(ns).Get(Context(t), "kube-root-ca.crt", metav1.GetOptions{})
+			_, e2 := e.Kube.CoreV1().ServiceAccounts(ns).Get(Context(t), "default", metav1.GetOptions{})
+			return e1 == nil && e2 == nil, fmt.Sprint(e1, e2)
+		})
+	}
+}

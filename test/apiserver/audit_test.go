@@ -87,15 +87,7 @@ func TestGoldenAudit(t *testing.T) {
 		map[string]any{"annotations": map[string]any{"argocd.argoproj.io/sync-options": "Prune=confirm"}})})
 	t.Cleanup(func() { env.DeleteNamespace("audit-soft") })
 
-	// kube-controller-manager adds kube-root-ca.crt and the default ServiceAccount to every namespace:
-	// wait for them so that the counts are the same on every run.
-	for _, ns := range []string{"audit-team", "audit-soft", "kube-public"} {
-		labtest.Eventually(t, 60*time.Second, ns+"'s default objects", func() (bool, string) {
-			_, e1 := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-			_, e2 := env.Kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-			return e1 == nil && e2 == nil, fmt.Sprint(e1, e2)
-		})
-	}
+	env.WaitDefaultObjects(t, "audit-team", "audit-soft", "kube-public")
 	env.SeedApplication(t, argocdNamespace, "audit-manual", map[string]any{"automated": map[string]any{"prune": false}}, []any{
 		row("", "Namespace", "", "audit-team", true),
 		row("apiextensions.k8s.io", "CustomResourceDefinition", "", crd, true),

@@ -5,11 +5,9 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -64,13 +62,7 @@ func seedTeam(t *testing.T, env *labtest.Env, ns, app string) {
 		}
 	}
 	t.Cleanup(func() { env.DeleteNamespace(ns) })
-	// kube-controller-manager adds kube-root-ca.crt and the default ServiceAccount to every
-	// namespace: wait for them so that the counts are the same on every run.
-	labtest.Eventually(t, 60*time.Second, ns+"'s default objects", func() (bool, string) {
-		_, e1 := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
-		_, e2 := env.Kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-		return e1 == nil && e2 == nil, fmt.Sprint(e1, e2)
-	})
+	env.WaitDefaultObjects(t, ns)
 }
 
 func appRow(name string) map[string]any {

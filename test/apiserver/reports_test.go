@@ -64,6 +64,8 @@ func TestGoldenCheck(t *testing.T) {
 		}
 		t.Cleanup(func() { env.DeleteNamespace(ns) })
 	}
+	// The golden counts check-adopt's contents, which kube-controller-manager adds to.
+	env.WaitDefaultObjects(t, "check-adopt", "check-dest")
 	for name, tracked := range map[string]bool{"check-settings": true, "check-gone-from-git": true, "check-hook": false} {
 		meta := map[string]any{"name": name, "namespace": "check-dest"}
 		if tracked {
