@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +43,32 @@ func (g *GlobalOptions) printChange(streams genericiooptions.IOStreams, output o
 		return printDiffs(streams.Out, streams.ErrOut, g.getenv("KUBECTL_EXTERNAL_DIFF"), run)
 	}
 	return nil
+}
+
+// applyConfirmed carries a planned run as far as mode says. A preview at a terminal (not a
+// document) first prints the run and asks question; a yes applies it. The journal, when one is
+// written, is named with the way to undo it. It returns the mode the run was carried out in, or an
+// exit error when the user declined.
+func (g *GlobalOptions) applyConfirmed(ctx context.Context, streams genericiooptions.IOStreams, output outputFlags, e *engine.Engine,
+	run *engine.Run, mode engine.DryRun, question string, print func() error) (engine.DryRun, error) {
+	if run.Counts()[engine.OutcomePlanned] > 0 && mode == engine.DryRunClient && interactive(streams) && !output.out.Document() {
+		if err := print(); err != nil {
+			return mode, err
+		}
+		ok, err := confirm(streams, question)
+		if err != nil || !ok {
+			fmt.Fprintln(streams.ErrOut, "Nothing was changed.")
+			return mode, Silent(ExitFindings)
+		}
+		mode = engine.DryRunNone
+	}
+	if err := e.Apply(ctx, run, mode); err != nil {
+		return mode, failure(err)
+	}
+	if run.Journal != "" {
+		fmt.Fprintf(streams.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", run.Journal, run.Journal)
+	}
+	return mode, nil
 }
 
 // printDiffs shows, for every planned object, a unified diff of its metadata before and after (or

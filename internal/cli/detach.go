@@ -234,22 +234,10 @@ func (o *DetachOptions) execute(ctx context.Context, e *engine.Engine, run *engi
 		}
 		return o.finish(run, false)
 	}
-	if mode == engine.DryRunClient && interactive(o.IOStreams) && !o.output.out.Document() {
-		if err := o.print(run); err != nil {
-			return err
-		}
-		ok, err := confirm(o.IOStreams, fmt.Sprintf("Detach %d resources from %s (strategy %s)? [y/N] ", planned, appsText(run), run.Strategy))
-		if err != nil || !ok {
-			fmt.Fprintln(o.ErrOut, "Nothing was changed.")
-			return Silent(ExitFindings)
-		}
-		mode = engine.DryRunNone
-	}
-	if err := e.Apply(ctx, run, mode); err != nil {
-		return failure(err)
-	}
-	if run.Journal != "" {
-		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", run.Journal, run.Journal)
+	question := fmt.Sprintf("Detach %d resources from %s (strategy %s)? [y/N] ", planned, appsText(run), run.Strategy)
+	mode, err := o.applyConfirmed(ctx, o.IOStreams, o.output, e, run, mode, question, func() error { return o.print(run) })
+	if err != nil {
+		return err
 	}
 	wait := o.Wait && mode == engine.DryRunNone && !run.Interrupted && run.Counts()[engine.OutcomeApplied]+released > 0
 	if wait {

@@ -146,23 +146,10 @@ func (o *MoveOptions) Run(ctx context.Context) error {
 		fmt.Fprintln(o.ErrOut, "Some resources are refused or could not be read, so nothing is moved.")
 		return o.finish(run, false)
 	}
-	mode := o.change.dryRun
-	if counts[engine.OutcomePlanned] > 0 && mode == engine.DryRunClient && interactive(o.IOStreams) && !o.output.out.Document() {
-		if err := o.print(run); err != nil {
-			return err
-		}
-		ok, err := confirm(o.IOStreams, fmt.Sprintf("%s %d resources of %s (to %s)? [y/N] ", verbOf(run), counts[engine.OutcomePlanned], run.Apps[0].Ref(), run.Apps[1].Ref()))
-		if err != nil || !ok {
-			fmt.Fprintln(o.ErrOut, "Nothing was changed.")
-			return Silent(ExitFindings)
-		}
-		mode = engine.DryRunNone
-	}
-	if err := e.Apply(ctx, run, mode); err != nil {
-		return failure(err)
-	}
-	if run.Journal != "" {
-		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", run.Journal, run.Journal)
+	question := fmt.Sprintf("%s %d resources of %s (to %s)? [y/N] ", verbOf(run), counts[engine.OutcomePlanned], run.Apps[0].Ref(), run.Apps[1].Ref())
+	mode, err := o.applyConfirmed(ctx, o.IOStreams, o.output, e, run, o.change.dryRun, question, func() error { return o.print(run) })
+	if err != nil {
+		return err
 	}
 	wait := o.Wait && !o.Prepare && mode == engine.DryRunNone && !run.Interrupted && run.Counts()[engine.OutcomeFailed] == 0
 	if wait {
