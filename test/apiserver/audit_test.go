@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -71,6 +72,12 @@ func TestGoldenAudit(t *testing.T) {
 				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}})
 	t.Cleanup(func() {
 		_ = env.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).Delete(ctx, crd, metav1.DeleteOptions{})
+		// Tests after this one count namespaces' contents over every served kind: a kind still in
+		// discovery while its CRD goes away cannot be listed and makes their counts partial.
+		labtest.Eventually(t, 60*time.Second, "the CRD to leave discovery", func() (bool, string) {
+			_, err := env.Kube.Discovery().ServerResourcesForGroupVersion("audit.example.com/v1")
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
 	})
 	labtest.Eventually(t, 30*time.Second, "the CRD to be served", func() (bool, string) {
 		err := env.Create(ctx, map[string]any{"apiVersion": "audit.example.com/v1", "kind": "Gadget", "metadata": meta("g1", "audit-team")})

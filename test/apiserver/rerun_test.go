@@ -156,8 +156,10 @@ func TestSIGKILLDuringALargeDetachThenRerun(t *testing.T) {
 			t.Errorf("%s: %s %s %s", it.Resource.Name, it.Outcome, it.Reason, it.Message)
 		}
 	}
-	if released != killedAt || doc.Summary.Applied != n-killedAt {
-		t.Errorf("rerun: %d already released and %d applied; the kill left %d of %d released", released, doc.Summary.Applied, killedAt, n)
+	// Requests the killed process had already sent may still land after the count above: the rerun
+	// finds at least that many released, and releases exactly the rest.
+	if released < killedAt || released+doc.Summary.Applied != n {
+		t.Errorf("rerun: %d already released and %d applied; the kill left at least %d of %d released", released, doc.Summary.Applied, killedAt, n)
 	}
 	if got := countReleased(configMapMetadata(t, env, ns)); got != n {
 		t.Fatalf("after the rerun %d of %d released", got, n)
