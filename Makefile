@@ -18,6 +18,8 @@ export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES
 
 # Components `make test` needs: the control plane and every Argo CD version the lab runs.
 LAB_COMPONENTS := etcd kubernetes argocd-v3.6.1 argocd-v3.0.23 argocd-v2.14.11
+# What `make demo` needs: the control plane and the one Argo CD version it runs.
+DEMO_COMPONENTS := etcd kubernetes argocd-$(ARGOCD_VERSION)
 
 .PHONY: help deps build dist docs lab-build lab-up lab-down lab-status test test-unit test-lab demo bench fuzz vet
 
@@ -83,7 +85,8 @@ test-lab: lab-build ## tests against the real API server and real Argo CD
 
 test: vet test-unit test-lab ## the whole suite, as CI runs it
 
-demo: lab-build build ## reproduce the incident in the lab and resolve it with unprune
+demo: deps build ## reproduce the incident in the lab and resolve it with unprune (builds only the lab parts it runs)
+	@bash lab/build.sh $(DEMO_COMPONENTS) >/dev/null
 	@bash hack/demo.sh
 
 # Each benchmark runs its cases 3 or 5 times itself, alternating which contestant goes first, and
