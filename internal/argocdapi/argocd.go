@@ -3,6 +3,7 @@ package argocdapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"sync"
@@ -173,6 +174,15 @@ func (a *ArgoCD) Refresh(ctx context.Context, app argocd.Application, hard bool)
 func (a *ArgoCD) Destination(_ context.Context, app argocd.Application) (cluster.Objects, error) {
 	return &Objects{c: a.c, app: app}, nil
 }
+
+// Reach cannot serve a cluster on its own: Argo CD's API reads and patches objects only as an
+// Application's resources.
+func (a *ArgoCD) Reach(_ context.Context, d argocd.Destination) (cluster.Objects, error) {
+	return nil, fmt.Errorf("cluster %s: Argo CD's API reaches objects only as an Application's resources: %w", d, cluster.ErrUnsupported)
+}
+
+// ControllerIdentity is unknown through Argo CD's API, which does not say what the controller runs as.
+func (a *ArgoCD) ControllerIdentity(context.Context) string { return "" }
 
 // DestinationInfo names an app's destination cluster as reached through Argo CD's API.
 func DestinationInfo(c *Client, d argocd.Destination) cluster.Info {

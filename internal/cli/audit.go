@@ -9,7 +9,6 @@ import (
 
 	"github.com/unprune/unprune/internal/audit"
 	"github.com/unprune/unprune/internal/engine"
-	"github.com/unprune/unprune/internal/kube"
 	"github.com/unprune/unprune/internal/printer"
 )
 
@@ -61,6 +60,9 @@ as the controller too (Kubernetes does not chain impersonation): it probes as th
   unprune audit -A --fail-on high -o json`,
 		ValidArgsFunction: completeApps(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
 			if err := o.Validate(args); err != nil {
 				return err
 			}
@@ -91,7 +93,7 @@ func (o *AuditOptions) Validate(args []string) error {
 		return err
 	}
 	o.Apps = apps
-	return o.validateArgoCDVersion()
+	return nil
 }
 
 // Run audits and prints.
@@ -105,8 +107,8 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 		return failure(err)
 	}
 	controllerAs := o.ControllerAs
-	if k, ok := argo.(*kube.ArgoCD); ok && o.Probe && controllerAs == "" {
-		controllerAs = k.ControllerServiceAccount(ctx)
+	if o.Probe && controllerAs == "" {
+		controllerAs = argo.ControllerIdentity(ctx)
 	}
 	if o.Probe && o.Via == ViaArgoCD {
 		fmt.Fprintln(o.ErrOut, "warning: --probe needs the clusters' own API (a dry-run DELETE), which Argo CD's API does not offer: no probes with --via argocd")

@@ -27,8 +27,9 @@ func engineError(err error) error {
 
 // changeReport is the document of kind (DetachReport, MoveReport) for a run of a changing command.
 func (g *GlobalOptions) changeReport(kind string, run *engine.Run) printer.ChangeReport {
-	info := g.argo.Cluster()
-	return printer.NewChangeReport(kind, g.metadata(&info), printer.NewArgoCD(g.argo.Namespace(), g.settings.Settings), run)
+	argo := g.installed.argo
+	info := argo.Cluster()
+	return printer.NewChangeReport(kind, g.metadata(&info), printer.NewArgoCD(argo.Namespace(), g.installed.settings.Settings), run)
 }
 
 // printChange writes a run's report: a document, or the table with each planned object's diff.

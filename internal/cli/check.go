@@ -2,13 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/unprune/unprune/internal/argocd"
-	"github.com/unprune/unprune/internal/argocdapi"
 	"github.com/unprune/unprune/internal/check"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
@@ -73,6 +73,9 @@ pull-request comment.
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeApps(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
 			if err := o.Validate(args); err != nil {
 				return err
 			}
@@ -129,7 +132,7 @@ func (o *CheckOptions) Validate(args []string) error {
 	if err := o.parseAlso(); err != nil {
 		return err
 	}
-	return o.validateArgoCDVersion()
+	return nil
 }
 
 // Run checks and prints.
@@ -153,7 +156,7 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rep, err := check.Run(ctx, argo, *o.settings, app, manifests)
+	rep, err := check.Run(ctx, argo, o.installed.settings, app, manifests)
 	if err != nil {
 		return failure(err)
 	}
@@ -167,7 +170,7 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 // print writes the report and turns findings into the exit code --fail-on asks for.
 func (o *CheckOptions) print(argo cluster.ArgoCD, rep check.Report, manifests int) error {
 	info := argo.Cluster()
-	doc := printer.NewCheckReport(o.metadata(&info), printer.NewArgoCD(argo.Namespace(), o.settings.Settings), rep)
+	doc := printer.NewCheckReport(o.metadata(&info), printer.NewArgoCD(argo.Namespace(), o.installed.settings.Settings), rep)
 	var err error
 	for _, w := range rep.Warnings {
 		fmt.Fprintln(o.ErrOut, "warning:", printer.Line(w))
@@ -213,11 +216,10 @@ func (o *CheckOptions) manifests(ctx context.Context, argo cluster.ArgoCD, app a
 		}
 		return ms, nil
 	}
-	api, ok := argo.(*argocdapi.ArgoCD)
-	if !ok {
+	docs, err := argo.Manifests(ctx, app, o.Revision)
+	if errors.Is(err, cluster.ErrUnsupported) {
 		return nil, usageError("--revision needs --via argocd")
 	}
-	docs, err := api.Manifests(ctx, app, o.Revision)
 	if err != nil {
 		return nil, failure(err)
 	}

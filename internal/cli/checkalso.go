@@ -59,7 +59,7 @@ func (o *CheckOptions) runAlso(ctx context.Context, argo cluster.ArgoCD, first c
 		if err != nil {
 			return usageError("--also %s: %v", app.Ref(), err)
 		}
-		rep, err := check.Run(ctx, argo, *o.settings, app, ms)
+		rep, err := check.Run(ctx, argo, o.installed.settings, app, ms)
 		if err != nil {
 			return failure(err)
 		}
@@ -94,7 +94,7 @@ func (o *CheckOptions) printList(argo cluster.ArgoCD, reps []check.Report) error
 	var names []string
 	findings := false
 	for _, rep := range reps {
-		doc := printer.NewCheckReport(o.metadata(&info), printer.NewArgoCD(argo.Namespace(), o.settings.Settings), rep)
+		doc := printer.NewCheckReport(o.metadata(&info), printer.NewArgoCD(argo.Namespace(), o.installed.settings.Settings), rep)
 		list.Items = append(list.Items, doc)
 		names = append(names, doc.Names()...)
 		s := doc.Summary

@@ -38,7 +38,7 @@ func (o *CheckOptions) runSet(ctx context.Context, argo cluster.ArgoCD, namespac
 	if changed == nil {
 		return usageError("--manifests holds no ApplicationSet %s/%s: give the set as it is after the change", namespace, o.App.Name)
 	}
-	rep, err := check.RunSet(ctx, argo, *o.settings, changed, appset.Sources{RepoDir: o.RepoDir})
+	rep, err := check.RunSet(ctx, argo, o.installed.settings, changed, appset.Sources{RepoDir: o.RepoDir})
 	if err != nil {
 		return failure(fmt.Errorf("check ApplicationSet %s/%s: %w", namespace, o.App.Name, err))
 	}

@@ -38,7 +38,10 @@ func completeApps(g *GlobalOptions) func(*cobra.Command, []string, string) ([]st
 }
 
 func completionApps(ctx context.Context, g *GlobalOptions, cmd *cobra.Command, toComplete string) ([]argocd.Application, string, error) {
-	argo, err := g.ArgoCD(ctx)
+	if err := g.Complete(); err != nil {
+		return nil, "", err
+	}
+	argo, err := g.session.ArgoCD(ctx)
 	if err != nil {
 		return nil, "", err
 	}
@@ -77,7 +80,10 @@ func completeDetachArgs(g *GlobalOptions) func(*cobra.Command, []string, string)
 		}
 		ctx, cancel := completionContext(cmd)
 		defer cancel()
-		argo, err := g.ArgoCD(ctx)
+		if err := g.Complete(); err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		argo, err := g.session.ArgoCD(ctx)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
@@ -112,6 +118,9 @@ func completeJournals(g *GlobalOptions) func(*cobra.Command, []string, string) (
 	return func(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		if err := g.Complete(); err != nil {
+			return nil, cobra.ShellCompDirectiveDefault
 		}
 		store, err := g.journals()
 		if err != nil {

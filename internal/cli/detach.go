@@ -89,6 +89,9 @@ shows the resources released. Ctrl-C stops sending patches at once; the journal 
   unprune detach my-app Namespace/team-a --strategy keep --yes`,
 		ValidArgsFunction: completeDetachArgs(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
 			if err := o.Validate(args); err != nil {
 				return err
 			}
@@ -154,7 +157,7 @@ func (o *DetachOptions) Validate(args []string) error {
 		return err
 	}
 	o.Request = r
-	return o.validateArgoCDVersion()
+	return nil
 }
 
 // parseTargets reads APP [RESOURCE...] or APP... --all.

@@ -13,7 +13,6 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/guard"
-	"github.com/unprune/unprune/internal/kube"
 	"github.com/unprune/unprune/internal/plan"
 	"github.com/unprune/unprune/internal/printer"
 )
@@ -68,6 +67,9 @@ apply) in the current context's cluster, after a preview, with --yes.
   unprune guard policy --apply --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
 			if err := o.Validate(cmd); err != nil {
 				return err
 			}
@@ -181,6 +183,9 @@ Without --yes this is a preview; --dry-run=server asks the API server. Every cha
 		Example: fmt.Sprintf("  unprune guard %s ns/team-a crd/widgets.example.com\n  unprune guard %s ns/team-a --yes", verb, verb),
 		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
 			if err := o.Validate(args); err != nil {
 				return err
 			}
@@ -202,9 +207,6 @@ func (o *GuardChangeOptions) Validate(args []string) error {
 		return err
 	}
 	if err := o.change.validate(); err != nil {
-		return err
-	}
-	if err := o.validateClusterFlags(); err != nil {
 		return err
 	}
 	o.Resources = nil
@@ -271,24 +273,20 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 }
 
 // target is the cluster a guard command changes: the current context's, or a destination cluster
-// of Argo CD resolved as for its apps.
+// of Argo CD (by name or server URL) resolved as for its apps.
 func (g *GlobalOptions) target(ctx context.Context, nameOrServer string) (cluster.Objects, error) {
-	if nameOrServer == "" {
-		clients, err := g.Clients(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return kube.NewObjects(clients, g.FieldManager), nil
+	var (
+		objects cluster.Objects
+		err     error
+	)
+	switch {
+	case nameOrServer == "":
+		objects, err = g.session.Home(ctx)
+	case strings.Contains(nameOrServer, "://"):
+		objects, err = g.session.Destination(ctx, cluster.Info{Server: nameOrServer})
+	default:
+		objects, err = g.session.Destination(ctx, cluster.Info{Name: nameOrServer})
 	}
-	argo, err := g.ArgoCD(ctx)
-	if err != nil {
-		return nil, err
-	}
-	d := argocd.Destination{Name: nameOrServer}
-	if strings.Contains(nameOrServer, "://") {
-		d = argocd.Destination{Server: nameOrServer}
-	}
-	objects, err := argo.Destination(ctx, argocd.Application{Name: "(guard)", Destination: d})
 	if err != nil {
 		return nil, failure(err)
 	}

@@ -68,6 +68,9 @@ records every change; "unprune undo" moves the resources back.
   # Every resource of shop-old that shop declares
   unprune move shop-old --all --to shop --yes`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
 			if err := o.Validate(args); err != nil {
 				return err
 			}
@@ -119,7 +122,7 @@ func (o *MoveOptions) Validate(args []string) error {
 		r.Resources = append(r.Resources, res)
 	}
 	o.Request = r
-	return o.validateArgoCDVersion()
+	return nil
 }
 
 // Run plans, previews, and (when confirmed) applies and verifies. Any refusal stops the whole move:

@@ -68,6 +68,9 @@ Afterwards unprune waits until Argo CD shows NEW Synced on every resource.
   # Do it
   unprune rename argocd-apps/guestbook shop --yes`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
 			if err := o.Validate(args); err != nil {
 				return err
 			}
@@ -107,7 +110,7 @@ func (o *RenameOptions) Validate(args []string) error {
 		return err
 	}
 	o.Request = engine.RenameRequest{App: apps[0], NewName: args[1], Force: o.Force}
-	return o.validateArgoCDVersion()
+	return nil
 }
 
 // validateAppName accepts a DNS subdomain name, as the API server does for an Application.
@@ -195,8 +198,9 @@ func (o *RenameOptions) finish(rr *engine.RenameRun, verified bool) error {
 }
 
 func (o *RenameOptions) report(rr *engine.RenameRun) printer.RenameReport {
-	info := o.argo.Cluster()
-	return printer.NewRenameReport(o.metadata(&info), printer.NewArgoCD(o.argo.Namespace(), o.settings.Settings), rr)
+	argo := o.installed.argo
+	info := argo.Cluster()
+	return printer.NewRenameReport(o.metadata(&info), printer.NewArgoCD(argo.Namespace(), o.installed.settings.Settings), rr)
 }
 
 func (o *RenameOptions) print(rr *engine.RenameRun) error {

@@ -1,13 +1,14 @@
 // Package cli is unprune's command line: cobra wiring, flags parsed into typed requests, the engine
-// called, and the results printed. One file per verb, each an Options type with Complete (resolve
-// clients, after flags are parsed), Validate (pure) and Run (writes only to its streams). The work
+// called, and the results printed. One file per verb, each an Options type run in three steps:
+// Complete builds the session (package session) from the global flags — it reads the clusters file
+// and connects to nothing —, Validate is pure (flags and arguments checked and parsed into a
+// request), and Run does the work through the session and writes only to its streams. The work
 // happens in the cobra-free packages beside this one.
 package cli
 
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -15,12 +16,12 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/argocdapi"
+	"github.com/unprune/unprune/internal/cli/session"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/journal"
@@ -55,22 +56,30 @@ type GlobalOptions struct {
 	// Injected for tests; nil means the real thing.
 	Now    func() time.Time
 	Getenv func(string) string
+	// NewSession builds the session from the parsed flags; nil means session.New (the real
+	// clusters). Tests give an in-memory one.
+	NewSession func(session.Config) session.Session
 
-	streams  genericiooptions.IOStreams
-	clients  *kube.Clients
+	streams genericiooptions.IOStreams
+	// session is built by Complete.
+	session session.Session
+	// installed is the installation connect reached, for the reports that describe it.
+	installed installation
+}
+
+// installation is an Argo CD installation and its settings, as connect read them.
+type installation struct {
 	argo     cluster.ArgoCD
-	settings *cluster.Settings
-	api      *argocdapi.Client
+	settings cluster.Settings
 }
 
 // Binary names unprune runs as; each plugin name shows as its host command's subcommand.
 const (
-	NameUnprune        = "unprune"
-	NameKubectlPlugin  = "kubectl-unprune"
-	NameArgoCDPlugin   = "argocd-unprune"
-	displayKubectl     = "kubectl unprune"
-	displayArgoCD      = "argocd unprune"
-	defaultArgoCDSpace = "argocd"
+	NameUnprune       = "unprune"
+	NameKubectlPlugin = "kubectl-unprune"
+	NameArgoCDPlugin  = "argocd-unprune"
+	displayKubectl    = "kubectl unprune"
+	displayArgoCD     = "argocd unprune"
 )
 
 // NewRootCommand builds a fresh command tree. name is the binary (unprune, kubectl-unprune or
@@ -164,6 +173,9 @@ func verbose(c *cobra.Command) bool {
 }
 
 func (g *GlobalOptions) now() time.Time {
+	if g.session != nil {
+		return g.session.Now()
+	}
 	if g.Now != nil {
 		return g.Now()
 	}
@@ -171,6 +183,9 @@ func (g *GlobalOptions) now() time.Time {
 }
 
 func (g *GlobalOptions) getenv(k string) string {
+	if g.session != nil {
+		return g.session.Getenv(k)
+	}
 	if g.Getenv != nil {
 		return g.Getenv(k)
 	}
@@ -178,130 +193,74 @@ func (g *GlobalOptions) getenv(k string) string {
 }
 
 // requestTimeout is --request-timeout, or 0.
-func (g *GlobalOptions) requestTimeout() time.Duration {
-	if g.ConfigFlags.Timeout == nil || *g.ConfigFlags.Timeout == "" || *g.ConfigFlags.Timeout == "0" {
-		return 0
+func (g *GlobalOptions) requestTimeout() (time.Duration, error) {
+	t := g.ConfigFlags.Timeout
+	if t == nil || *t == "" || *t == "0" {
+		return 0, nil
 	}
-	d, err := time.ParseDuration(*g.ConfigFlags.Timeout)
+	d, err := clientcmd.ParseTimeout(*t)
 	if err != nil {
-		return 0
+		return 0, usageError("--request-timeout=%q: use a duration such as 30s or 1m", *t)
 	}
-	return d
+	return d, nil
 }
 
-// Clients connects to the cluster of the kubeconfig's context, once, checking with one request that
-// it answers.
-func (g *GlobalOptions) Clients(ctx context.Context) (*kube.Clients, error) {
-	if g.clients != nil {
-		return g.clients, nil
+// Complete parses the global flags into the session's configuration and builds the session, once.
+// It reads the clusters file; it connects to nothing.
+func (g *GlobalOptions) Complete() error {
+	if g.session != nil {
+		return nil
 	}
-	if g.QPS <= 0 || g.Burst <= 0 {
-		return nil, usageError("--qps and --burst must be positive")
+	cfg, err := g.config()
+	if err != nil {
+		return err
 	}
+	if g.NewSession != nil {
+		g.session = g.NewSession(cfg)
+	} else {
+		g.session = session.New(cfg)
+	}
+	return nil
+}
+
+// config checks the global flags and turns them into the session's configuration.
+func (g *GlobalOptions) config() (session.Config, error) {
 	if g.ArgoCDContext != "" && g.Via == ViaKube {
+		// Argo CD's cluster is the one commands start from: its context replaces --context.
 		g.ConfigFlags.Context = &g.ArgoCDContext
 	}
-	cfg, err := g.ConfigFlags.ToRESTConfig()
-	if err != nil {
-		return nil, usageError("cannot build a client from your kubeconfig: %v (set --kubeconfig or --context)", err)
+	cfg := session.Config{
+		Kubeconfig: g.ConfigFlags, Via: session.Via(g.Via), API: g.API,
+		ArgoCDNamespace: g.ArgoCDNamespace, ArgoCDContext: g.ArgoCDContext,
+		QPS: g.QPS, Burst: g.Burst, FieldManager: g.FieldManager, JournalDir: g.JournalDir,
+		ArgoCDCredentials: g.ClusterCredentials == "argocd",
+		Warnings:          g.streams.ErrOut, Now: g.Now, Getenv: g.Getenv,
 	}
-	mapper, err := g.ConfigFlags.ToRESTMapper()
-	if err != nil {
-		return nil, failure(err)
+	if g.QPS <= 0 || g.Burst <= 0 {
+		return cfg, usageError("--qps and --burst must be positive")
 	}
-	info := cluster.Info{Name: argocd.InClusterName, Server: argocd.InClusterServer, URL: cfg.Host, Via: cluster.ViaKubeconfig, Context: g.contextName()}
-	c, err := kube.NewClients(cfg, info, mapper, kube.Options{QPS: g.QPS, Burst: g.Burst})
-	if err != nil {
-		return nil, failure(err)
+	if err := g.validateClusterFlags(); err != nil {
+		return cfg, err
 	}
-	if err := c.Ping(ctx, g.requestTimeout()); err != nil {
-		return nil, failure(fmt.Errorf("%w (check --context/--kubeconfig, the network or VPN)", err))
-	}
-	g.clients = c
-	return c, nil
-}
-
-func (g *GlobalOptions) contextName() string {
-	if g.ConfigFlags.Context != nil && *g.ConfigFlags.Context != "" {
-		return *g.ConfigFlags.Context
-	}
-	if raw, err := g.ConfigFlags.ToRawKubeConfigLoader().RawConfig(); err == nil {
-		return raw.CurrentContext
-	}
-	return ""
-}
-
-// ArgoCD is the Argo CD installation: found in the current context's cluster, or argocd-server's
-// API with --via argocd.
-func (g *GlobalOptions) ArgoCD(ctx context.Context) (cluster.ArgoCD, error) {
-	if g.argo != nil {
-		return g.argo, nil
-	}
-	if g.Via == ViaArgoCD {
-		c, err := g.apiClient()
-		if err != nil {
-			return nil, err
-		}
-		fallback := g.ArgoCDNamespace
-		if fallback == "" {
-			fallback = defaultArgoCDSpace
-		}
-		g.argo = argocdapi.NewArgoCD(c, fallback)
-		return g.argo, nil
-	}
-	c, err := g.Clients(ctx)
-	if err != nil {
-		return nil, err
-	}
-	objects := kube.NewObjects(c, g.FieldManager)
-	ns := g.ArgoCDNamespace
-	if ns == "" {
-		var note string
-		ns, note = kube.FindNamespace(ctx, objects, defaultArgoCDSpace)
-		if note != "" {
-			fmt.Fprintln(g.streams.ErrOut, "warning:", note)
-		}
-	}
-	dests, err := g.destinations(objects, ns)
-	if err != nil {
-		return nil, err
-	}
-	g.argo = &kube.ArgoCD{Objects: objects, Ns: ns, Destinations: dests}
-	return g.argo, nil
-}
-
-// apiClient connects to argocd-server, once.
-func (g *GlobalOptions) apiClient() (*argocdapi.Client, error) {
-	if g.api != nil {
-		return g.api, nil
-	}
-	opts := g.API
-	opts.Getenv, opts.Timeout = g.getenv, g.requestTimeout()
-	if opts.Context == "" {
-		opts.Context = g.ArgoCDContext
-	}
-	c, err := argocdapi.Connect(opts)
-	if err != nil {
-		return nil, usageError("%v", err)
-	}
-	g.api = c
-	return c, nil
-}
-
-// destinations builds the resolver of destination clusters from the flags.
-func (g *GlobalOptions) destinations(management *kube.Objects, namespace string) (*kube.Destinations, error) {
 	contexts, err := g.clusterContexts()
 	if err != nil {
-		return nil, err
+		return cfg, err
 	}
-	return &kube.Destinations{
-		Management: management, Namespace: namespace, Contexts: contexts,
-		ArgoCDCredentials: g.ClusterCredentials == "argocd", FromContext: g.fromContext,
-		Options: kube.Options{QPS: g.QPS, Burst: g.Burst}, FieldManager: g.FieldManager,
-	}, nil
+	cfg.ClusterContexts = contexts
+	if g.ArgoCDVersion != "" {
+		v, err := argocd.ParseVersion(g.ArgoCDVersion)
+		if err != nil {
+			return cfg, usageError("--argocd-version: %v", err)
+		}
+		cfg.ArgoCDVersion = &v
+	}
+	if cfg.RequestTimeout, err = g.requestTimeout(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
 }
 
-// validateClusterFlags checks the destination-cluster flags before anything connects.
+// validateClusterFlags checks how Argo CD and the destination clusters are to be reached.
 func (g *GlobalOptions) validateClusterFlags() error {
 	switch g.Via {
 	case ViaKube:
@@ -317,8 +276,7 @@ func (g *GlobalOptions) validateClusterFlags() error {
 	default:
 		return usageError(`--cluster-credentials=%q: the only value is "argocd" (use Argo CD's cluster Secrets); leave it out to use your kubeconfig`, g.ClusterCredentials)
 	}
-	_, err := g.clusterContexts()
-	return err
+	return nil
 }
 
 // clusterContexts reads --cluster-context and --clusters-file.
@@ -345,77 +303,27 @@ func (g *GlobalOptions) clusterContexts() (map[string]string, error) {
 	return out, nil
 }
 
-// fromContext builds a client configuration from the user's kubeconfig with another context.
-func (g *GlobalOptions) fromContext(context string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if g.ConfigFlags.KubeConfig != nil && *g.ConfigFlags.KubeConfig != "" {
-		rules.ExplicitPath = *g.ConfigFlags.KubeConfig
-	}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
-	if d := g.requestTimeout(); d > 0 {
-		overrides.Timeout = d.String()
-	}
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
-}
-
-// connect reaches Argo CD and reads its tracking settings: what every command does first.
+// connect reaches Argo CD and reads its tracking settings: what most commands do first.
 func (g *GlobalOptions) connect(ctx context.Context) (cluster.ArgoCD, argocd.Settings, error) {
-	argo, err := g.ArgoCD(ctx)
+	argo, err := g.session.ArgoCD(ctx)
 	if err != nil {
-		return nil, argocd.Settings{}, err
+		return nil, argocd.Settings{}, failure(err)
 	}
-	s, err := g.Settings(ctx, argo)
-	return argo, s, err
-}
-
-// Settings reads Argo CD's tracking settings, once.
-func (g *GlobalOptions) Settings(ctx context.Context, argo cluster.ArgoCD) (argocd.Settings, error) {
-	if g.settings != nil {
-		return g.settings.Settings, nil
-	}
-	var v *argocd.Version
-	if g.ArgoCDVersion != "" {
-		parsed, err := argocd.ParseVersion(g.ArgoCDVersion)
-		if err != nil {
-			return argocd.Settings{}, usageError("--argocd-version: %v", err)
-		}
-		v = &parsed
-	}
-	s, err := argo.Settings(ctx, v)
+	s, err := g.session.Settings(ctx)
 	if err != nil {
-		return argocd.Settings{}, failure(err)
+		return nil, argocd.Settings{}, failure(err)
 	}
-	for _, w := range s.Warnings {
-		fmt.Fprintln(g.streams.ErrOut, "warning:", printer.Line(w))
-	}
-	g.settings = &s
-	return s.Settings, nil
-}
-
-// validateArgoCDVersion checks --argocd-version (and the cluster flags) before anything connects.
-func (g *GlobalOptions) validateArgoCDVersion() error {
-	if err := g.validateClusterFlags(); err != nil {
-		return err
-	}
-	if g.ArgoCDVersion == "" {
-		return nil
-	}
-	if _, err := argocd.ParseVersion(g.ArgoCDVersion); err != nil {
-		return usageError("--argocd-version: %v", err)
-	}
-	return nil
+	g.installed = installation{argo: argo, settings: s}
+	return argo, s.Settings, nil
 }
 
 // journals is the journal store.
 func (g *GlobalOptions) journals() (*journal.Store, error) {
-	dir := g.JournalDir
-	if dir == "" {
-		var err error
-		if dir, err = journal.DefaultDir(g.getenv, os.UserHomeDir); err != nil {
-			return nil, usageError("%v (set --journal-dir)", err)
-		}
+	store, err := g.session.Journals()
+	if err != nil {
+		return nil, usageError("%v", err)
 	}
-	return journal.NewStore(dir, g.now), nil
+	return store, nil
 }
 
 // engine builds the engine for a command.

@@ -47,6 +47,9 @@ Applications are the APPs named (NAME or NAMESPACE/NAME), else those of Argo CD'
   unprune scan -A -o jsonpath='{.items[*].resource.name}'`,
 		ValidArgsFunction: completeApps(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
 			if err := o.Validate(args); err != nil {
 				return err
 			}
@@ -68,7 +71,7 @@ func (o *ScanOptions) Validate(args []string) error {
 		return err
 	}
 	o.Apps = apps
-	return o.validateArgoCDVersion()
+	return nil
 }
 
 // Run scans and prints. The exit code is 1 when stuck apps were found.

@@ -8,10 +8,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/unprune/unprune/internal/argocd"
-	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/journal"
-	"github.com/unprune/unprune/internal/kube"
 	"github.com/unprune/unprune/internal/printer"
 )
 
@@ -61,6 +59,9 @@ when Argo CD is reachable.
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeJournals(g),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
 			if len(args) == 1 {
 				o.Journal = args[0]
 			}
@@ -130,7 +131,7 @@ func (o *UndoOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	u, err := e.PlanUndo(ctx, rec, o.connect, o.journalArgoCD)
+	u, err := e.PlanUndo(ctx, rec, o.session.Recorded, o.session.JournalArgoCD)
 	if err != nil {
 		_ = rec.Close()
 		return engineError(err)
@@ -168,158 +169,6 @@ func (o *UndoOptions) finish(u *engine.UndoRun, path string) error {
 	return Silent(code)
 }
 
-// journalArgoCD reaches the Argo CD installation a journal recorded, to read the Applications
-// whose tracking undo would write back: through Argo CD's API with --via argocd, else in the
-// cluster of --argocd-context (or --context), which must be the API server the journal recorded.
-func (o *UndoOptions) journalArgoCD(ctx context.Context, j *journal.Journal) (cluster.ArgoCD, error) {
-	if j.ArgoCD == nil {
-		return nil, fmt.Errorf("the journal names no Argo CD installation")
-	}
-	if o.ArgoCDNamespace != "" && o.ArgoCDNamespace != j.ArgoCD.Namespace {
-		return nil, fmt.Errorf("the journal's Argo CD runs in namespace %s, not --argocd-namespace %s: leave the flag out", j.ArgoCD.Namespace, o.ArgoCDNamespace)
-	}
-	o.ArgoCDNamespace = j.ArgoCD.Namespace
-	argo, err := o.ArgoCD(ctx)
-	if err != nil {
-		return nil, err
-	}
-	recorded, _ := j.ClusterOf(journal.Entry{Cluster: j.ArgoCD.Cluster})
-	got := argo.Cluster()
-	switch {
-	case recorded.Via == cluster.ViaKubeconfig && got.Via == cluster.ViaKubeconfig && recorded.URL != "" && got.URL != recorded.URL:
-		return nil, fmt.Errorf("the journal's Argo CD runs in the cluster at %s, but context %q talks to %s: name its context with --argocd-context",
-			recorded.URL, got.Context, got.URL)
-	case recorded.Via == cluster.ViaArgoCDAPI && got.Via == cluster.ViaArgoCDAPI && got.Server != recorded.Server:
-		return nil, fmt.Errorf("the journal was written through Argo CD's API at %s, but this run talks to %s: point --argocd-server (--server for argocd unprune) or $ARGOCD_SERVER at the journal's", recorded.Server, got.Server)
-	}
-	return argo, nil
-}
-
-// connect reaches the cluster a journal entry lives in, the way it was reached when the entry was
-// written: the same kubeconfig context (checked to talk to the same API server), or Argo CD's
-// credentials when the user says so again.
-func (o *UndoOptions) connect(ctx context.Context, c cluster.Info, app *journal.AppRef) (cluster.Objects, error) {
-	switch c.Via {
-	case cluster.ViaArgoCDAPI:
-		if o.Via == ViaArgoCD {
-			return o.connectAPI(ctx, c, app)
-		}
-		// Detached through Argo CD's API, undone with the kubeconfig: the cluster is resolved as an
-		// app destination would be.
-		return o.connectDestination(ctx, c)
-	case cluster.ViaKubeconfig, "":
-		if c.Name == argocd.InClusterName || c.Server == argocd.InClusterServer {
-			clients, err := o.Clients(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if err := sameServer(c, clients.Config.Host, clients.Info.Context); err != nil {
-				return nil, err
-			}
-			return kube.NewObjects(clients, o.FieldManager), nil
-		}
-		return o.connectContext(ctx, c)
-	case cluster.ViaArgoCDCredentials:
-		if o.ClusterCredentials != "argocd" {
-			return nil, fmt.Errorf("the journal reached cluster %s with Argo CD's credentials: add --cluster-credentials=argocd to use them again, or --cluster-context %s=CONTEXT",
-				c.Name, c.Name)
-		}
-		argo, err := o.ArgoCD(ctx)
-		if err != nil {
-			return nil, err
-		}
-		k, ok := argo.(*kube.ArgoCD)
-		if !ok {
-			return nil, fmt.Errorf("the journal reached cluster %s with Argo CD's cluster credentials: undo it with your kubeconfig (without --via argocd)", c.Name)
-		}
-		return k.Destinations.Resolve(ctx, argocd.Destination{Name: c.Name, Server: c.Server})
-	}
-	return nil, fmt.Errorf("the journal reached cluster %s %s; undo it the same way", c.Name, c.Via)
-}
-
-// connectDestination reaches a cluster named as Argo CD names it, with the kubeconfig: the cluster
-// Argo CD runs in, or a destination reached by --cluster-context or --cluster-credentials=argocd.
-func (o *UndoOptions) connectDestination(ctx context.Context, c cluster.Info) (cluster.Objects, error) {
-	d := argocd.Destination{Name: c.Name, Server: c.Server}
-	if d.InCluster() || c.Name == argocd.InClusterName {
-		clients, err := o.Clients(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return kube.NewObjects(clients, o.FieldManager), nil
-	}
-	argo, err := o.ArgoCD(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return argo.Destination(ctx, argocd.Application{Name: "(journal)", Destination: d})
-}
-
-// connectAPI reaches an entry's object the way the journal did: through Argo CD's API, as the
-// entry's Application's resource.
-func (o *UndoOptions) connectAPI(ctx context.Context, c cluster.Info, app *journal.AppRef) (cluster.Objects, error) {
-	if o.Via != ViaArgoCD {
-		return nil, fmt.Errorf("the journal reached cluster %s through Argo CD's API at %s: undo it the same way, with --via argocd", c.Name, c.ArgoCDServer)
-	}
-	if app == nil {
-		return nil, fmt.Errorf("the journal's entry in cluster %s names no Application, which Argo CD's API needs", c.Name)
-	}
-	argo, err := o.ArgoCD(ctx)
-	if err != nil {
-		return nil, err
-	}
-	a, err := argo.GetApplication(ctx, app.Namespace, app.Name)
-	if err != nil {
-		return nil, err
-	}
-	return argo.Destination(ctx, a)
-}
-
-// connectContext reaches a destination through a kubeconfig context: the one the journal recorded,
-// unless --cluster-context maps the cluster to another.
-func (o *UndoOptions) connectContext(ctx context.Context, c cluster.Info) (cluster.Objects, error) {
-	contexts, err := o.clusterContexts()
-	if err != nil {
-		return nil, err
-	}
-	context := c.Context
-	for _, k := range []string{c.Name, c.Server} {
-		if mapped, ok := contexts[k]; ok && k != "" {
-			context = mapped
-		}
-	}
-	cfg, err := o.fromContext(context)
-	if err != nil {
-		return nil, fmt.Errorf("cluster %s: kubeconfig context %q: %w (map it with --cluster-context %s=CONTEXT)", c.Name, context, err, c.Name)
-	}
-	if err := sameServer(c, cfg.Host, context); err != nil {
-		return nil, err
-	}
-	info := c
-	info.Context = context
-	clients, err := kube.NewClients(cfg, info, nil, kube.Options{QPS: o.QPS, Burst: o.Burst})
-	if err != nil {
-		return nil, err
-	}
-	if err := clients.Ping(ctx, o.requestTimeout()); err != nil {
-		return nil, err
-	}
-	return kube.NewObjects(clients, o.FieldManager), nil
-}
-
-// sameServer refuses to undo against another API server than the one the journal changed.
-func sameServer(c cluster.Info, host, context string) error {
-	want := c.URL
-	if want == "" {
-		want = c.Server
-	}
-	if want != "" && want != argocd.InClusterServer && host != want {
-		return fmt.Errorf("the journal's objects live in cluster %s at %s, but context %q talks to %s: switch with --context (or --cluster-context %s=CONTEXT)",
-			c.Name, want, context, host, c.Name)
-	}
-	return nil
-}
-
 // refresh asks Argo CD to compare the journal's apps again, when it can be reached; undo does not
 // need it.
 func (o *UndoOptions) refresh(ctx context.Context, j *journal.Journal) {
@@ -327,8 +176,7 @@ func (o *UndoOptions) refresh(ctx context.Context, j *journal.Journal) {
 	if len(apps) == 0 || j.ArgoCD == nil {
 		return
 	}
-	o.ArgoCDNamespace = j.ArgoCD.Namespace
-	argo, err := o.ArgoCD(ctx)
+	argo, err := o.session.JournalArgoCD(ctx, j)
 	if err != nil {
 		return
 	}

@@ -16,7 +16,7 @@ func (o *UndoOptions) undoRenameBefore(ctx context.Context, j *journal.Journal) 
 	if o.Via == ViaArgoCD {
 		return nil, true, usageError("undo of a rename creates and deletes Application objects, which Argo CD's API cannot do with preconditions: use your kubeconfig")
 	}
-	argo, err := o.journalArgoCD(ctx, j)
+	argo, err := o.session.JournalArgoCD(ctx, j)
 	if err != nil {
 		return nil, true, failure(err)
 	}

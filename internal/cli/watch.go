@@ -71,7 +71,7 @@ func (o *WatchOptions) Complete(cmd *cobra.Command) error {
 	if o.Via == ViaArgoCD {
 		return usageError("unprune watch reads Applications through the Kubernetes API: --via argocd is not supported")
 	}
-	if err := o.validateArgoCDVersion(); err != nil {
+	if err := o.GlobalOptions.Complete(); err != nil {
 		return err
 	}
 	c := &o.Config
@@ -107,9 +107,9 @@ func (o *WatchOptions) Complete(cmd *cobra.Command) error {
 // Run finds Argo CD's namespace when not given and watches until interrupted.
 func (o *WatchOptions) Run(ctx context.Context) error {
 	if o.ArgoCDNamespace == "" {
-		argo, err := o.ArgoCD(ctx)
+		argo, err := o.session.ArgoCD(ctx)
 		if err != nil {
-			return err
+			return failure(err)
 		}
 		o.ArgoCDNamespace = argo.Namespace()
 	}

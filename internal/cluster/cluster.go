@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -242,8 +243,21 @@ type ArgoCD interface {
 	Refresh(ctx context.Context, app argocd.Application, hard bool) error
 	// Destination returns the objects of the cluster the app deploys to.
 	Destination(ctx context.Context, app argocd.Application) (Objects, error)
+	// Reach returns the objects of the cluster a destination names, without an app: where guards
+	// go and journal entries were changed. A backend that serves objects only as an app's
+	// resources (Argo CD's API) fails with ErrUnsupported.
+	Reach(ctx context.Context, d argocd.Destination) (Objects, error)
+	// Manifests are the app's desired manifests rendered by Argo CD at revision (its repo-server);
+	// a backend that cannot ask the repo-server fails with ErrUnsupported.
+	Manifests(ctx context.Context, app argocd.Application, revision string) ([]string, error)
+	// ControllerIdentity is the user the application controller acts as in the cluster Argo CD
+	// runs in (its ServiceAccount), for the probe; empty when the backend cannot tell.
+	ControllerIdentity(ctx context.Context) string
 	ApplicationWriter
 }
+
+// ErrUnsupported marks what a backend cannot do at all: the other backend can.
+var ErrUnsupported = errors.New("not offered by this way of reaching Argo CD")
 
 // Clock is time as the engine sees it; tests inject their own.
 type Clock func() time.Time

@@ -306,6 +306,28 @@ func clusterKey(d argocd.Destination) string {
 	return d.Server
 }
 
+// Reach returns the objects of the cluster d names: the cluster Argo CD runs in, or a destination
+// resolved as for an app.
+func (a *ArgoCD) Reach(ctx context.Context, d argocd.Destination) (cluster.Objects, error) {
+	if d.InCluster() || d.Name == argocd.InClusterName {
+		return a.inCluster(), nil
+	}
+	if a.Destinations == nil {
+		return nil, fmt.Errorf("cluster %s: no way to reach it was given", d)
+	}
+	return a.Destinations.Resolve(ctx, d)
+}
+
+// Manifests needs Argo CD's repo-server, which only Argo CD's API reaches.
+func (a *ArgoCD) Manifests(context.Context, argocd.Application, string) ([]string, error) {
+	return nil, fmt.Errorf("rendering an app's manifests at a revision needs Argo CD's repo-server: %w", cluster.ErrUnsupported)
+}
+
+// ControllerIdentity is the controller's ServiceAccount (ControllerServiceAccount).
+func (a *ArgoCD) ControllerIdentity(ctx context.Context) string {
+	return a.ControllerServiceAccount(ctx)
+}
+
 // ControllerServiceAccount is the user Argo CD's application controller acts as in the cluster it
 // runs in: its service account, when one exists under the name Argo CD's manifests and Helm chart
 // give it; empty otherwise (a controller run with other credentials).

@@ -297,6 +297,8 @@ type ArgoCD struct {
 	// raw are the Applications as stored objects (applications.go), made on first use.
 	raw    map[string]map[string]any
 	writes []string
+	// manifests are what Manifests renders, by app.
+	manifests map[string][]string
 }
 
 // Stop pauses the fake controller (a busy or stopped application controller): refreshes are
@@ -479,4 +481,41 @@ func (a *ArgoCD) Destination(_ context.Context, app argocd.Application) (cluster
 		return c, nil
 	}
 	return nil, fmt.Errorf("Application %s deploys to cluster %s, which this fake does not know", app.Ref(), app.Destination)
+}
+
+// Reach returns the cluster a destination names.
+func (a *ArgoCD) Reach(_ context.Context, d argocd.Destination) (cluster.Objects, error) {
+	if d.Name == argocd.InClusterName {
+		return a.InCluster, nil
+	}
+	if c := a.destination(d); c != nil {
+		return c, nil
+	}
+	return nil, fmt.Errorf("cluster %s: this fake does not know it", d)
+}
+
+// Manifests are what SetManifests gave for the app, at any revision.
+func (a *ArgoCD) Manifests(_ context.Context, app argocd.Application, revision string) ([]string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	docs, ok := a.manifests[app.Ref()]
+	if !ok {
+		return nil, fmt.Errorf("Application %s: no manifests at %s in this fake", app.Ref(), revision)
+	}
+	return docs, nil
+}
+
+// SetManifests sets what Manifests renders for the app (namespace/name).
+func (a *ArgoCD) SetManifests(app string, docs ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.manifests == nil {
+		a.manifests = map[string][]string{}
+	}
+	a.manifests[app] = docs
+}
+
+// ControllerIdentity is the ServiceAccount Argo CD's manifests give the controller.
+func (a *ArgoCD) ControllerIdentity(context.Context) string {
+	return "system:serviceaccount:" + a.Ns + ":argocd-application-controller"
 }

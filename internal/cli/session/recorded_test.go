@@ -1,9 +1,13 @@
-package cli
+package session
 
 import (
 	"context"
+	"io"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
@@ -47,15 +51,19 @@ func TestUndoReadsAppsWhereTheJournalsArgoCDRuns(t *testing.T) {
 			j := journal.New("detach", "untrack", "test")
 			j.ArgoCD = &journal.ArgoCDRef{Namespace: "gitops", Cluster: j.AddCluster(tc.recorded)}
 			fake := argoAt{clustertest.NewArgoCD("gitops", clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer), argocd.Settings{}), tc.actual}
-			o := &UndoOptions{GlobalOptions: &GlobalOptions{ArgoCDNamespace: tc.namespaceFlag, argo: fake}}
-			got, err := o.journalArgoCD(context.Background(), j)
+			// Only the journal's namespace holds an installation: asking for any other would
+			// connect, and the kubeconfig leads nowhere.
+			flags := genericclioptions.NewConfigFlags(false)
+			nowhere := filepath.Join(t.TempDir(), "kubeconfig")
+			flags.KubeConfig = &nowhere
+			s := New(Config{Kubeconfig: flags, ArgoCDNamespace: tc.namespaceFlag, Warnings: io.Discard}).(*live)
+			s.argo["gitops"] = &lazy[cluster.ArgoCD]{done: true, v: fake}
+			got, err := s.JournalArgoCD(context.Background(), j)
 			switch {
-			case tc.wantErr == "" && (err != nil || got == nil):
-				t.Fatalf("refused: %v", err)
+			case tc.wantErr == "" && (err != nil || got != cluster.ArgoCD(fake)):
+				t.Fatalf("got %v, %v; want the journal's installation", got, err)
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("err %v; want one naming %s", err, tc.wantErr)
-			case tc.wantErr == "" && o.ArgoCDNamespace != "gitops":
-				t.Fatalf("reads Argo CD in namespace %q, not the journal's", o.ArgoCDNamespace)
 			}
 		})
 	}
