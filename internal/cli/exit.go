@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/spf13/cobra"
+
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/printer"
@@ -124,7 +126,11 @@ func runExit(doc printer.ChangeReport, verify bool) (int, string) {
 // Execute runs the command tree for args and returns the process exit code, having printed any
 // error on stderr. Every binary (unprune, kubectl-unprune, argocd-unprune) is this one call.
 func Execute(ctx context.Context, name string, args []string, streams genericiooptions.IOStreams) int {
-	root := NewRootCommand(name, streams)
+	return execute(ctx, NewRootCommand(name, streams), args, streams)
+}
+
+// execute runs a command tree, prints its error and maps it to the exit code.
+func execute(ctx context.Context, root *cobra.Command, args []string, streams genericiooptions.IOStreams) int {
 	root.SetArgs(args)
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)

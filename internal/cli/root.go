@@ -85,6 +85,11 @@ const (
 // NewRootCommand builds a fresh command tree. name is the binary (unprune, kubectl-unprune or
 // argocd-unprune): plugins name themselves as their host shows them, in help, errors and completion.
 func NewRootCommand(name string, streams genericiooptions.IOStreams) *cobra.Command {
+	return newRootCommand(name, newGlobalOptions(name, streams))
+}
+
+// newGlobalOptions are the global flags' defaults for the binary name.
+func newGlobalOptions(name string, streams genericiooptions.IOStreams) *GlobalOptions {
 	g := &GlobalOptions{
 		ConfigFlags: genericclioptions.NewConfigFlags(true),
 		QPS:         1000,
@@ -97,6 +102,12 @@ func NewRootCommand(name string, streams genericiooptions.IOStreams) *cobra.Comm
 		g.ConfigFlags.APIServer = nil
 		g.Via = ViaArgoCD
 	}
+	return g
+}
+
+// newRootCommand builds the command tree over g (tests set its clock and session).
+func newRootCommand(name string, g *GlobalOptions) *cobra.Command {
+	streams := g.streams
 	cmd := &cobra.Command{
 		Use:   name,
 		Short: "Release Argo CD resources stuck on \"requires pruning\" without deleting anything",
