@@ -1,0 +1,134 @@
+package kube
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/rest"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
+)
+
+// clusterSecretObject is an Argo CD cluster Secret as the API server stores it (data in base64).
+func clusterSecretObject(secretName, name, server, config string) *unstructured.Unstructured {
+	enc := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": secretName, "namespace": "argocd", "labels": map[string]any{LabelSecretType: SecretTypeCluster}},
+		"data":     map[string]any{"name": enc(name), "server": enc(server), "config": enc(config)},
+	}}
+}
+
+// destinations resolves over a management cluster holding secrets; contexts maps clusters to
+// kubeconfig contexts, and every context leads to 127.0.0.1.
+func destinations(t *testing.T, credentials bool, contexts map[string]string, secrets ...runtime.Object) (*Destinations, *[]string) {
+	t.Helper()
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvrSecret: "SecretList"}, secrets...)
+	var asked []string
+	d := &Destinations{
+		Management:        &Objects{Clients: &Clients{Dynamic: dyn, Info: cluster.Info{Name: argocd.InClusterName}}},
+		Namespace:         "argocd",
+		Contexts:          contexts,
+		ArgoCDCredentials: credentials,
+		FromContext: func(context string) (*rest.Config, error) {
+			asked = append(asked, context)
+			return &rest.Config{Host: "https://127.0.0.1:7443"}, nil
+		},
+	}
+	return d, &asked
+}
+
+func TestDestinationsReachAClusterByAContextMappedToEitherName(t *testing.T) {
+	secret := clusterSecretObject("cluster-prod", "prod-eu", "https://127.0.0.2:6443", `{"bearerToken":"s3cret"}`)
+	d, asked := destinations(t, false, map[string]string{"prod-eu": "prod-admin"}, secret)
+	// The app names the cluster by server; the user mapped its name: the Secret links the two.
+	objects, err := d.Resolve(context.Background(), argocd.Destination{Server: "https://127.0.0.2:6443/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := objects.Info()
+	if info.Via != cluster.ViaKubeconfig || info.Context != "prod-admin" || info.Name != "prod-eu" || info.Server != "https://127.0.0.2:6443" {
+		t.Errorf("info = %+v", info)
+	}
+	again, err := d.Resolve(context.Background(), argocd.Destination{Name: "prod-eu"})
+	if err != nil || again != objects || len(*asked) != 1 {
+		t.Errorf("second resolve: %v, same clients %v, contexts asked %v: a cluster is connected once", err, again == objects, *asked)
+	}
+}
+
+func TestDestinationsUseArgoCDsCredentialsOnlyWhenAllowed(t *testing.T) {
+	secret := clusterSecretObject("cluster-prod", "prod-eu", "https://127.0.0.2:6443", `{"bearerToken":"s3cret","tlsClientConfig":{"insecure":true}}`)
+	d, _ := destinations(t, false, nil, secret)
+	_, err := d.Resolve(context.Background(), argocd.Destination{Name: "prod-eu"})
+	if err == nil || !strings.Contains(err.Error(), "--cluster-context prod-eu=CONTEXT") || !strings.Contains(err.Error(), "--cluster-credentials=argocd") {
+		t.Errorf("without permission: %v; want both ways named", err)
+	}
+	d, _ = destinations(t, true, nil, secret)
+	objects, err := d.Resolve(context.Background(), argocd.Destination{Name: "prod-eu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := objects.(*Objects)
+	if o.Info().Via != cluster.ViaArgoCDCredentials || o.Clients.Config.BearerToken != "s3cret" || !o.Clients.Config.Insecure || o.Clients.Config.Host != "https://127.0.0.2:6443" {
+		t.Errorf("info %+v, config host %s insecure %v", o.Info(), o.Clients.Config.Host, o.Clients.Config.Insecure)
+	}
+}
+
+func TestDestinationsRefuseWhatArgoCDRefusesAndNeverSayACredential(t *testing.T) {
+	tests := []struct {
+		name    string
+		secrets []runtime.Object
+		dest    argocd.Destination
+		want    string
+	}{
+		{"two Secrets for one server", []runtime.Object{
+			clusterSecretObject("a", "prod", "https://127.0.0.2:6443", `{}`),
+			clusterSecretObject("b", "prod-again", "https://127.0.0.2:6443", `{}`),
+		}, argocd.Destination{Server: "https://127.0.0.2:6443"}, "matches several cluster Secrets (a, b)"},
+		{"no Secret", nil, argocd.Destination{Name: "prod"}, "Argo CD has no cluster Secret for it"},
+		{"AWS IAM", []runtime.Object{clusterSecretObject("a", "eks", "https://127.0.0.3", `{"awsAuthConfig":{"clusterName":"eks","roleARN":"arn:s3cret"}}`)},
+			argocd.Destination{Name: "eks"}, "authenticates with AWS IAM"},
+		{"config not JSON", []runtime.Object{clusterSecretObject("a", "bad", "https://127.0.0.4", `{"bearerToken":"s3cret"`)},
+			argocd.Destination{Name: "bad"}, "is not valid JSON"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, _ := destinations(t, true, nil, tc.secrets...)
+			_, err := d.Resolve(context.Background(), tc.dest)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("the error shows a credential: %v", err)
+			}
+		})
+	}
+}
+
+func TestExecProviderAndProxyComeFromTheSecret(t *testing.T) {
+	s := clusterSecret{secretName: "a", name: "gke", server: "https://127.0.0.5",
+		config: []byte(`{"execProviderConfig":{"command":"argocd-k8s-auth","args":["gcp"],"env":{"B":"2","A":"1"},"apiVersion":"client.authentication.k8s.io/v1beta1"},"proxyUrl":"http://127.0.0.9:3128"}`)}
+	cfg, err := s.restConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cfg.ExecProvider
+	if e == nil || e.Command != "argocd-k8s-auth" || len(e.Env) != 2 || e.Env[0].Name != "A" || e.InteractiveMode != "Never" {
+		t.Fatalf("exec = %+v", e)
+	}
+	u, err := cfg.Proxy(nil)
+	if err != nil || u.String() != "http://127.0.0.9:3128" {
+		t.Errorf("proxy = %v, %v", u, err)
+	}
+	s.config = []byte(`{"proxyUrl":"::not a url"}`)
+	if _, err := s.restConfig(); err == nil || !strings.Contains(err.Error(), "proxyUrl in Secret a does not parse") {
+		t.Errorf("bad proxy: %v", err)
+	}
+}
