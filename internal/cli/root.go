@@ -61,7 +61,8 @@ type GlobalOptions struct {
 	NewSession func(session.Config) session.Session
 
 	streams genericiooptions.IOStreams
-	// session is built by Complete.
+	// cfg is what Complete parsed the global flags into; session is built from it.
+	cfg     session.Config
 	session session.Session
 	// installed is the installation connect reached, for the reports that describe it.
 	installed installation
@@ -226,6 +227,7 @@ func (g *GlobalOptions) Complete() error {
 	if err != nil {
 		return err
 	}
+	g.cfg = cfg
 	if g.NewSession != nil {
 		g.session = g.NewSession(cfg)
 	} else {

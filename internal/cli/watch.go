@@ -9,6 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cli/session"
 	"github.com/unprune/unprune/internal/watch"
 )
 
@@ -36,12 +37,21 @@ on the Application says what a prune would delete and the unprune command that r
 
 Read-only: it writes nothing but Events and its Lease. Run several replicas with leader election
 (--leader-elect, a Lease in -n NAMESPACE): every replica serves metrics, only the leader emits Events.
-Out of the cluster it uses your kubeconfig; in a pod, its ServiceAccount. See docs/watch.md and deploy/.`,
+Out of the cluster it uses your kubeconfig; in a pod, its ServiceAccount. See docs/watch.md and deploy/.
+
+Applications deploying to other clusters are judged there too when the watch can reach them: by
+--cluster-context (out of the cluster), or with --cluster-credentials=argocd, the credentials of Argo
+CD's cluster Secrets (in a pod: add deploy/components/remote-clusters, which lets the ServiceAccount
+read Secrets in Argo CD's namespace). The watch only reads there. Without either, their rows count
+as unguarded, with a live error.`,
 		Example: `  # Out of the cluster, one replica, metrics on 127.0.0.1:8080
   unprune watch --argocd-namespace argocd --leader-elect=false
 
   # As the Deployment in deploy/ runs it
-  unprune watch --argocd-namespace argocd --metrics-bind-address :8080 -n unprune`,
+  unprune watch --argocd-namespace argocd --metrics-bind-address :8080 -n unprune
+
+  # Also judge remote destinations, with Argo CD's own cluster credentials
+  unprune watch --argocd-namespace argocd --cluster-credentials=argocd`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Complete(cmd); err != nil {
@@ -97,6 +107,8 @@ func (o *WatchOptions) Complete(cmd *cobra.Command) error {
 	}
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	c.REST = cfg
+	c.ClusterContexts, c.ArgoCDCredentials = o.cfg.ClusterContexts, o.cfg.ArgoCDCredentials
+	c.FromContext = session.FromContext(o.cfg)
 	if c.LeaseNamespace, _, err = o.ConfigFlags.ToRawKubeConfigLoader().Namespace(); err != nil {
 		return usageError("the Lease's namespace: %v (set -n)", err)
 	}

@@ -32,6 +32,8 @@ type Options struct {
 	Workers int
 	// PageSize bounds LIST responses; 0 means 500.
 	PageSize int64
+	// WrapTransport wraps every request's transport (a long-running watch counts its requests).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // Clients are the Kubernetes clients of one cluster.
@@ -66,6 +68,9 @@ func NewClients(cfg *rest.Config, info cluster.Info, mapper meta.RESTMapper, opt
 		opts.PageSize = 500
 	}
 	cfg.UserAgent = version.UserAgent()
+	if opts.WrapTransport != nil {
+		cfg.Wrap(opts.WrapTransport)
+	}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", info, err)

@@ -53,9 +53,9 @@ type watcher struct {
 
 // newWatcher builds the clients (every request counted) and the informers.
 func newWatcher(ctx context.Context, cfg Config, m *Metrics, log *logger) (*watcher, error) {
-	rc := *cfg.REST
-	rc.Wrap(func(rt httpRoundTripper) httpRoundTripper { return &countingTransport{next: rt, metrics: m} })
-	clients, err := kube.NewClients(&rc, clusterInfo(), nil, kube.Options{QPS: rc.QPS, Burst: rc.Burst})
+	count := func(rt httpRoundTripper) httpRoundTripper { return &countingTransport{next: rt, metrics: m} }
+	opts := kube.Options{QPS: cfg.REST.QPS, Burst: cfg.REST.Burst, WrapTransport: count}
+	clients, err := kube.NewClients(cfg.REST, clusterInfo(), nil, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,12 @@ func newWatcher(ctx context.Context, cfg Config, m *Metrics, log *logger) (*watc
 	if err != nil {
 		return nil, err
 	}
-	argo := &kube.ArgoCD{Objects: kube.NewObjects(clients, kube.FieldManager), Ns: cfg.ArgoCDNamespace}
+	management := kube.NewObjects(clients, kube.FieldManager)
+	argo := &kube.ArgoCD{Objects: management, Ns: cfg.ArgoCDNamespace}
+	if len(cfg.ClusterContexts) > 0 || cfg.ArgoCDCredentials {
+		argo.Destinations = &kube.Destinations{Management: management, Namespace: cfg.ArgoCDNamespace, Contexts: cfg.ClusterContexts,
+			ArgoCDCredentials: cfg.ArgoCDCredentials, FromContext: cfg.FromContext, Options: opts, FieldManager: kube.FieldManager}
+	}
 	w := &watcher{
 		cfg: cfg, log: log, metrics: m, kube: kc, dyn: clients.Dynamic,
 		argo:  newCachingArgoCD(argo, cfg.CacheSize, cfg.CacheTTL, cfg.Now),

@@ -114,3 +114,34 @@ func TestDeployment(t *testing.T) {
 		t.Error("want a Service and, with the component, a ServiceMonitor")
 	}
 }
+
+// TestRemoteClustersComponent: the opt-in for remote destinations adds exactly list on Secrets in
+// Argo CD's namespace, bound to the watch's ServiceAccount, and the flag that uses them.
+func TestRemoteClustersComponent(t *testing.T) {
+	objs := Build(t, "base", "namespace: team-argocd", "namePrefix: x-", "components:", "  - DEPLOYcomponents/remote-clusters")
+	var secretRules []rule
+	for _, role := range Kind(objs, "Role") {
+		for _, r := range rules(t, role) {
+			if slices.Contains(r.resources, "secrets") {
+				secretRules = append(secretRules, r)
+			}
+		}
+	}
+	if len(secretRules) != 1 || !slices.Equal(secretRules[0].verbs, []string{"list"}) || !slices.Equal(secretRules[0].groups, []string{""}) {
+		t.Errorf("rules on Secrets: %+v; want one, list only", secretRules)
+	}
+	if n := len(Kind(objs, "ClusterRole")); n != 1 {
+		t.Errorf("%d ClusterRoles: the component must not grant anything cluster-wide", n)
+	}
+	for _, b := range Kind(objs, "RoleBinding") {
+		s := asSlice(b["subjects"])[0].(map[string]any)
+		if s["name"] != "x-unprune-watch" || s["namespace"] != "team-argocd" {
+			t.Errorf("%v binds %v", b["metadata"], s)
+		}
+	}
+	dep := Kind(objs, "Deployment")[0]
+	c := asSlice(dep["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"])[0].(map[string]any)
+	if args := fmt.Sprint(c["args"]); !strings.Contains(args, "--cluster-credentials=argocd") || !strings.Contains(args, "--leader-elect=true") {
+		t.Errorf("args %s: want the base's and --cluster-credentials=argocd", args)
+	}
+}

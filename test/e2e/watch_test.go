@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -66,10 +67,17 @@ func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return 
 // applyShippedRBAC applies deploy/base's ServiceAccount and roles to Argo CD's namespace, under a
 // unique name prefix, and returns the ServiceAccount's name. The Deployment is not applied: the lab
 // runs no kubelet; the replicas run here, as that ServiceAccount.
-func applyShippedRBAC(t *testing.T, env *labtest.Env, namespace string) string {
+func applyShippedRBAC(t *testing.T, env *labtest.Env, namespace string, components ...string) string {
 	t.Helper()
 	prefix := labtest.UniqueName("w") + "-"
-	objs := deploytest.Build(t, "base", "namespace: "+namespace, "namePrefix: "+prefix)
+	overlay := []string{"namespace: " + namespace, "namePrefix: " + prefix}
+	if len(components) > 0 {
+		overlay = append(overlay, "components:")
+		for _, c := range components {
+			overlay = append(overlay, "  - DEPLOYcomponents/"+c)
+		}
+	}
+	objs := deploytest.Build(t, "base", overlay...)
 	for _, o := range objs {
 		switch o["kind"] {
 		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
@@ -125,13 +133,14 @@ func buildUnprune(t *testing.T) string {
 var servingRE = regexp.MustCompile(`serving metrics on http://([0-9.:]+)/metrics`)
 
 // startWatch runs a replica and waits until it serves metrics.
-func startWatch(t *testing.T, bin, kubeconfig, namespace, name string) *watchProc {
+func startWatch(t *testing.T, bin, kubeconfig, namespace, name string, extra ...string) *watchProc {
 	t.Helper()
 	p := &watchProc{name: name, log: &syncBuffer{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(bin, "--kubeconfig", kubeconfig, "--argocd-namespace", namespace, "--argocd-version", "v3.6.1", "-n", namespace,
+	args := []string{"--kubeconfig", kubeconfig, "--argocd-namespace", namespace, "--argocd-version", "v3.6.1", "-n", namespace,
 		"watch", "--metrics-bind-address", "127.0.0.1:0", "--identity", name,
 		"--lease-duration", testLeaseDuration.String(), "--renew-deadline", testRenewDeadline.String(), "--retry-period", testRetryPeriod.String(),
-		"--resync-period", "5s", "--live-cache-ttl", "2s")
+		"--resync-period", "5s", "--live-cache-ttl", "2s"}
+	p.cmd = exec.Command(bin, append(args, extra...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -371,6 +380,54 @@ func TestWatch(t *testing.T) {
 
 	checkOnlyEventsAndLeaseWritten(t, follower, leader)
 	stopGracefully(t, env, follower, ns)
+}
+
+// TestWatchRemoteDestination: Applications deploying to another cluster than Argo CD's are judged
+// there. A replica given Argo CD's cluster credentials (the remote-clusters component's Secret
+// access, --cluster-credentials=argocd) sees which remote Namespace a guard protects; a replica with
+// the base RBAC only cannot read the remote cluster and counts both prunes unguarded.
+func TestWatchRemoteDestination(t *testing.T) {
+	env := labtest.Get(t)
+	remote := env.Remote(t)
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", Namespace: "argocd-watch-remote"})
+	install.RegisterRemote(t, remote, "remote")
+	ns := install.Namespace()
+	bin := buildUnprune(t)
+	reaching := startWatch(t, bin, serviceAccountKubeconfig(t, env, ns, applyShippedRBAC(t, env, ns, "remote-clusters")), ns, "reaching",
+		"--leader-elect=false", "--cluster-credentials=argocd")
+	blind := startWatch(t, bin, serviceAccountKubeconfig(t, env, ns, applyShippedRBAC(t, env, ns)), ns, "blind", "--leader-elect=false")
+
+	exposed := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, DestName: "remote"})
+	guarded := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, DestName: "remote"})
+	exposedNS, guardedNS := labtest.UniqueName("far"), labtest.UniqueName("farguarded")
+	t.Cleanup(func() {
+		remote.DeleteNamespace(exposedNS)
+		remote.DeleteNamespace(guardedNS)
+	})
+	exposed.Incident(t, exposedNS, nil)
+	guarded.Incident(t, guardedNS, nil)
+	// The guard: Prune=false on the live Namespace, in the remote cluster (argo-cd
+	// gitops-engine's sync: an object annotated so is never pruned).
+	if _, err := remote.Kube.CoreV1().Namespaces().Patch(labtest.Context(t), guardedNS, types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"argocd.argoproj.io/sync-options":"Prune=false"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, p := range []*watchProc{reaching, blind} {
+		for _, app := range []*labtest.App{exposed, guarded} {
+			p.waitMetric(t, 15*time.Second, "unprune_resources_requiring_pruning", map[string]string{"application": app.Name, "risk": "high"}, 1)
+		}
+	}
+	unguarded := func(app *labtest.App) map[string]string {
+		return map[string]string{"application": app.Name, "risk": "high", "when": "now"}
+	}
+	reaching.waitMetric(t, 15*time.Second, "unprune_unguarded_prune_candidates", unguarded(exposed), 1)
+	reaching.waitMetric(t, 15*time.Second, "unprune_unguarded_prune_candidates", unguarded(guarded), 0)
+	blind.waitMetric(t, 15*time.Second, "unprune_unguarded_prune_candidates", unguarded(guarded), 1)
+	if samples, _ := reaching.scrape(t); value(samples, "unprune_resources_requiring_pruning", map[string]string{"application": exposed.Name, "risk": "high", "destination": "remote"}) != 1 {
+		t.Errorf("the remote app's series does not name its destination cluster")
+	}
+	checkOnlyEventsAndLeaseWritten(t, reaching, blind)
 }
 
 // checkOnlyEventsAndLeaseWritten: the replicas sent no write but Events and the Lease, and nothing

@@ -165,16 +165,22 @@ func (s *live) destinations(management *kube.Objects, namespace string) *kube.De
 }
 
 // fromContext builds a client configuration from the user's kubeconfig with another context.
-func (s *live) fromContext(context string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if k := s.cfg.Kubeconfig.KubeConfig; k != nil && *k != "" {
-		rules.ExplicitPath = *k
+func (s *live) fromContext(context string) (*rest.Config, error) { return FromContext(s.cfg)(context) }
+
+// FromContext returns what builds a client configuration from the kubeconfig of cfg with another
+// context than its own: how destination clusters mapped to contexts are reached.
+func FromContext(cfg Config) func(context string) (*rest.Config, error) {
+	return func(context string) (*rest.Config, error) {
+		rules := clientcmd.NewDefaultClientConfigLoadingRules()
+		if k := cfg.Kubeconfig.KubeConfig; k != nil && *k != "" {
+			rules.ExplicitPath = *k
+		}
+		overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
+		if d := cfg.RequestTimeout; d > 0 {
+			overrides.Timeout = d.String()
+		}
+		return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 	}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
-	if d := s.cfg.RequestTimeout; d > 0 {
-		overrides.Timeout = d.String()
-	}
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
 }
 
 func (s *live) Settings(ctx context.Context) (cluster.Settings, error) {
