@@ -174,6 +174,14 @@ type EachReader interface {
 	ReadEach(ctx context.Context, refs []Ref, fn func(i int, res ReadResult))
 }
 
+// Lister is implemented by backends that can list every object of a resource, metadata only: a
+// long-running reader fills its cache with one LIST instead of reading object by object.
+type Lister interface {
+	// ListAll calls fn for every object of like's resource in like's namespace (every object, for
+	// a cluster-scoped resource), without managedFields, which such a reader would keep for nothing.
+	ListAll(ctx context.Context, like Ref, fn func(*Object)) error
+}
+
 // Prober is implemented by backends that can ask the API server whether it would delete an object
 // (DELETE with dryRun=All), for audit --probe.
 type Prober interface {

@@ -287,6 +287,32 @@ func (o *Objects) listMatching(ctx context.Context, refs []cluster.Ref, l listRe
 	}
 }
 
+// ListAll lists every object of like's resource in like's namespace, page by page, metadata only
+// and without managedFields.
+func (o *Objects) ListAll(ctx context.Context, like cluster.Ref, fn func(*cluster.Object)) error {
+	ri := o.meta(like)
+	opts := metav1.ListOptions{Limit: o.options.PageSize}
+	for {
+		list, err := ri.List(ctx, opts)
+		if err != nil {
+			return cluster.Explain(err, "list "+like.Resource+" in "+scope(like.Namespace), o.Clients.Info)
+		}
+		for i := range list.Items {
+			m := &list.Items[i]
+			m.ManagedFields = nil
+			r := like
+			r.Namespace, r.Name = m.Namespace, m.Name
+			fn(fromMeta(r, m))
+		}
+		if list.Continue == "" {
+			return nil
+		}
+		opts.Continue = list.Continue
+	}
+}
+
+var _ cluster.Lister = (*Objects)(nil)
+
 // readPlan groups refs into LISTs and single GETs.
 type readPlan struct {
 	lists []listRead

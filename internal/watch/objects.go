@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/unprune/unprune/internal/cluster"
 )
 
@@ -21,6 +23,9 @@ type cachedObjects struct {
 	full     *lru[cluster.ReadResult]
 	counts   *lru[countResult]
 	policies *lru[policyResult]
+	// listed are the LISTs (resource and namespace) whose objects the cache holds, for the TTL.
+	listed *lru[struct{}]
+	lists  singleflight.Group
 }
 
 type countResult struct {
@@ -42,6 +47,7 @@ func newCachedObjects(inner cluster.Objects, size int, ttl time.Duration, now fu
 		counts: newLRU[countResult](size/10+1, ttl, now),
 		// Two objects (the policy and its binding) per destination.
 		policies: newLRU[policyResult](16, ttl, now),
+		listed:   newLRU[struct{}](size/10+1, ttl, now),
 	}
 }
 
@@ -58,31 +64,92 @@ func (c *cachedObjects) Resolve(ctx context.Context, group, kind, version, names
 	return c.inner.Resolve(ctx, group, kind, version, namespace, name)
 }
 
-// Read answers from the cache what it holds and reads the rest in one bulk read. Errors are cached
-// too: an object that is gone, or a kind the ServiceAccount may not read, is not asked again on
-// every status change.
+// listFrom is how many objects of one resource and namespace an evaluation must miss before the
+// cache lists them all (as the kube backend lists rather than gets from three objects on).
+const listFrom = 3
+
+// Read answers from the cache what it holds. Where an evaluation misses several objects of one
+// resource in one namespace, it lists that resource there once and caches every object listed: the
+// apps deploying to a namespace then share one LIST per TTL instead of each listing it again. The
+// rest is read in one bulk read. Errors are cached too: an object that is gone, or a kind the
+// ServiceAccount may not read, is not asked again on every status change.
 func (c *cachedObjects) Read(ctx context.Context, refs []cluster.Ref) []cluster.ReadResult {
 	out := make([]cluster.ReadResult, len(refs))
-	var missing []cluster.Ref
-	var at []int
+	misses := map[string][]int{}
+	var order []string
 	for i, r := range refs {
 		if res, ok := c.meta.get(r.Key()); ok {
 			out[i] = res
 			continue
 		}
-		missing = append(missing, r)
-		at = append(at, i)
+		k := listKey(r)
+		if misses[k] == nil {
+			order = append(order, k)
+		}
+		misses[k] = append(misses[k], i)
 	}
-	if len(missing) == 0 {
+	var rest []int
+	for _, k := range order {
+		idx := misses[k]
+		if len(idx) >= listFrom && c.fill(ctx, k, refs[idx[0]]) {
+			// What the listing did not hold (created since, or evicted) is read below.
+			for _, i := range idx {
+				if res, ok := c.meta.get(refs[i].Key()); ok {
+					out[i] = res
+				} else {
+					rest = append(rest, i)
+				}
+			}
+			continue
+		}
+		rest = append(rest, idx...)
+	}
+	if len(rest) == 0 {
 		return out
 	}
+	missing := make([]cluster.Ref, len(rest))
+	for k, i := range rest {
+		missing[k] = refs[i]
+	}
 	for k, res := range c.inner.Read(ctx, missing) {
-		out[at[k]] = res
+		out[rest[k]] = res
 		if ctx.Err() == nil {
 			c.meta.put(missing[k].Key(), res)
 		}
 	}
 	return out
+}
+
+// listKey names the LIST that holds r: its resource in its namespace.
+func listKey(r cluster.Ref) string {
+	return r.Group + "/" + r.Version + "/" + r.Resource + "/" + r.Namespace
+}
+
+// fill lists like's resource in its namespace into the cache, unless that was done within the TTL;
+// concurrent evaluations wanting the same LIST wait for one. It reports whether the cache holds the
+// listing; when the backend cannot list, or the LIST fails (a kind the ServiceAccount may not list),
+// the caller reads object by object.
+func (c *cachedObjects) fill(ctx context.Context, key string, like cluster.Ref) bool {
+	lister, ok := c.inner.(cluster.Lister)
+	if !ok {
+		return false
+	}
+	if _, ok := c.listed.get(key); ok {
+		return true
+	}
+	_, err, _ := c.lists.Do(key, func() (any, error) {
+		if _, ok := c.listed.get(key); ok {
+			return nil, nil
+		}
+		err := lister.ListAll(ctx, like, func(obj *cluster.Object) {
+			c.meta.put(obj.Ref.Key(), cluster.ReadResult{Object: obj})
+		})
+		if err == nil {
+			c.listed.put(key, struct{}{})
+		}
+		return nil, err
+	})
+	return err == nil
 }
 
 func (c *cachedObjects) Get(ctx context.Context, ref cluster.Ref) (*cluster.Object, error) {
