@@ -132,7 +132,7 @@ func Execute(ctx context.Context, name string, args []string, streams genericioo
 	err := root.ExecuteContext(ctx)
 	var e *ExitError
 	if err != nil && !(errors.As(err, &e) && e.Err == nil) {
-		fmt.Fprintln(streams.ErrOut, "error:", printer.Line(err.Error()))
+		fmt.Fprintln(streams.ErrOut, "error:", printer.Line(speak(name, err)))
 	}
 	return ExitCode(err)
 }

@@ -282,7 +282,7 @@ func (g *GlobalOptions) apiClient() (*argocdapi.Client, error) {
 	}
 	c, err := argocdapi.Connect(opts)
 	if err != nil {
-		return nil, usageError("%v", err)
+		return nil, usageError("%w", err)
 	}
 	g.api = c
 	return c, nil
