@@ -8,10 +8,16 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
 
+	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/argocdapi"
+	"github.com/unprune/unprune/internal/check"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/option"
+	"github.com/unprune/unprune/internal/printer"
+	"github.com/unprune/unprune/internal/watch"
 )
 
 // The remedy for missing Argo CD credentials names the options of the binary that runs: the argocd
@@ -84,6 +90,33 @@ func TestOptionSpellings(t *testing.T) {
 			t.Errorf("option %v: unprune has no flag --%s", n, s.long)
 		} else if short != s.short {
 			t.Errorf("option %v: --%s's shorthand is %q, the table says %q", n, s.long, short, s.short)
+		}
+	}
+}
+
+// Messages made below the command line read, once it has spelled their options, as they always
+// did: lab tests and the documentation quote them.
+func TestMessagesBelowSpellOptions(t *testing.T) {
+	cm := argocd.Resource{Kind: "ConfigMap", Namespace: "shop", Name: "settings"}
+	_, policyErr := guard.Policy(guard.PolicyOptions{Names: []string{"pvs/data"}})
+	_, outputErr := printer.ParseOutput("json", false, true)
+	tests := []struct{ got, want string }{
+		{strings.Join(check.MoveRecipe("shop-old", "team/shop", cm), "; "),
+			"before merging: unprune move shop-old ConfigMap/shop/settings --to team/shop --prepare --yes; " +
+				"merge the change, and wait until team/shop lists the resource (OutOfSync, shared with shop-old); " +
+				"then: unprune move shop-old ConfigMap/shop/settings --to team/shop --yes"},
+		{fmt.Sprint(policyErr), `--name "pvs/data": add pvs to --kinds too`},
+		{fmt.Sprint(outputErr), "--no-headers goes with table output, not -o json"},
+		{fmt.Sprint((&watch.Config{}).Validate()), "no cluster to watch: pass --kubeconfig, or run in a pod with a ServiceAccount"},
+		{fmt.Sprint((&watch.Config{REST: &rest.Config{}, ArgoCDNamespace: "argocd", LeaderElect: true}).Validate()),
+			"the Lease needs a namespace: pass -n/--namespace (in a pod, the pod's namespace is the default)"},
+		{argocdapi.ErrNoDryRun.Error(), "Argo CD's API cannot send a patch as a dry run: preview with --dry-run=client, or use a kubeconfig for the cluster"},
+		{(&cluster.ChainedImpersonationError{ActingAs: "alice", As: "bob"}).Error(),
+			"cannot act as bob while acting as alice (--as): Kubernetes does not chain impersonation; run without --as to act as bob"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got  %q\nwant %q", tt.got, tt.want)
 		}
 	}
 }

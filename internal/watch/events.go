@@ -12,6 +12,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/guard"
+	"github.com/unprune/unprune/internal/option"
 )
 
 // Event reasons, on the Application.
@@ -248,7 +249,7 @@ func contentsText(f Finding) string {
 }
 
 func detachCommand(s Summary, r argocd.Resource) string {
-	return fmt.Sprintf("unprune detach %s/%s %s --yes", s.Namespace, s.Name, r)
+	return option.Command{Path: []string{"detach"}, Args: []string{s.Namespace + "/" + s.Name, r.String()}, Options: []option.Setting{option.Flag(option.Yes)}}.String()
 }
 
 // guardCommand is `guard protect` for the kinds unprune's admission policy covers, else `guard
@@ -256,8 +257,10 @@ func detachCommand(s Summary, r argocd.Resource) string {
 func guardCommand(r argocd.Resource) string {
 	for _, k := range guard.Kinds {
 		if k.Group == r.Group && k.Kind == r.Kind {
-			return fmt.Sprintf("unprune guard protect %s --yes (with unprune guard policy --kinds %s --apply)", r, k.Flag)
+			protect := option.Command{Path: []string{"guard", "protect"}, Args: []string{r.String()}, Options: []option.Setting{option.Flag(option.Yes)}}
+			policy := option.Command{Path: []string{"guard", "policy"}, Options: []option.Setting{{Name: option.GuardKinds, Value: k.Flag}, option.Flag(option.Apply)}}
+			return fmt.Sprintf("%v (with %v)", protect, policy)
 		}
 	}
-	return fmt.Sprintf("unprune guard confirm %s --yes", r)
+	return option.Command{Path: []string{"guard", "confirm"}, Args: []string{r.String()}, Options: []option.Setting{option.Flag(option.Yes)}}.String()
 }
