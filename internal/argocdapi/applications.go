@@ -12,7 +12,7 @@ import (
 // deletes is the one whose finalizers it removed.
 var errNoApplicationWrites error = &sentinel{func() string {
 	return "creating, patching and deleting Applications through Argo CD's API is not supported " +
-		"(no dry run, no preconditions on delete): use your kubeconfig (" + option.Via.String() + " kubeconfig)"
+		"(no dry run, no preconditions on delete): use your kubeconfig (" + option.Via.String() + " kube)"
 }}
 
 // sentinel is an error of this package's own, compared by identity, whose message is made when it
