@@ -249,7 +249,12 @@ func contentsText(f Finding) string {
 }
 
 func detachCommand(s Summary, r argocd.Resource) string {
-	return option.Command{Path: []string{"detach"}, Args: []string{s.Namespace + "/" + s.Name, r.String()}, Options: []option.Setting{option.Flag(option.Yes)}}.String()
+	return confirmed([]string{"detach"}, s.Namespace+"/"+s.Name, r.String()).String()
+}
+
+// confirmed is a command that changes something at once (--yes), as Events recommend them.
+func confirmed(path []string, args ...string) option.Command {
+	return option.Command{Path: path, Args: args, Options: []option.Setting{option.Flag(option.Yes)}}
 }
 
 // guardCommand is `guard protect` for the kinds unprune's admission policy covers, else `guard
@@ -257,10 +262,10 @@ func detachCommand(s Summary, r argocd.Resource) string {
 func guardCommand(r argocd.Resource) string {
 	for _, k := range guard.Kinds {
 		if k.Group == r.Group && k.Kind == r.Kind {
-			protect := option.Command{Path: []string{"guard", "protect"}, Args: []string{r.String()}, Options: []option.Setting{option.Flag(option.Yes)}}
+			protect := confirmed([]string{"guard", "protect"}, r.String())
 			policy := option.Command{Path: []string{"guard", "policy"}, Options: []option.Setting{{Name: option.GuardKinds, Value: k.Flag}, option.Flag(option.Apply)}}
 			return fmt.Sprintf("%v (with %v)", protect, policy)
 		}
 	}
-	return option.Command{Path: []string{"guard", "confirm"}, Args: []string{r.String()}, Options: []option.Setting{option.Flag(option.Yes)}}.String()
+	return confirmed([]string{"guard", "confirm"}, r.String()).String()
 }
