@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/unprune/unprune/internal/option"
 )
 
 // gitParams evaluates a git generator against a local checkout of its repository: directories
@@ -19,7 +21,7 @@ import (
 // in the flag's help.
 func gitParams(s ApplicationSet, src Sources, spec map[string]any) ([]map[string]any, error) {
 	if src.RepoDir == "" {
-		return nil, fmt.Errorf("the git generator reads %s: give a checkout of it with --repo-dir", str(spec["repoURL"]))
+		return nil, fmt.Errorf("the git generator reads %s: give a checkout of it with %v", str(spec["repoURL"]), option.RepoDir)
 	}
 	prefix := str(spec["pathParamPrefix"])
 	var params []map[string]any

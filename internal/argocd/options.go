@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/unprune/unprune/internal/option"
 )
 
 // Options that unprune reads or writes in the sync-options and compare-options annotations.
@@ -142,8 +144,8 @@ func EffectivePrune(version *Version, objectOptions string, appOptions []string)
 		return after
 	}
 	return PruneSetting{Value: PruneAllowed, Notes: []string{fmt.Sprintf(
-		"Argo CD before v3.4 reads Prune=%s here, v3.4 and later Prune=%s; the version is unknown, so neither counts as a guard (pass --argocd-version)",
-		orAllowed(before.Value), orAllowed(after.Value))}}
+		"Argo CD before v3.4 reads Prune=%s here, v3.4 and later Prune=%s; the version is unknown, so neither counts as a guard (pass %v)",
+		orAllowed(before.Value), orAllowed(after.Value), option.ArgoCDVersion)}}
 }
 
 func prune(appLevel bool, objectOptions string, appOptions []string) PruneSetting {

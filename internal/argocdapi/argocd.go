@@ -10,6 +10,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/option"
 )
 
 // ArgoCD is an installation seen through argocd-server.
@@ -79,7 +80,7 @@ func (a *ArgoCD) Settings(ctx context.Context, v *argocd.Version) (cluster.Setti
 			}
 		}
 		if v == nil {
-			warnings = append(warnings, "Argo CD version unknown (the server did not tell it): pass --argocd-version to be exact")
+			warnings = append(warnings, fmt.Sprintf("Argo CD version unknown (the server did not tell it): pass %v to be exact", option.ArgoCDVersion))
 		}
 	}
 	data := map[string]string{argocd.SettingInstanceLabelKey: s.AppLabelKey, argocd.SettingInstallationID: s.InstallationID}

@@ -90,10 +90,10 @@ func Connect(o Options) (*Client, error) {
 		}
 	}
 	if o.Server == "" {
-		return nil, errors.New("no Argo CD server: pass --server (or set ARGOCD_SERVER), or log in with `argocd login`")
+		return nil, &CredentialsError{Problem: NoServer}
 	}
 	if o.AuthToken == "" {
-		return nil, fmt.Errorf("no token for Argo CD server %s: pass --auth-token (or set ARGOCD_AUTH_TOKEN), or log in with `argocd login`", o.Server)
+		return nil, &CredentialsError{Problem: NoToken, Server: o.Server}
 	}
 	raw := o.Server
 	if !strings.Contains(raw, "://") {
@@ -241,7 +241,7 @@ func (c *Client) classify(status int, data []byte, path string) error {
 	gr := schema.GroupResource{Group: "argoproj.io", Resource: "applications"}
 	switch {
 	case status == http.StatusUnauthorized || e.Code == 16:
-		return apierrors.NewUnauthorized(fmt.Sprintf("Argo CD server %s does not accept the token (%s): log in again (`argocd login`) or pass another --auth-token", c.server, msg))
+		return &CredentialsError{Problem: TokenRejected, Server: c.server, Reason: msg}
 	case status == http.StatusForbidden || e.Code == 7:
 		return &cluster.ArgoCDDeniedError{Server: c.server, Msg: msg}
 	case strings.Contains(msg, "ValidatingAdmissionPolicy") || strings.Contains(msg, "admission webhook"):

@@ -3,7 +3,6 @@ package argocdapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/parallel"
 	"github.com/unprune/unprune/internal/progress"
 )
@@ -27,7 +27,9 @@ type Objects struct {
 var _ cluster.Objects = (*Objects)(nil)
 
 // ErrNoDryRun is returned for a server-side dry run: Argo CD's API has none.
-var ErrNoDryRun = errors.New("Argo CD's API cannot send a patch as a dry run: preview with --dry-run=client, or use a kubeconfig for the cluster")
+var ErrNoDryRun error = &sentinel{func() string {
+	return fmt.Sprintf("Argo CD's API cannot send a patch as a dry run: preview with %v=client, or use a kubeconfig for the cluster", option.DryRun)
+}}
 
 // Info names the app's destination cluster.
 func (o *Objects) Info() cluster.Info { return DestinationInfo(o.c, o.app.Destination) }
@@ -112,8 +114,8 @@ func (o *Objects) Get(ctx context.Context, r cluster.Ref) (*cluster.Object, erro
 func (o *Objects) explain(err error, what string) error {
 	if err != nil && strings.Contains(err.Error(), "not found as part of application") {
 		return fmt.Errorf("%s: Argo CD's API reaches only Application %s's resources, and this object is not one (any more): "+
-			"reach its cluster %s with your kubeconfig instead (leave out --via argocd; --cluster-context for another cluster): %w",
-			what, o.app.Ref(), o.Info().Name, err)
+			"reach its cluster %s with your kubeconfig instead (leave out %v argocd; %v for another cluster): %w",
+			what, o.app.Ref(), o.Info().Name, option.Via, option.ClusterContext, err)
 	}
 	return cluster.Explain(err, what, o.Info())
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/guard"
+	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/parallel"
 	"github.com/unprune/unprune/internal/progress"
 	"github.com/unprune/unprune/internal/risk"
@@ -345,7 +346,7 @@ func ReadPolicy(ctx context.Context, objects cluster.Objects) (*Policy, string) 
 	}
 	where := objects.Info().Name
 	if err != nil {
-		return nil, fmt.Sprintf("cluster %s: cannot read ValidatingAdmissionPolicy %s (%v): guards by admission are not shown; --probe asks the API server instead", where, guard.PolicyName, err)
+		return nil, fmt.Sprintf("cluster %s: cannot read ValidatingAdmissionPolicy %s (%v): guards by admission are not shown; %v asks the API server instead", where, guard.PolicyName, err, option.Probe)
 	}
 	bind, err := reader.GetClusterObject(ctx, guard.PolicyGroup, guard.PolicyVersion, guard.BindingResource, guard.PolicyName)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/option"
 )
 
 // probeDelete asks the API server whether it would delete the object, deleting nothing. It probes
@@ -79,7 +80,7 @@ func judgeAsSelf(err error) *Probe {
 		return &Probe{Result: ProbeGone, Message: "the object no longer exists"}
 	case f == cluster.FailureRBAC:
 		return &Probe{Result: ProbeInconclusive, Message: "your user may not delete it, so the API server's answer says nothing about Argo CD's controller " +
-			"(probe as a user who may delete it, or let unprune probe as the controller: --controller-as)"}
+			"(probe as a user who may delete it, or let unprune probe as the controller: " + option.ControllerAs.String() + ")"}
 	}
 	return &Probe{Result: ProbeInconclusive, Message: "the probe failed: " + err.Error()}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/option"
 )
 
 // Move is a kind of item: one object that the change removes from one app and gives to another. It
@@ -19,12 +20,18 @@ const Moved Reason = "MovedBetweenApps"
 // the app it leaves before the merge (so that app cannot prune it), then hand it over once the app
 // it joins lists it.
 func MoveRecipe(from, to string, res argocd.Resource) []string {
-	r := res.String()
+	prepare := moveCommand(from, to, res, option.Flag(option.Prepare), option.Flag(option.Yes))
+	move := moveCommand(from, to, res, option.Flag(option.Yes))
 	return []string{
-		fmt.Sprintf("before merging: unprune move %s %s --to %s --prepare --yes", from, r, to),
+		fmt.Sprintf("before merging: %v", prepare),
 		"merge the change, and wait until " + to + " lists the resource (OutOfSync, shared with " + from + ")",
-		fmt.Sprintf("then: unprune move %s %s --to %s --yes", from, r, to),
+		fmt.Sprintf("then: %v", move),
 	}
+}
+
+func moveCommand(from, to string, res argocd.Resource, flags ...option.Setting) option.Command {
+	return option.Command{Path: []string{"move"}, Args: []string{from, res.String()},
+		Options: append([]option.Setting{{Name: option.To, Value: to}}, flags...)}
 }
 
 // appOf turns an instance name back into the app's NAMESPACE/NAME (apps in Argo CD's own namespace

@@ -31,7 +31,7 @@ func TestFoldMoves(t *testing.T) {
 	if m.Kind != Move || m.Reason != Moved {
 		t.Fatalf("the move: %+v", m)
 	}
-	want := "unprune move shop-old ConfigMap/shop/settings --to team/shop --prepare --yes"
+	want := "unprune move shop-old ConfigMap/shop/settings <To> team/shop <Prepare> <Yes>"
 	if !slices.ContainsFunc(m.Notes, func(n string) bool { return strings.Contains(n, want) }) {
 		t.Errorf("notes %q lack %q", m.Notes, want)
 	}
@@ -50,7 +50,7 @@ func TestNoteMoves(t *testing.T) {
 		{Kind: Adoption, Reason: Untracked, Resource: cm},
 	}}
 	NoteMoves(&rep, "argocd")
-	want := "unprune move team/shop-old ConfigMap/shop/settings --to shop --prepare --yes"
+	want := "unprune move team/shop-old ConfigMap/shop/settings <To> shop <Prepare> <Yes>"
 	if n := rep.Items[0].Notes; len(n) != 1 || !strings.Contains(n[0], want) {
 		t.Errorf("notes %q, want the recipe %q", n, want)
 	}

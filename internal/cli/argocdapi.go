@@ -15,7 +15,7 @@ const (
 // --server is kubectl's, they are prefixed (--argocd-server, …). ARGOCD_SERVER, ARGOCD_AUTH_TOKEN
 // and the argocd CLI's config file work either way.
 func addArgoCDAPIFlags(flags *pflag.FlagSet, g *GlobalOptions, plugin bool) {
-	prefix := "argocd-"
+	prefix := apiFlagPrefix
 	if plugin {
 		prefix = ""
 	}

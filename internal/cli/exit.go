@@ -126,11 +126,12 @@ func runExit(doc printer.ChangeReport, verify bool) (int, string) {
 // Execute runs the command tree for args and returns the process exit code, having printed any
 // error on stderr. Every binary (unprune, kubectl-unprune, argocd-unprune) is this one call.
 func Execute(ctx context.Context, name string, args []string, streams genericiooptions.IOStreams) int {
-	return execute(ctx, NewRootCommand(name, streams), args, streams)
+	return execute(ctx, name, NewRootCommand(name, streams), args, streams)
 }
 
-// execute runs a command tree, prints its error and maps it to the exit code.
-func execute(ctx context.Context, root *cobra.Command, args []string, streams genericiooptions.IOStreams) int {
+// execute runs the command tree of binary name, prints its error in that binary's words and maps it
+// to the exit code.
+func execute(ctx context.Context, name string, root *cobra.Command, args []string, streams genericiooptions.IOStreams) int {
 	root.SetArgs(args)
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
@@ -138,7 +139,7 @@ func execute(ctx context.Context, root *cobra.Command, args []string, streams ge
 	err := root.ExecuteContext(ctx)
 	var e *ExitError
 	if err != nil && !(errors.As(err, &e) && e.Err == nil) {
-		fmt.Fprintln(streams.ErrOut, "error:", printer.Line(err.Error()))
+		fmt.Fprintln(streams.ErrOut, "error:", printer.Line(speak(name, err)))
 	}
 	return ExitCode(err)
 }

@@ -42,7 +42,7 @@ func runIn(t *testing.T, w *world, name, stdin string, args ...string) result {
 	g.Now = func() time.Time { return goldenTime }
 	g.NewSession = sessiontest.Factory(w.argo, w.env, w.rand)
 	full := append([]string{"--kubeconfig", filepath.Join(w.dir, "no-kubeconfig"), "--journal-dir", w.journalDir()}, args...)
-	code := execute(context.Background(), newRootCommand(name, g), full, streams)
+	code := execute(context.Background(), name, newRootCommand(name, g), full, streams)
 	return result{stdout: out.String(), stderr: errOut.String(), code: code}
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/unprune/unprune/internal/option"
 )
 
 // Failure classifies an error from a backend, so that messages and exit codes say what happened.
@@ -150,11 +152,11 @@ func Explain(err error, what string, where Info) error {
 	case FailureCanceled:
 		return fmt.Errorf("%s: interrupted: %w", what, err)
 	case FailureTimeout:
-		return fmt.Errorf("%s: %s did not answer in time (raise --request-timeout, or check the cluster): %w", what, orCluster(server), err)
+		return fmt.Errorf("%s: %s did not answer in time (raise %v, or check the cluster): %w", what, orCluster(server), option.RequestTimeout, err)
 	case FailureUnreachable:
-		return fmt.Errorf("%s: cannot reach %s: %s (check --context/--kubeconfig, the network or VPN)", what, orCluster(server), rootCause(err))
+		return fmt.Errorf("%s: cannot reach %s: %s (check %v/%v, the network or VPN)", what, orCluster(server), rootCause(err), option.Context, option.Kubeconfig)
 	case FailureUnauthenticated:
-		return fmt.Errorf("%s: %s does not accept your credentials (log in again, or check --context): %w", what, orCluster(server), err)
+		return fmt.Errorf("%s: %s does not accept your credentials (log in again, or check %v): %w", what, orCluster(server), option.Context, err)
 	case FailureRBAC:
 		return fmt.Errorf("%s: forbidden in cluster %s: your user lacks the RBAC permission (check with `kubectl auth can-i`): %w", what, where.Name+orEmpty(where.Server), err)
 	case FailureNotFound:

@@ -1,6 +1,10 @@
 package cluster
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/unprune/unprune/internal/option"
+)
 
 // ChainedImpersonationError is a request as As that was not sent because the client already acts
 // as ActingAs (kubectl's --as, --as-group, --as-uid): the API server does not let an impersonated
@@ -12,5 +16,5 @@ type ChainedImpersonationError struct {
 }
 
 func (e *ChainedImpersonationError) Error() string {
-	return fmt.Sprintf("cannot act as %s while acting as %s (--as): Kubernetes does not chain impersonation; run without --as to act as %s", e.As, e.ActingAs, e.As)
+	return fmt.Sprintf("cannot act as %s while acting as %s (%v): Kubernetes does not chain impersonation; run without %v to act as %s", e.As, e.ActingAs, option.As, option.As, e.As)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/plan"
 )
 
@@ -115,14 +116,14 @@ func Policy(o PolicyOptions) ([]map[string]any, error) {
 	for _, n := range o.Names {
 		resource, name, ok := strings.Cut(n, "/")
 		if !ok || name == "" {
-			return nil, fmt.Errorf("--name %q: use KIND/NAME, e.g. namespaces/team-a", n)
+			return nil, fmt.Errorf("%v %q: use KIND/NAME, e.g. namespaces/team-a", option.GuardName, n)
 		}
 		k, err := ParseKinds([]string{resource})
 		if err != nil {
-			return nil, fmt.Errorf("--name %q: %w", n, err)
+			return nil, fmt.Errorf("%v %q: %w", option.GuardName, n, err)
 		}
 		if !containsKind(kinds, k[0]) {
-			return nil, fmt.Errorf("--name %q: add %s to --kinds too", n, k[0].Flag)
+			return nil, fmt.Errorf("%v %q: add %s to %v too", option.GuardName, n, k[0].Flag, option.GuardKinds)
 		}
 		named[k[0].Resource] = append(named[k[0].Resource], name)
 	}

@@ -205,27 +205,27 @@ func TestPolicyErrors(t *testing.T) {
 		{
 			name:    "name without a slash",
 			opts:    PolicyOptions{Names: []string{"team-a"}},
-			wantErr: `--name "team-a": use KIND/NAME, e.g. namespaces/team-a`,
+			wantErr: `<GuardName> "team-a": use KIND/NAME, e.g. namespaces/team-a`,
 		},
 		{
 			name:    "name with an empty name",
 			opts:    PolicyOptions{Names: []string{"namespaces/"}},
-			wantErr: `--name "namespaces/": use KIND/NAME, e.g. namespaces/team-a`,
+			wantErr: `<GuardName> "namespaces/": use KIND/NAME, e.g. namespaces/team-a`,
 		},
 		{
 			name:    "name with an unknown kind",
 			opts:    PolicyOptions{Names: []string{"secrets/token"}},
-			wantErr: `--name "secrets/token": unknown kind "secrets" for the policy: use namespaces, crds, pvs`,
+			wantErr: `<GuardName> "secrets/token": unknown kind "secrets" for the policy: use namespaces, crds, pvs`,
 		},
 		{
 			name:    "name of a kind not in --kinds (default)",
 			opts:    PolicyOptions{Names: []string{"pvs/data"}},
-			wantErr: `--name "pvs/data": add pvs to --kinds too`,
+			wantErr: `<GuardName> "pvs/data": add pvs to <GuardKinds> too`,
 		},
 		{
 			name:    "name of a kind not in --kinds (explicit)",
 			opts:    PolicyOptions{Kinds: []string{"pvs"}, Names: []string{"namespaces/team-a"}},
-			wantErr: `--name "namespaces/team-a": add namespaces to --kinds too`,
+			wantErr: `<GuardName> "namespaces/team-a": add namespaces to <GuardKinds> too`,
 		},
 	}
 	for _, tt := range tests {

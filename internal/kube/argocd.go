@@ -19,6 +19,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/option"
 )
 
 var (
@@ -58,7 +59,7 @@ func FindNamespace(ctx context.Context, o *Objects, fallback string) (ns string,
 		Limit:         100,
 	})
 	if err != nil {
-		return fallback, fmt.Sprintf("cannot search for Argo CD's namespace (%s); assuming %q (set --argocd-namespace)", short(err), fallback)
+		return fallback, fmt.Sprintf("cannot search for Argo CD's namespace (%s); assuming %q (set %v)", short(err), fallback, option.ArgoCDNamespace)
 	}
 	var found []string
 	for _, cm := range list.Items {
@@ -76,7 +77,7 @@ func FindNamespace(ctx context.Context, o *Objects, fallback string) (ns string,
 	if slices.Contains(found, fallback) {
 		pick = fallback
 	}
-	return pick, fmt.Sprintf("several Argo CD installations found (%s); using %q (set --argocd-namespace)", strings.Join(found, ", "), pick)
+	return pick, fmt.Sprintf("several Argo CD installations found (%s); using %q (set %v)", strings.Join(found, ", "), pick, option.ArgoCDNamespace)
 }
 
 func short(err error) string {
@@ -97,8 +98,8 @@ func (a *ArgoCD) Settings(ctx context.Context, version *argocd.Version) (cluster
 	cm, err := a.Objects.Dynamic.Resource(gvrConfigMap).Namespace(a.Ns).Get(ctx, argocd.ConfigMapName, metav1.GetOptions{})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return cluster.Settings{}, fmt.Errorf("no ConfigMap %s in namespace %s: is Argo CD installed there? Set --argocd-namespace to the namespace Argo CD runs in",
-				argocd.ConfigMapName, a.Ns)
+			return cluster.Settings{}, fmt.Errorf("no ConfigMap %s in namespace %s: is Argo CD installed there? Set %v to the namespace Argo CD runs in",
+				argocd.ConfigMapName, a.Ns, option.ArgoCDNamespace)
 		}
 		return cluster.Settings{}, cluster.Explain(err, fmt.Sprintf("read ConfigMap %s/%s (Argo CD's tracking settings)", a.Ns, argocd.ConfigMapName), a.Cluster())
 	}
@@ -121,7 +122,7 @@ func (a *ArgoCD) Settings(ctx context.Context, version *argocd.Version) (cluster
 		}
 	}
 	if s.Ambiguous {
-		s.Warnings = append(s.Warnings, s.MethodSource+"; pass --argocd-version to be exact")
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%s; pass %v to be exact", s.MethodSource, option.ArgoCDVersion))
 	}
 	return s, nil
 }
@@ -155,7 +156,7 @@ func (a *ArgoCD) DetectVersion(ctx context.Context) (*argocd.Version, string) {
 	if len(seen) > 0 {
 		why = strings.Join(seen, "; ")
 	}
-	return nil, "Argo CD version unknown (" + why + "): rules that changed between releases are applied conservatively; pass --argocd-version to be exact"
+	return nil, fmt.Sprintf("Argo CD version unknown (%s): rules that changed between releases are applied conservatively; pass %v to be exact", why, option.ArgoCDVersion)
 }
 
 func containers(obj map[string]any) []argocd.Container {
@@ -284,8 +285,8 @@ func (a *ArgoCD) Destination(ctx context.Context, app argocd.Application) (clust
 		return a.inCluster(), nil
 	}
 	if a.Destinations == nil {
-		return nil, fmt.Errorf("Application %s deploys to cluster %s: reach it with --cluster-context %s=CONTEXT, or let unprune use Argo CD's own credentials for it with --cluster-credentials=argocd",
-			app.Ref(), app.Destination, clusterKey(app.Destination))
+		return nil, fmt.Errorf("Application %s deploys to cluster %s: reach it with %v %s=CONTEXT, or let unprune use Argo CD's own credentials for it with %v=argocd",
+			app.Ref(), app.Destination, option.ClusterContext, clusterKey(app.Destination), option.ClusterCredentials)
 	}
 	objects, err := a.Destinations.Resolve(ctx, app.Destination)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/option"
 )
 
 // LabelSecretType marks Argo CD's cluster Secrets (util/db/cluster.go).
@@ -100,8 +101,8 @@ func (d *Destinations) Resolve(ctx context.Context, dest argocd.Destination) (cl
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("cluster %s: reach it with --cluster-context %s=CONTEXT (a context of your kubeconfig for it), "+
-			"or let unprune use Argo CD's own credentials for it with --cluster-credentials=argocd", describe(name, server), keyOf(name, server))
+		return nil, fmt.Errorf("cluster %s: reach it with %v %s=CONTEXT (a context of your kubeconfig for it), "+
+			"or let unprune use Argo CD's own credentials for it with %v=argocd", describe(name, server), option.ClusterContext, keyOf(name, server), option.ClusterCredentials)
 	}
 	clients, err := NewClients(cfg, info, nil, d.Options)
 	if err != nil {
@@ -145,11 +146,11 @@ func (d *Destinations) contextFor(name, server string) (string, bool) {
 
 func (d *Destinations) notFound(name, server string, readErr error) error {
 	if readErr != nil {
-		return fmt.Errorf("cluster %s: cannot read Argo CD's cluster Secrets in namespace %s (%v): use --cluster-context %s=CONTEXT instead",
-			describe(name, server), d.Namespace, readErr, keyOf(name, server))
+		return fmt.Errorf("cluster %s: cannot read Argo CD's cluster Secrets in namespace %s (%v): use %v %s=CONTEXT instead",
+			describe(name, server), d.Namespace, readErr, option.ClusterContext, keyOf(name, server))
 	}
-	return fmt.Errorf("cluster %s: Argo CD has no cluster Secret for it in namespace %s; use --cluster-context %s=CONTEXT",
-		describe(name, server), d.Namespace, keyOf(name, server))
+	return fmt.Errorf("cluster %s: Argo CD has no cluster Secret for it in namespace %s; use %v %s=CONTEXT",
+		describe(name, server), d.Namespace, option.ClusterContext, keyOf(name, server))
 }
 
 // find returns the cluster Secret for a destination, reading the Secrets once: for the cluster's
@@ -252,8 +253,8 @@ func (s *clusterSecret) restConfig() (*rest.Config, error) {
 		}
 	}
 	if len(c.AWSAuthConfig) > 0 && string(c.AWSAuthConfig) != "null" {
-		return nil, fmt.Errorf("cluster %s authenticates with AWS IAM (awsAuthConfig in Secret %s), which unprune cannot do for Argo CD: use --cluster-context %s=CONTEXT with a kubeconfig context for it",
-			describe(s.name, s.server), s.secretName, keyOf(s.name, s.server))
+		return nil, fmt.Errorf("cluster %s authenticates with AWS IAM (awsAuthConfig in Secret %s), which unprune cannot do for Argo CD: use %v %s=CONTEXT with a kubeconfig context for it",
+			describe(s.name, s.server), s.secretName, option.ClusterContext, keyOf(s.name, s.server))
 	}
 	cfg := &rest.Config{
 		Host: s.server, Username: c.Username, Password: c.Password, BearerToken: c.BearerToken,

@@ -67,7 +67,7 @@ func TestDestinationsUseArgoCDsCredentialsOnlyWhenAllowed(t *testing.T) {
 	secret := clusterSecretObject("cluster-prod", "prod-eu", "https://127.0.0.2:6443", `{"bearerToken":"s3cret","tlsClientConfig":{"insecure":true}}`)
 	d, _ := destinations(t, false, nil, secret)
 	_, err := d.Resolve(context.Background(), argocd.Destination{Name: "prod-eu"})
-	if err == nil || !strings.Contains(err.Error(), "--cluster-context prod-eu=CONTEXT") || !strings.Contains(err.Error(), "--cluster-credentials=argocd") {
+	if err == nil || !strings.Contains(err.Error(), "prod-eu=CONTEXT") || !strings.Contains(err.Error(), "Argo CD's own credentials") {
 		t.Errorf("without permission: %v; want both ways named", err)
 	}
 	d, _ = destinations(t, true, nil, secret)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/option"
 )
 
 // Refusals of move and prepare, besides those every tracking change shares.
@@ -147,7 +148,7 @@ func unprepare(p Plan, prepared *Prepared) Plan {
 	const key = argocd.AnnotationSyncOptions
 	live, has := p.Target.Annotations[key]
 	if !has {
-		p.Notes = append(p.Notes, key+" is gone since --prepare: nothing to take off")
+		p.Notes = append(p.Notes, fmt.Sprintf("%s is gone since %v: nothing to take off", key, option.Prepare))
 		return p
 	}
 	next, keep := restoredOptions(live, prepared)

@@ -16,6 +16,7 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/lastapplied"
+	"github.com/unprune/unprune/internal/option"
 )
 
 // Strategy is how an object is released.
@@ -137,7 +138,7 @@ func Build(s argocd.Settings, t Target, o Options) Plan {
 		return disownFields(planFromRow(s, p, own, o), o)
 	}
 	if !t.RequiresPruning && !o.Force {
-		return refuse(RefuseNotRequiresPruning, "%s does not require pruning in the app (it is still in git, or the app has not refreshed); use --force to detach it anyway", t.Ref)
+		return refuse(RefuseNotRequiresPruning, "%s does not require pruning in the app (it is still in git, or the app has not refreshed); use %v to detach it anyway", t.Ref, option.Force)
 	}
 	switch o.Strategy {
 	case StrategyKeep:
@@ -177,8 +178,8 @@ func planFromRow(s argocd.Settings, p Plan, own argocd.Ownership, o Options) Pla
 		return p
 	}
 	p.Notes = append(p.Notes, fmt.Sprintf("Argo CD lists this object as the app's although, with %s, unprune expected no tracking (%s): "+
-		"unprune's view of the settings is wrong, so it removes every kind of tracking metadata naming this app (pass --argocd-version to be exact)",
-		s, own.Detail))
+		"unprune's view of the settings is wrong, so it removes every kind of tracking metadata naming this app (pass %v to be exact)",
+		s, own.Detail, option.ArgoCDVersion))
 	if o.Strategy == StrategyKeep {
 		return planKeep(p)
 	}

@@ -385,7 +385,7 @@ func TestBuildRefusals(t *testing.T) {
 			settings:    labelMode,
 			target:      Target{Ref: ui, Labels: tracked},
 			wantCode:    RefuseNotRequiresPruning,
-			wantMessage: []string{"does not require pruning", "--force"},
+			wantMessage: []string{"does not require pruning", "<Force>"},
 		},
 		{
 			name:        "not requiring pruning without --force, keep strategy",

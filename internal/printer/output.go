@@ -16,6 +16,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
+
+	"github.com/unprune/unprune/internal/option"
 )
 
 // APIVersion of every document unprune prints or writes.
@@ -78,7 +80,7 @@ func ParseOutput(value string, wide bool, noHeaders bool) (Output, error) {
 		return o, fmt.Errorf("unknown output format %q: use one of %s", value, strings.Join(allowed, ", "))
 	}
 	if noHeaders && o.Format != Table && o.Format != Wide {
-		return o, fmt.Errorf("--no-headers goes with table output, not -o %s", value)
+		return o, fmt.Errorf("%v goes with table output, not %s %s", option.NoHeaders, option.Output.Short(), value)
 	}
 	return o, nil
 }

@@ -4,6 +4,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/scan"
 )
 
@@ -104,7 +105,7 @@ func ScanTable(w io.Writer, o Output, doc ScanReport) error {
 		case f.Error != "":
 			track = "<unreadable: " + firstLine(f.Error) + ">"
 		case f.ModelMismatch:
-			track = "<none unprune expects: pass --argocd-version> " + track
+			track = "<none unprune expects: pass " + option.ArgoCDVersion.String() + "> " + track
 		}
 		row := []string{f.Application.Namespace + "/" + f.Application.Name, f.Resource.String(), f.Risk, yesNo(f.AutoPrune),
 			orNone(strings.Join(f.Guards, ",")), orNone(track)}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/parallel"
 	"github.com/unprune/unprune/internal/risk"
 )
@@ -188,8 +189,8 @@ func describe(f *Finding, s argocd.Settings, argocdNamespace string, ref cluster
 		f.Tracking = append(f.Tracking, own.Informational...)
 		if !own.Tracked {
 			f.ModelMismatch = true
-			f.Notes = append(f.Notes, "Argo CD lists it as this app's, but under the settings unprune read it is not tracked: "+
-				"the settings or version are not what Argo CD runs with (pass --argocd-version), or Argo CD has not compared since it was released")
+			f.Notes = append(f.Notes, fmt.Sprintf("Argo CD lists it as this app's, but under the settings unprune read it is not tracked: "+
+				"the settings or version are not what Argo CD runs with (pass %v), or Argo CD has not compared since it was released", option.ArgoCDVersion))
 		}
 	}
 	f.Risk, f.RiskWhy = risk.Classify(obj, argocdNamespace)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/option"
 )
 
 // Config is everything Run needs; the command line fills it from flags.
@@ -80,15 +81,16 @@ const (
 func (c *Config) Validate() error {
 	switch {
 	case c.REST == nil:
-		return fmt.Errorf("no cluster to watch: pass --kubeconfig, or run in a pod with a ServiceAccount")
+		return fmt.Errorf("no cluster to watch: pass %v, or run in a pod with a ServiceAccount", option.Kubeconfig)
 	case c.ArgoCDNamespace == "":
-		return fmt.Errorf("Argo CD's namespace is unknown: pass --argocd-namespace")
+		return fmt.Errorf("Argo CD's namespace is unknown: pass %v", option.ArgoCDNamespace)
 	case c.LeaderElect && c.LeaseNamespace == "":
-		return fmt.Errorf("the Lease needs a namespace: pass -n/--namespace (in a pod, the pod's namespace is the default)")
+		return fmt.Errorf("the Lease needs a namespace: pass %s (in a pod, the pod's namespace is the default)", option.Namespace.Both())
 	case c.LeaderElect && !(c.LeaseDuration > c.RenewDeadline && c.RenewDeadline > c.RetryPeriod && c.RetryPeriod > 0):
-		return fmt.Errorf("leader election needs --lease-duration > --renew-deadline > --retry-period > 0 (got %s, %s, %s)", c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
+		return fmt.Errorf("leader election needs %v > %v > %v > 0 (got %s, %s, %s)",
+			option.LeaseDuration, option.RenewDeadline, option.RetryPeriod, c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
 	case c.Workers <= 0 || c.CacheSize <= 0 || c.CacheTTL <= 0 || c.Resync <= 0:
-		return fmt.Errorf("--workers, --live-cache-size, --live-cache-ttl and --resync-period must be positive")
+		return fmt.Errorf("%v, %v, %v and %v must be positive", option.Workers, option.LiveCacheSize, option.LiveCacheTTL, option.ResyncPeriod)
 	}
 	return nil
 }

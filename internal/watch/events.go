@@ -12,6 +12,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/guard"
+	"github.com/unprune/unprune/internal/option"
 )
 
 // Event reasons, on the Application.
@@ -248,7 +249,12 @@ func contentsText(f Finding) string {
 }
 
 func detachCommand(s Summary, r argocd.Resource) string {
-	return fmt.Sprintf("unprune detach %s/%s %s --yes", s.Namespace, s.Name, r)
+	return confirmed([]string{"detach"}, s.Namespace+"/"+s.Name, r.String()).String()
+}
+
+// confirmed is a command that changes something at once (--yes), as Events recommend them.
+func confirmed(path []string, args ...string) option.Command {
+	return option.Command{Path: path, Args: args, Options: []option.Setting{option.Flag(option.Yes)}}
 }
 
 // guardCommand is `guard protect` for the kinds unprune's admission policy covers, else `guard
@@ -256,8 +262,10 @@ func detachCommand(s Summary, r argocd.Resource) string {
 func guardCommand(r argocd.Resource) string {
 	for _, k := range guard.Kinds {
 		if k.Group == r.Group && k.Kind == r.Kind {
-			return fmt.Sprintf("unprune guard protect %s --yes (with unprune guard policy --kinds %s --apply)", r, k.Flag)
+			protect := confirmed([]string{"guard", "protect"}, r.String())
+			policy := option.Command{Path: []string{"guard", "policy"}, Options: []option.Setting{{Name: option.GuardKinds, Value: k.Flag}, option.Flag(option.Apply)}}
+			return fmt.Sprintf("%v (with %v)", protect, policy)
 		}
 	}
-	return fmt.Sprintf("unprune guard confirm %s --yes", r)
+	return confirmed([]string{"guard", "confirm"}, r.String()).String()
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/option"
 )
 
 type httpRoundTripper = http.RoundTripper
@@ -70,7 +71,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	ln, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {
-		return fmt.Errorf("listen on --metrics-bind-address %s: %w", cfg.MetricsAddr, err)
+		return fmt.Errorf("listen on %v %s: %w", option.MetricsBindAddress, cfg.MetricsAddr, err)
 	}
 	var ready atomic.Bool
 	srv := &http.Server{Handler: w.mux(&ready), ReadHeaderTimeout: 10 * time.Second}

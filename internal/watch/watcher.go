@@ -21,6 +21,7 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/audit"
 	"github.com/unprune/unprune/internal/kube"
+	"github.com/unprune/unprune/internal/option"
 )
 
 var (
@@ -99,7 +100,7 @@ func (w *watcher) resolveNamespaces(ctx context.Context) error {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
-		return fmt.Errorf("read ConfigMap %s/%s (%s): %w; or pass --app-namespaces", w.cfg.ArgoCDNamespace, ParamsConfigMap, ParamAppNamespaces, err)
+		return fmt.Errorf("read ConfigMap %s/%s (%s): %w; or pass %v", w.cfg.ArgoCDNamespace, ParamsConfigMap, ParamAppNamespaces, err, option.AppNamespaces)
 	}
 	w.ns.patterns = splitPatterns(cm.Data[ParamAppNamespaces])
 	return nil
