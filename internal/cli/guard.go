@@ -14,7 +14,6 @@ import (
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/kube"
-	"github.com/unprune/unprune/internal/plan"
 	"github.com/unprune/unprune/internal/printer"
 )
 
@@ -224,15 +223,15 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	build := guard.ProtectPlan
-	if o.Verb == "confirm" {
-		build = guard.ConfirmPlan
+	build, err := guard.PlanFor(o.Verb)
+	if err != nil {
+		return err
 	}
 	e, err := o.engine(nil, argocd.Settings{}, 32)
 	if err != nil {
 		return err
 	}
-	run, err := e.PlanGuard(ctx, objects, engine.GuardRequest{Strategy: o.Verb, Resources: o.Resources, Build: func(t plan.Target) plan.Plan { return build(t) }})
+	run, err := e.PlanObjects(ctx, objects, engine.ObjectsRequest{Command: guard.Command, Strategy: o.Verb, Resources: o.Resources, Build: build})
 	if err != nil {
 		return engineError(err)
 	}

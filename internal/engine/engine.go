@@ -15,6 +15,7 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/plan"
+	"github.com/unprune/unprune/internal/verify"
 )
 
 // DryRun is how far a changing command goes, as kubectl's --dry-run.
@@ -131,7 +132,7 @@ type AppRun struct {
 	// Message says why the app was not processed (destination unreachable, operation running).
 	Message string
 	// Verification is what Argo CD showed afterwards, when the run waited for it.
-	Verification *Verification
+	Verification *verify.Result
 }
 
 // Ref is namespace/name.
@@ -163,27 +164,6 @@ func (r *Run) Counts() map[Outcome]int {
 		m[it.Outcome]++
 	}
 	return m
-}
-
-// Verification is what Argo CD showed about an app after the change.
-type Verification struct {
-	// Verified is true when a comparison that started after the last patch showed the released
-	// objects released (gone from the app, or no longer making it OutOfSync).
-	Verified bool
-	// Compared is true when Argo CD compared the app after the change; false means its controller
-	// has not got to it yet (busy, or stopped), so the status says nothing about the release.
-	Compared   bool
-	Synced     bool
-	SyncStatus string
-	Revision   string
-	// Elapsed is from the last patch to the comparison that proved it.
-	Elapsed time.Duration
-	// StillListed are released objects Argo CD still counts.
-	StillListed []argocd.Resource
-	// OutOfSync are other resources keeping the app OutOfSync (not unprune's to change).
-	OutOfSync []argocd.Resource
-	// Error is why verification could not run.
-	Error string
 }
 
 // Engine runs requests against backends.

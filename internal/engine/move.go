@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -241,25 +240,8 @@ func (e *Engine) VerifyMove(ctx context.Context, run *Run, timeout time.Duration
 	if len(moved) == 0 {
 		return
 	}
-	patchedAt := e.now()
-	var wg sync.WaitGroup
-	for i, want := range []verify.Expectation{verify.Gone, verify.Adopted} {
-		wg.Add(1)
-		go func(a *AppRun) {
-			defer wg.Done()
-			a.Verification = e.waitFor(ctx, a, moved, want, patchedAt, timeout)
-		}(run.Apps[i])
+	reqs := []verify.Request{{App: run.Apps[0].App, Rows: moved, Want: verify.Gone}, {App: run.Apps[1].App, Rows: moved, Want: verify.Adopted}}
+	for i, v := range verify.Apps(ctx, e.ArgoCD, reqs, e.now(), e.verifyOptions(timeout), "") {
+		run.Apps[i].Verification = &v
 	}
-	wg.Wait()
-}
-
-func (e *Engine) waitFor(ctx context.Context, a *AppRun, rows []argocd.Resource, want verify.Expectation, patchedAt time.Time, timeout time.Duration) *Verification {
-	out, err := verify.Wait(ctx, e.ArgoCD, a.App, rows, want, patchedAt, verify.Options{Timeout: timeout, Poll: e.Poll, Now: e.Now})
-	v := &Verification{Verified: out.Verified, Compared: out.Fresh, Synced: out.App.SyncStatus == "Synced", SyncStatus: out.App.SyncStatus,
-		Revision: out.App.Revision, Elapsed: e.now().Sub(patchedAt), StillListed: out.Lingering, OutOfSync: out.OutOfSync}
-	if err != nil {
-		v.Verified = false
-		v.Error = cluster.Explain(err, "verify Application "+a.Ref(), e.ArgoCD.Cluster()).Error()
-	}
-	return v
 }

@@ -136,7 +136,8 @@ func (e *Engine) VerifyRename(ctx context.Context, rr *RenameRun, timeout time.D
 	if app, err := e.ArgoCD.GetApplication(ctx, dst.App.Namespace, dst.App.Name); err == nil {
 		dst.App = app
 	}
-	dst.Verification = e.waitFor(ctx, dst, rows, verify.Adopted, e.now(), timeout)
+	v := verify.Apps(ctx, e.ArgoCD, []verify.Request{{App: dst.App, Rows: rows, Want: verify.Adopted}}, e.now(), e.verifyOptions(timeout), "")[0]
+	dst.Verification = &v
 }
 
 // rowsOf are the status rows of the objects a run moved (or found moved already).

@@ -203,7 +203,7 @@ func TestUndoOfKeepAndGuardNeedsNoArgoCD(t *testing.T) {
 
 	e := &Engine{Journals: w.store, ToolVersion: "test"}
 	garg, _ := ParseResourceArg("Namespace/guarded")
-	grun, err := e.PlanGuard(context.Background(), w.cluster, GuardRequest{Strategy: "protect", Resources: []ResourceArg{garg}, Build: guard.ProtectPlan})
+	grun, err := e.PlanObjects(context.Background(), w.cluster, ObjectsRequest{Command: guard.Command, Strategy: "protect", Resources: []ResourceArg{garg}, Build: guard.ProtectPlan})
 	if err != nil {
 		t.Fatal(err)
 	}

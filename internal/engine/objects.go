@@ -7,19 +7,20 @@ import (
 	"github.com/unprune/unprune/internal/plan"
 )
 
-// GuardRequest is `unprune guard protect|confirm`: metadata changes on named objects, with the same
-// preview, dry run, journal and undo as detach.
-type GuardRequest struct {
-	// Strategy names the change in reports and the journal: protect or confirm.
-	Strategy  string
-	Resources []ResourceArg
+// ObjectsRequest is a metadata change on objects named one by one, outside any Application (guard
+// protect|confirm), with the same preview, dry run, journal and undo as detach. What the change
+// is belongs to the caller (package guard): the engine resolves, reads, plans and applies.
+type ObjectsRequest struct {
+	// Command and Strategy name the change in reports and the journal (guard, protect).
+	Command, Strategy string
+	Resources         []ResourceArg
 	// Build plans the change for one object.
 	Build func(plan.Target) plan.Plan
 }
 
-// PlanGuard resolves and reads the named objects in objects' cluster and plans each change.
-func (e *Engine) PlanGuard(ctx context.Context, objects cluster.Objects, req GuardRequest) (*Run, error) {
-	run := &Run{Command: "guard", Strategy: req.Strategy, Mode: ModePreview}
+// PlanObjects resolves and reads the named objects in objects' cluster and plans each change.
+func (e *Engine) PlanObjects(ctx context.Context, objects cluster.Objects, req ObjectsRequest) (*Run, error) {
+	run := &Run{Command: req.Command, Strategy: req.Strategy, Mode: ModePreview}
 	for _, arg := range req.Resources {
 		ref, err := objects.Resolve(ctx, arg.Group, arg.Kind, "", arg.Namespace, arg.Name)
 		if err != nil {
