@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -143,12 +144,14 @@ func (o *RenameOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return engineError(err)
 	}
+	var warnings []string
 	if o.Force && rr.Apps[0].App.SyncStatus != "Synced" {
-		rr.Warnings = append(rr.Warnings, fmt.Sprintf("--force: %s is %s, not Synced; the new app shows the same differences", rr.Apps[0].Ref(), rr.Apps[0].App.SyncStatus))
+		warnings = append(warnings, fmt.Sprintf("--force: %s is %s, not Synced; the new app shows the same differences", rr.Apps[0].Ref(), rr.Apps[0].App.SyncStatus))
 	}
+	r := engine.Result{Planned: rr.Planned}
 	mode := o.change.dryRun
 	if !rr.Blocked() && mode == engine.DryRunClient && interactive(o.IOStreams) && !o.output.out.Document() {
-		if err := o.print(rr); err != nil {
+		if err := o.print(rr, r, warnings); err != nil {
 			return err
 		}
 		ok, err := confirm(o.IOStreams, fmt.Sprintf("Rename %s to %s? [y/N] ", rr.Apps[0].Ref(), rr.Apps[1].Ref()))
@@ -158,33 +161,33 @@ func (o *RenameOptions) Run(ctx context.Context) error {
 		}
 		mode = engine.DryRunNone
 	}
-	if err := e.ApplyRename(ctx, rr, mode); err != nil {
+	if r.Applied, err = e.ApplyRename(ctx, rr, mode); err != nil {
 		return failure(err)
 	}
-	if rr.Journal != "" {
-		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", rr.Journal, rr.Journal)
+	if j := r.Applied.Journal; j != "" {
+		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", j, j)
 	}
 	wait := o.Wait && mode == engine.DryRunNone && rr.Done()
 	if wait {
 		fmt.Fprintf(o.ErrOut, "Waiting up to %s for Argo CD to show %s Synced on every resource...\n", o.Timeout, rr.Apps[1].Ref())
-		e.VerifyRename(ctx, rr, o.Timeout)
+		r.Verified = e.VerifyRename(ctx, rr, r.Applied, o.Timeout)
 	}
-	return o.finish(rr, wait)
+	return o.finish(rr, r, warnings, wait)
 }
 
-func (o *RenameOptions) finish(rr *engine.RenameRun, verified bool) error {
-	if err := o.print(rr); err != nil {
+func (o *RenameOptions) finish(rr *engine.RenameRun, r engine.Result, warnings []string, verified bool) error {
+	if err := o.print(rr, r, warnings); err != nil {
 		return err
 	}
-	doc := o.report(rr)
-	if rr.JournalErr != nil {
-		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", rr.JournalErr)
+	doc := o.report(rr, r, warnings)
+	if err := r.Done().JournalErr; err != nil {
+		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", err)
 	}
 	code, msg := runExit(doc.ChangeReport, verified)
-	if failed := rr.FailedStep(); failed != nil && code == ExitOK {
-		code, msg = ExitPartial, fmt.Sprintf("%s %s failed: %s; undo with: unprune undo %s", failed.Verb, failed.App.Namespace+"/"+failed.App.Name, failed.Message, rr.Journal)
+	if failed := rr.FailedStep(r.Done().Mode); failed != nil && code == ExitOK {
+		code, msg = ExitPartial, fmt.Sprintf("%s %s failed: %s; undo with: unprune undo %s", failed.Verb, failed.App.Namespace+"/"+failed.App.Name, failed.Message, doc.Journal)
 	}
-	if rr.Mode == engine.ModePreview && !rr.Blocked() && code == ExitOK {
+	if doc.Mode == string(engine.ModePreview) && !rr.Blocked() && code == ExitOK {
 		code = ExitFindings
 		fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
 	}
@@ -194,17 +197,20 @@ func (o *RenameOptions) finish(rr *engine.RenameRun, verified bool) error {
 	return Silent(code)
 }
 
-func (o *RenameOptions) report(rr *engine.RenameRun) printer.RenameReport {
+// report is the rename's document; warnings are the command line's own, after the plan's.
+func (o *RenameOptions) report(rr *engine.RenameRun, r engine.Result, warnings []string) printer.RenameReport {
 	info := o.argo.Cluster()
-	return printer.NewRenameReport(o.metadata(&info), printer.NewArgoCD(o.argo.Namespace(), o.settings.Settings), rr)
+	doc := printer.NewRenameReport(o.metadata(&info), printer.NewArgoCD(o.argo.Namespace(), o.settings.Settings), rr, r)
+	doc.Warnings = append(slices.Clip(doc.Warnings), warnings...)
+	return doc
 }
 
-func (o *RenameOptions) print(rr *engine.RenameRun) error {
-	doc := o.report(rr)
+func (o *RenameOptions) print(rr *engine.RenameRun, r engine.Result, warnings []string) error {
+	doc := o.report(rr, r, warnings)
 	if o.output.out.Document() {
 		return o.output.out.Print(o.Out, doc, doc.Names)
 	}
-	for _, w := range rr.Warnings {
+	for _, w := range doc.Warnings {
 		fmt.Fprintln(o.ErrOut, "warning:", printer.Line(w))
 	}
 	printer.RenameSteps(o.Out, doc)
@@ -212,8 +218,8 @@ func (o *RenameOptions) print(rr *engine.RenameRun) error {
 		return err
 	}
 	fmt.Fprint(o.Out, printer.VerificationText(doc.ChangeReport))
-	if rr.Mode == engine.ModePreview {
-		return printDiffs(o.Out, o.ErrOut, o.getenv("KUBECTL_EXTERNAL_DIFF"), rr.Run)
+	if doc.Mode == string(engine.ModePreview) {
+		return printDiffs(o.Out, o.ErrOut, o.getenv("KUBECTL_EXTERNAL_DIFF"), rr.Planned)
 	}
 	return nil
 }

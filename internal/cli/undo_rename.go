@@ -38,8 +38,8 @@ func (o *UndoOptions) undoRenameBefore(ctx context.Context, j *journal.Journal) 
 }
 
 // undoRenameAfter finishes the undo of a rename once every tracking rewrite is back.
-func (o *UndoOptions) undoRenameAfter(ctx context.Context, ru *engine.RenameUndo, u *engine.UndoRun) {
-	c := u.Counts()
+func (o *UndoOptions) undoRenameAfter(ctx context.Context, ru *engine.RenameUndo, u *engine.UndoPlan, done *engine.Applied) {
+	c := done.Counts()
 	if c[engine.OutcomeFailed]+c[engine.OutcomeRefused]+c[engine.OutcomeNotAttempted] > 0 {
 		fmt.Fprintf(o.ErrOut, "The new Application %s is kept: not every resource's tracking moved back (see below); run the undo again.\n", u.Journal.Rename.To)
 	} else {

@@ -19,8 +19,8 @@ type ObjectsRequest struct {
 }
 
 // PlanObjects resolves and reads the named objects in objects' cluster and plans each change.
-func (e *Engine) PlanObjects(ctx context.Context, objects cluster.Objects, req ObjectsRequest) (*Run, error) {
-	run := &Run{Command: req.Command, Strategy: req.Strategy, Mode: ModePreview}
+func (e *Engine) PlanObjects(ctx context.Context, objects cluster.Objects, req ObjectsRequest) (*Planned, error) {
+	p := &Planned{Command: req.Command, Strategy: req.Strategy, planner: objectsPlanner(req.Build)}
 	for _, arg := range req.Resources {
 		ref, err := objects.Resolve(ctx, arg.Group, arg.Kind, "", arg.Namespace, arg.Name)
 		if err != nil {
@@ -29,12 +29,15 @@ func (e *Engine) PlanObjects(ctx context.Context, objects cluster.Objects, req O
 		if ref.Namespaced && ref.Namespace == "" {
 			return nil, usage("%s is namespaced: use %s/NAMESPACE/%s", ref.Kind, arg.Kind, arg.Name)
 		}
-		it := &Item{Objects: objects, Ref: ref, Entry: -1}
-		it.replan = func(live *cluster.Object) plan.Plan {
-			return req.Build(plan.Target{Ref: live.Ref.ObjectRef(), Labels: live.Labels, Annotations: live.Annotations, Deleting: live.Deleting})
-		}
-		run.Items = append(run.Items, it)
+		p.Items = append(p.Items, &Item{Objects: objects, Ref: ref, Entry: -1})
 	}
-	e.readAndPlan(ctx, run)
-	return run, nil
+	e.readAndPlan(ctx, p, nil)
+	return p, nil
+}
+
+// objectsPlanner plans an object outside any app: it sees no tracking, only the object's metadata.
+type objectsPlanner func(plan.Target) plan.Plan
+
+func (build objectsPlanner) Plan(_ *Item, live *cluster.Object) plan.Plan {
+	return build(plan.Target{Ref: live.Ref.ObjectRef(), Labels: live.Labels, Annotations: live.Annotations, Deleting: live.Deleting})
 }

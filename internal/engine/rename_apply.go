@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/verify"
 )
@@ -16,38 +15,40 @@ import (
 // DryRunNone: the journal, with the old Application as it was, fsynced first; then the steps in
 // order, stopping at the first failure — the old Application is deleted only when every tracking
 // rewrite was applied and its finalizers are gone.
-func (e *Engine) ApplyRename(ctx context.Context, rr *RenameRun, mode DryRun) error {
-	rr.Mode = mode.Mode()
+func (e *Engine) ApplyRename(ctx context.Context, rr *RenameRun, mode DryRun) (*Applied, error) {
+	done := rr.Preview()
+	done.Mode = mode.Mode()
 	switch {
 	case mode == DryRunClient || rr.Blocked():
-		return nil
+		return done, nil
 	case mode == DryRunServer:
-		e.dryRunRename(ctx, rr)
-		return nil
+		e.dryRunRename(ctx, rr, done)
+		return done, nil
 	}
 	todo := rr.planned()
-	rec, err := e.startJournal(rr.Run, todo)
+	rec, err := e.startJournal(rr.Planned, todo)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	done.Journal = rec.Path()
 	defer func() {
 		if err := rec.Close(); err != nil {
-			rr.JournalErr = err
+			done.JournalErr = err
 		}
 	}()
 	if !e.appStep(ctx, rr, 0, false) || !e.appStep(ctx, rr, 1, false) {
-		return nil
+		return done, nil
 	}
-	e.patchAll(ctx, rr.Run, todo, false, applyMarks{rec}, OutcomeApplied)
-	if n := rr.Counts()[OutcomeApplied]; n != len(todo) {
+	e.patchAll(ctx, rr.Planned, done, todo, false, applyMarks{rec}, OutcomeApplied)
+	if n := done.Counts()[OutcomeApplied]; n != len(todo) {
 		rr.Steps[2].Outcome, rr.Steps[2].Message = OutcomeNotAttempted, fmt.Sprintf("%d of %d tracking rewrites applied: the old Application is kept; undo the journal", n, len(todo))
 		rr.Steps[3].Outcome = OutcomeNotAttempted
-		return nil
+		return done, nil
 	}
 	if e.appStep(ctx, rr, 2, false) {
 		e.appStep(ctx, rr, 3, false)
 	}
-	return nil
+	return done, nil
 }
 
 // Blocked reports a plan that must not be carried out: an object refused or unreadable.
@@ -59,9 +60,9 @@ func (rr *RenameRun) Blocked() bool {
 // Done reports a rename carried out to its last step.
 func (rr *RenameRun) Done() bool { return rr.Steps[len(rr.Steps)-1].Outcome == OutcomeApplied }
 
-// FailedStep is the step that failed or was not attempted, if any.
-func (rr *RenameRun) FailedStep() *AppStep {
-	if rr.Mode != ModeApply {
+// FailedStep is the step that failed or, when the rename was applied (mode), was not attempted.
+func (rr *RenameRun) FailedStep(mode Mode) *AppStep {
+	if mode != ModeApply {
 		for _, s := range rr.Steps {
 			if s.Outcome == OutcomeFailed {
 				return s
@@ -77,12 +78,12 @@ func (rr *RenameRun) FailedStep() *AppStep {
 	return nil
 }
 
-func (e *Engine) dryRunRename(ctx context.Context, rr *RenameRun) {
+func (e *Engine) dryRunRename(ctx context.Context, rr *RenameRun, done *Applied) {
 	create := *rr.Steps[0]
 	create.Object = rr.final
 	rr.Steps[0].Outcome, rr.Steps[0].Message = e.sendStep(ctx, rr, &create, true)
 	e.appStep(ctx, rr, 1, true)
-	e.patchAll(ctx, rr.Run, rr.planned(), true, noMarks{}, OutcomeDryRunAccepted)
+	e.patchAll(ctx, rr.Planned, done, rr.planned(), true, noMarks{}, OutcomeDryRunAccepted)
 	e.appStep(ctx, rr, 2, true)
 	rr.Steps[3].Outcome, rr.Steps[3].Message = OutcomeUnchanged, "judged with the create above: a dry-run create leaves no app to patch"
 }
@@ -126,29 +127,19 @@ func (e *Engine) sendStep(ctx context.Context, rr *RenameRun, s *AppStep, dryRun
 }
 
 // VerifyRename waits until Argo CD shows the new app tracking every renamed resource, Synced on
-// each, in a comparison that started after the last write.
-func (e *Engine) VerifyRename(ctx context.Context, rr *RenameRun, timeout time.Duration) {
+// each, in a comparison that started after the last write. It returns what it showed of the new app
+// (the second of the plan's apps).
+func (e *Engine) VerifyRename(ctx context.Context, rr *RenameRun, done *Applied, timeout time.Duration) Verified {
 	if rr.Steps[3].Outcome != OutcomeApplied {
-		return
+		return nil
 	}
-	rows := rowsOf(rr.Run)
-	dst := rr.Apps[1]
-	if app, err := e.ArgoCD.GetApplication(ctx, dst.App.Namespace, dst.App.Name); err == nil {
-		dst.App = app
+	rows := movedRows(rr.Planned, done)
+	app := rr.Apps[1].App
+	if fresh, err := e.ArgoCD.GetApplication(ctx, app.Namespace, app.Name); err == nil {
+		app = fresh
 	}
-	v := verify.Apps(ctx, e.ArgoCD, []verify.Request{{App: dst.App, Rows: rows, Want: verify.Adopted}}, e.now(), e.verifyOptions(timeout), "")[0]
-	dst.Verification = &v
-}
-
-// rowsOf are the status rows of the objects a run moved (or found moved already).
-func rowsOf(run *Run) []argocd.Resource {
-	var rows []argocd.Resource
-	for _, it := range run.Items {
-		if it.Row != nil && (it.Outcome.Changed() || it.Outcome == OutcomeUnchanged) {
-			rows = append(rows, *it.Row)
-		}
-	}
-	return rows
+	v := verify.Apps(ctx, e.ArgoCD, []verify.Request{{App: app, Rows: rows, Want: verify.Adopted}}, e.now(), e.verifyOptions(timeout), "")[0]
+	return Verified{nil, &v}
 }
 
 // deleteApplication deletes an Application object only while it has no finalizer and no automated

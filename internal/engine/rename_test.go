@@ -47,7 +47,8 @@ func TestRenameOrderAndOutcome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ApplyRename(context.Background(), rr, DryRunNone); err != nil {
+	done, err := e.ApplyRename(context.Background(), rr, DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var verbs []string
@@ -85,11 +86,10 @@ func TestRenameOrderAndOutcome(t *testing.T) {
 	if _, err := w.argo.GetApplication(context.Background(), "argocd", "guestbook"); err == nil {
 		t.Error("the old app still exists")
 	}
-	e.VerifyRename(context.Background(), rr, time.Second)
-	if v := rr.Apps[1].Verification; v == nil || !v.Verified {
+	if v := e.VerifyRename(context.Background(), rr, done, time.Second)[1]; v == nil || !v.Verified {
 		t.Fatalf("verification %+v", v)
 	}
-	j, _, err := w.store.Load(rr.Journal)
+	j, _, err := w.store.Load(done.Journal)
 	if err != nil || j.Rename == nil || j.Command != journal.CommandRename || len(j.Entries) != 2 {
 		t.Fatalf("journal %v %+v", err, j)
 	}
@@ -141,10 +141,11 @@ func TestRenameUndo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ApplyRename(context.Background(), rr, DryRunNone); err != nil || !rr.Done() {
-		t.Fatalf("rename: %v %+v", err, rr.FailedStep())
+	done, err := e.ApplyRename(context.Background(), rr, DryRunNone)
+	if err != nil || !rr.Done() {
+		t.Fatalf("rename: %v %+v", err, rr.FailedStep(ModeApply))
 	}
-	j, _, err := w.store.Load(rr.Journal)
+	j, _, err := w.store.Load(done.Journal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,9 +160,9 @@ func TestRenameUndo(t *testing.T) {
 	if !ru.Send(context.Background(), ru.Before, false) {
 		t.Fatalf("before: %v %+v", err, ru.Before)
 	}
-	u := w.undo(rr.Journal, w.argo)
+	u := w.undo(done.Journal, w.argo)
 	if got := u.Counts()[OutcomeRestored]; got != 2 {
-		t.Fatalf("restored %d: %v", got, outcomes(u.Run))
+		t.Fatalf("restored %d: %v", got, outcomes(u.plan.Planned, u.Applied))
 	}
 	if !ru.Send(context.Background(), ru.After, false) {
 		t.Fatalf("after: %+v", ru.After)
@@ -209,13 +210,13 @@ func TestRenameDeleteRechecksTheOldApp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := e.ApplyRename(context.Background(), rr, DryRunNone); err != nil {
+			if _, err := e.ApplyRename(context.Background(), rr, DryRunNone); err != nil {
 				t.Fatal(err)
 			}
 			_, oldErr := w.argo.GetApplication(context.Background(), "argocd", "guestbook")
 			if name == "a status write" {
 				if !rr.Done() || oldErr == nil {
-					t.Fatalf("not renamed: %+v", rr.FailedStep())
+					t.Fatalf("not renamed: %+v", rr.FailedStep(ModeApply))
 				}
 				return
 			}
@@ -266,12 +267,12 @@ func TestRenameSwitchOffRechecksTheOldApp(t *testing.T) {
 			if _, err := w.argo.PatchApplication(context.Background(), "argocd", "guestbook", []byte(write), false); err != nil {
 				t.Fatal(err)
 			}
-			if err := e.ApplyRename(context.Background(), rr, DryRunNone); err != nil {
+			if _, err := e.ApplyRename(context.Background(), rr, DryRunNone); err != nil {
 				t.Fatal(err)
 			}
 			if name == "a status write" {
 				if !rr.Done() {
-					t.Fatalf("not renamed: %+v", rr.FailedStep())
+					t.Fatalf("not renamed: %+v", rr.FailedStep(ModeApply))
 				}
 				return
 			}

@@ -13,9 +13,11 @@ import (
 // started after the patches shows them released (gone from the app, or with --strategy keep no
 // longer making it OutOfSync), or the timeout passes. It does not wait for Synced: other resources
 // the run did not touch may keep the app OutOfSync, and the verification names them.
-func (e *Engine) Verify(ctx context.Context, run *Run, timeout time.Duration) {
+//
+// It returns, per app of the plan, what Argo CD showed; nil for the apps it did not wait for.
+func (e *Engine) Verify(ctx context.Context, p *Planned, done *Applied, timeout time.Duration) Verified {
 	want := verify.Gone
-	if run.Strategy == string(plan.StrategyKeep) {
+	if p.Strategy == string(plan.StrategyKeep) {
 		want = verify.Ignored
 	}
 	type job struct {
@@ -23,23 +25,24 @@ func (e *Engine) Verify(ctx context.Context, run *Run, timeout time.Duration) {
 		changed  bool
 	}
 	jobs := map[*AppRun]*job{}
-	for _, it := range run.Items {
+	for i, it := range p.Items {
 		if it.App == nil {
 			continue
 		}
+		r := done.Items[i]
 		j := jobs[it.App]
 		if j == nil {
 			j = &job{}
 			jobs[it.App] = j
 		}
 		switch {
-		case it.Outcome.Changed():
+		case r.Outcome.Changed():
 			j.changed = true
-		case it.Outcome == OutcomeUnchanged && it.Reason == ReasonAlreadyReleased:
+		case r.Outcome == OutcomeUnchanged && r.Reason == ReasonAlreadyReleased:
 			// Released by an earlier, interrupted run (or by hand) while Argo CD lagged: nothing
 			// was patched now, but only Argo CD dropping it proves the release, so wait for that.
 			j.changed = true
-		case it.Outcome == OutcomeUnchanged && it.Row != nil && it.Row.RequiresPruning:
+		case r.Outcome == OutcomeUnchanged && it.Row != nil && it.Row.RequiresPruning:
 			// Released already (by someone else): it must leave the app's status too.
 		default:
 			continue
@@ -49,18 +52,19 @@ func (e *Engine) Verify(ctx context.Context, run *Run, timeout time.Duration) {
 			j.released = append(j.released, *it.Row)
 		}
 	}
-	var apps []*AppRun
+	var which []int
 	var reqs []verify.Request
-	for _, a := range run.Apps {
+	for i, a := range p.Apps {
 		if j := jobs[a]; j != nil && j.changed {
-			apps = append(apps, a)
+			which = append(which, i)
 			reqs = append(reqs, verify.Request{App: a.App, Rows: j.released, Want: want, Objects: a.Objects})
 		}
 	}
-	results := verify.Apps(ctx, e.ArgoCD, reqs, e.now(), e.verifyOptions(timeout), "Applications Argo CD has compared again")
-	for i, a := range apps {
-		a.Verification = &results[i]
+	out := make(Verified, len(p.Apps))
+	for k, v := range verify.Apps(ctx, e.ArgoCD, reqs, e.now(), e.verifyOptions(timeout), "Applications Argo CD has compared again") {
+		out[which[k]] = &v
 	}
+	return out
 }
 
 func (e *Engine) verifyOptions(timeout time.Duration) verify.Options {

@@ -25,9 +25,10 @@ type RenameStep struct {
 	Message     string `json:"message,omitempty"`
 }
 
-// NewRenameReport converts a rename run into its document.
-func NewRenameReport(meta Metadata, argo *ArgoCD, rr *engine.RenameRun) RenameReport {
-	doc := RenameReport{ChangeReport: NewChangeReport("RenameReport", meta, argo, rr.Run),
+// NewRenameReport builds a rename's document from its plan (with its Application writes) and the
+// results of the later phases.
+func NewRenameReport(meta Metadata, argo *ArgoCD, rr *engine.RenameRun, r engine.Result) RenameReport {
+	doc := RenameReport{ChangeReport: NewChangeReport("RenameReport", meta, argo, r),
 		From: AppRef{rr.Old.Namespace, rr.Old.Name}, To: AppRef{rr.New.Namespace, rr.New.Name}}
 	for _, s := range rr.Steps {
 		outcome := string(s.Outcome)
