@@ -15,14 +15,30 @@ import (
 // namespacer is anything with a namespace.
 type namespacer interface{ Namespace() string }
 
+// engineWords are the names of flags and commands the engine's messages about objects mention.
+var engineWords = engine.Words{
+	Prepare:          "`--prepare`",
+	PrepareCommand:   "`move --prepare`",
+	ReadApplications: "--argocd-context for the cluster Argo CD runs in, or --via argocd and `applications, get` on the app",
+}
+
 // engineError maps an engine error to an exit: a request that cannot be carried out as asked is
-// bad input; anything else a failure. Either way nothing was changed.
+// bad input, said with the flags that fix it; anything else a failure. Either way nothing was
+// changed.
 func engineError(err error) error {
-	var u *engine.UsageError
-	if errors.As(err, &u) {
-		return usageError("%v", u.Err)
+	var r *engine.RequestError
+	if !errors.As(err, &r) {
+		return failure(err)
 	}
-	return failure(err)
+	switch r.Kind {
+	case engine.ResourcesForOneApp:
+		return usageError("name resources for one app only; for several apps use --all")
+	case engine.SameApp:
+		return usageError("--to names the app the resources are in already: name another app")
+	case engine.UnlistedResource:
+		return usageError("%v (--force reads an unlisted object anyway)", r.Err)
+	}
+	return usageError("%v", r.Err)
 }
 
 // changeReport is the document of kind (DetachReport, MoveReport) for a run of a changing command.

@@ -139,6 +139,9 @@ func (o *RenameOptions) Run(ctx context.Context) error {
 	rr, err := e.PlanRename(ctx, o.Request)
 	var refused *engine.RefusedError
 	if errors.As(err, &refused) {
+		if refused.Code == engine.RefuseNotSynced {
+			return &ExitError{Code: ExitRefused, Err: fmt.Errorf("%w, or pass --force to rename it as it is; nothing was changed", refused.Err)}
+		}
 		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("%w; nothing was changed", refused.Err)}
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -31,7 +32,7 @@ type DetachRequest struct {
 // is changed. Objects are read in bulk per destination cluster.
 func (e *Engine) PlanDetach(ctx context.Context, req DetachRequest) (*Planned, error) {
 	if len(req.Resources) > 0 && (len(req.Apps) != 1 || req.Selector != nil) {
-		return nil, usage("name resources for one app only; for several apps use --all")
+		return nil, &RequestError{Kind: ResourcesForOneApp, Err: errors.New("name resources for one app only")}
 	}
 	apps, err := e.resolveApps(ctx, req.Apps, req.Selector)
 	if err != nil {
@@ -136,23 +137,23 @@ func (e *Engine) selectForApp(ctx context.Context, p *Planned, app argocd.Applic
 	return nil
 }
 
-// resolveForced resolves the arguments an app lists no row for: with --force, objects to read
+// resolveForced resolves the arguments an app lists no row for: when forced, objects to read
 // anyway (a copy, another app's object), which the planner then judges; without, an error.
 func (e *Engine) resolveForced(ctx context.Context, app argocd.Application, objects cluster.Objects, destErr error, unknown []ResourceArg, force bool) ([]cluster.Ref, error) {
 	var forced []cluster.Ref
 	for _, arg := range unknown {
 		if !force || destErr != nil {
 			if destErr != nil {
-				return nil, usage("%v", destErr)
+				return nil, invalid("%v", destErr)
 			}
 			return nil, unknownResource(app, arg)
 		}
 		ref, err := objects.Resolve(ctx, arg.Group, arg.Kind, "", arg.Namespace, arg.Name)
 		if err != nil {
-			return nil, usage("%s: %v", Quote(arg.Raw), err)
+			return nil, invalid("%s: %v", Quote(arg.Raw), err)
 		}
 		if ref.Namespaced && ref.Namespace == "" {
-			return nil, usage("%s is namespaced: use %s/NAMESPACE/%s", ref.Kind, arg.Kind, arg.Name)
+			return nil, invalid("%s is namespaced: use %s/NAMESPACE/%s", ref.Kind, arg.Kind, arg.Name)
 		}
 		forced = append(forced, ref)
 	}

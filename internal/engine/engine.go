@@ -10,7 +10,6 @@
 package engine
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -20,7 +19,7 @@ import (
 	"github.com/unprune/unprune/internal/verify"
 )
 
-// DryRun is how far a changing command goes, as kubectl's --dry-run.
+// DryRun is how far a changing command goes, as kubectl's dry-run option.
 type DryRun int
 
 const (
@@ -32,27 +31,6 @@ const (
 	// DryRunNone applies.
 	DryRunNone
 )
-
-// ParseDryRun reads a --dry-run value; "" means the default (client, or none with --yes).
-func ParseDryRun(s string, yes bool) (DryRun, error) {
-	switch s {
-	case "":
-		if yes {
-			return DryRunNone, nil
-		}
-		return DryRunClient, nil
-	case "client":
-		return DryRunClient, nil
-	case "server":
-		return DryRunServer, nil
-	case "none":
-		if !yes {
-			return 0, fmt.Errorf("--dry-run=none applies changes: add --yes to confirm")
-		}
-		return DryRunNone, nil
-	}
-	return 0, fmt.Errorf(`--dry-run=%q: use "client" (preview), "server" (the API server judges, nothing persists) or "none" (apply, with --yes)`, s)
-}
 
 // Mode names a DryRun in reports.
 func (d DryRun) Mode() Mode {
@@ -241,6 +219,8 @@ type Engine struct {
 	Now func() time.Time
 	// Poll is how often verification reads the app; 0 means 100ms.
 	Poll time.Duration
+	// Words name, in messages about objects, what the user can do.
+	Words Words
 	// Grace bounds how long patches already dispatched may take to finish after an interruption,
 	// so that the journal records their real outcome; 0 means 10s.
 	Grace time.Duration

@@ -50,8 +50,11 @@ func newWorld(t *testing.T, namespaces ...string) *world {
 	return w
 }
 
+// testWords name what the user can do as the command line does.
+var testWords = Words{Prepare: "`--prepare`", PrepareCommand: "`move --prepare`", ReadApplications: "--argocd-context or --via argocd"}
+
 func (w *world) engine() *Engine {
-	return &Engine{ArgoCD: w.argo, Settings: w.settings, Journals: w.store, ToolVersion: "test", Poll: time.Millisecond}
+	return &Engine{ArgoCD: w.argo, Settings: w.settings, Journals: w.store, ToolVersion: "test", Poll: time.Millisecond, Words: testWords}
 }
 
 func (w *world) detach(req DetachRequest) *Planned {
@@ -480,8 +483,8 @@ func TestUnknownResourceListsAFewCandidates(t *testing.T) {
 	w := newWorld(t, names...)
 	arg, _ := ParseResourceArg("Namespace/nope")
 	_, err := w.engine().PlanDetach(context.Background(), DetachRequest{Apps: []AppName{{Name: "guestbook"}}, Resources: []ResourceArg{arg}, Strategy: plan.StrategyUntrack})
-	var u *UsageError
-	if !errors.As(err, &u) || !strings.Contains(err.Error(), "and 7 more") || strings.Contains(err.Error(), "ns-11") {
+	var r *RequestError
+	if !errors.As(err, &r) || r.Kind != UnlistedResource || !strings.Contains(err.Error(), "and 7 more") || strings.Contains(err.Error(), "ns-11") {
 		t.Fatalf("error %v", err)
 	}
 }

@@ -128,7 +128,7 @@ func (e *Engine) patchAll(ctx context.Context, p *Planned, done *Applied, todo [
 	defer step.Finish()
 	// Patches already sent are not cut off by an interruption: they finish (within a grace period
 	// that starts with the interruption) so that the journal says what really happened. The grace
-	// must not start earlier: with a low --qps a patch waits in the client's rate limiter for longer
+	// must not start earlier: with a low QPS a patch waits in the client's rate limiter for longer
 	// than that, and would fail without ever being sent.
 	inFlight, cutOff := context.WithCancel(context.WithoutCancel(ctx))
 	defer cutOff()

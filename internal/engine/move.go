@@ -45,7 +45,7 @@ func (e *Engine) PlanMove(ctx context.Context, req MoveRequest) (*Planned, error
 		return nil, err
 	}
 	if len(apps) != 2 {
-		return nil, usage("--to names the app the resources are in already: name another app")
+		return nil, &RequestError{Kind: SameApp, Err: fmt.Errorf("%s holds the resources already: name another app", apps[0].Ref())}
 	}
 	from, to := apps[0], apps[1]
 	strategy := journal.StrategyMove
@@ -71,7 +71,7 @@ func (e *Engine) PlanMove(ctx context.Context, req MoveRequest) (*Planned, error
 	for i := range rows {
 		it := e.moveItem(ctx, src, &rows[i])
 		if it.Outcome == "" && !req.Prepare {
-			it.Decision = firstDecision(refuseUndeclared(it, to), refuseStillDeclared(it))
+			it.Decision = firstDecision(refuseUndeclared(it, to), refuseStillDeclared(it, e.Words.Prepare))
 		}
 		if it.Outcome == "" {
 			it.Decision = firstDecision(refuseOperation(from), refuseOperation(to))
@@ -79,7 +79,7 @@ func (e *Engine) PlanMove(ctx context.Context, req MoveRequest) (*Planned, error
 		p.Items = append(p.Items, it)
 	}
 	e.readAndPlan(ctx, p, nil)
-	notePrepared(p, mp.prepared, req.Prepare)
+	notePrepared(p, mp.prepared, req.Prepare, e.Words.PrepareCommand)
 	return p, nil
 }
 
@@ -126,7 +126,7 @@ func (e *Engine) sameDestination(ctx context.Context, from, to argocd.Applicatio
 	a, b := objects.Info(), other.Info()
 	same := a.Server != "" && a.Server == b.Server || a.Server == "" && b.Server == "" && a.Name == b.Name
 	if !same {
-		return nil, usage("Application %s deploys to %s and %s to %s: resources move only between apps of the same destination cluster",
+		return nil, invalid("Application %s deploys to %s and %s to %s: resources move only between apps of the same destination cluster",
 			from.Ref(), from.Destination, to.Ref(), to.Destination)
 	}
 	return objects, nil
@@ -138,7 +138,7 @@ func moveRows(from, to argocd.Application, req MoveRequest) ([]argocd.Resource, 
 	if !req.All {
 		rows, unknown := selectRows(from, req.Resources, false)
 		if len(unknown) > 0 {
-			return nil, usage("Application %s lists no resource %s: name resources as `unprune scan` or `argocd app resources` print them", from.Ref(), Quote(unknown[0].Raw))
+			return nil, invalid("Application %s lists no resource %s: name resources as `unprune scan` or `argocd app resources` print them", from.Ref(), Quote(unknown[0].Raw))
 		}
 		return rows, nil
 	}
@@ -197,13 +197,13 @@ func refuseUndeclared(it *Item, to argocd.Application) Decision {
 // refuseStillDeclared refuses a row the source app still declares (it does not require pruning
 // there): that app would see the object tracked by the other (a SharedResourceWarning,
 // controller/state.go) and its next sync would write its own tracking back — the two apps fighting
-// over it.
-func refuseStillDeclared(it *Item) Decision {
+// over it. prepare names the option that keeps the source app from pruning it meanwhile.
+func refuseStillDeclared(it *Item, prepare string) Decision {
 	if it.Row.RequiresPruning {
 		return Decision{}
 	}
 	return Decision{OutcomeRefused, string(RefuseStillDeclared), fmt.Sprintf("Application %s still declares %s: after the move its next sync would take it back; commit its removal from %s's source first "+
-		"(with `--prepare` before, so that it cannot prune it meanwhile)", it.App.Ref(), it.Row, it.App.Ref())}
+		"(with %s before, so that it cannot prune it meanwhile)", it.App.Ref(), it.Row, it.App.Ref(), prepare)}
 }
 
 // refuseOperation refuses the rows of a move while a sync operation runs on one of the apps.
@@ -225,8 +225,8 @@ func preparedMarks(found map[string]journal.Preparation, uid string) *plan.Prepa
 }
 
 // notePrepared says, per moved object, whether a prepare journal was found: without one, the
-// sync options are left as they are, whoever set them.
-func notePrepared(p *Planned, found map[string]journal.Preparation, prepare bool) {
+// sync options are left as they are, whoever set them. command names the command that prepares.
+func notePrepared(p *Planned, found map[string]journal.Preparation, prepare bool, command string) {
 	if prepare {
 		return
 	}
@@ -235,9 +235,9 @@ func notePrepared(p *Planned, found map[string]journal.Preparation, prepare bool
 			continue
 		}
 		if p, ok := found[it.Live.UID]; ok {
-			it.Plan.Notes = append(it.Plan.Notes, "takes off the sync options `move --prepare` added (journal "+p.Path+")")
+			it.Plan.Notes = append(it.Plan.Notes, "takes off the sync options "+command+" added (journal "+p.Path+")")
 		} else if _, has := it.Live.Annotations[argocd.AnnotationSyncOptions]; has {
-			it.Plan.Notes = append(it.Plan.Notes, "no `move --prepare` journal of this object on this machine: its sync options are left as they are")
+			it.Plan.Notes = append(it.Plan.Notes, "no "+command+" journal of this object on this machine: its sync options are left as they are")
 		}
 	}
 }

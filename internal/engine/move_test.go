@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/plan"
 )
 
 // addShop adds the app "shop", which declares the given namespaces (listed OutOfSync, shared with
@@ -141,5 +144,29 @@ func TestMoveWithoutPrepareLeavesSyncOptions(t *testing.T) {
 	j, _, err := w.store.Load(runDone.Journal)
 	if err != nil || j.Command != journal.CommandMove || j.Strategy != journal.StrategyMove {
 		t.Fatalf("journal %v %+v", err, j)
+	}
+}
+
+// The engine names no flag of its own: requests it cannot carry out are typed for the command line
+// to word, and a refusal's hint uses the command line's words.
+func TestMoveRequestErrorsAndHintsAreTyped(t *testing.T) {
+	w := newWorld(t, "team-a")
+	w.addShop("team-a")
+	_, err := w.engine().PlanMove(context.Background(), MoveRequest{From: AppName{Name: "guestbook"}, To: AppName{Name: "guestbook"}, All: true})
+	var r *RequestError
+	if !errors.As(err, &r) || r.Kind != SameApp || strings.Contains(err.Error(), "--") {
+		t.Fatalf("move to the same app: %v", err)
+	}
+	arg, _ := ParseResourceArg("Namespace/team-a")
+	_, err = w.engine().PlanDetach(context.Background(), DetachRequest{Apps: []AppName{{Name: "guestbook"}, {Name: "shop"}}, Resources: []ResourceArg{arg}, Strategy: plan.StrategyUntrack})
+	if !errors.As(err, &r) || r.Kind != ResourcesForOneApp || strings.Contains(err.Error(), "--") {
+		t.Fatalf("resources for two apps: %v", err)
+	}
+	app, _ := w.argo.GetApplication(context.Background(), "argocd", "guestbook")
+	app.Resources[0].RequiresPruning = false
+	w.argo.AddApp(app)
+	run := w.move(MoveRequest{All: true})
+	if it := run.Items[0]; it.Reason != string(RefuseStillDeclared) || !strings.HasSuffix(it.Message, "(with "+testWords.Prepare+" before, so that it cannot prune it meanwhile)") {
+		t.Fatalf("still declared: %s %q", it.Reason, it.Message)
 	}
 }

@@ -24,10 +24,10 @@ func (e *Engine) PlanObjects(ctx context.Context, objects cluster.Objects, req O
 	for _, arg := range req.Resources {
 		ref, err := objects.Resolve(ctx, arg.Group, arg.Kind, "", arg.Namespace, arg.Name)
 		if err != nil {
-			return nil, usage("%s: %v", Quote(arg.Raw), err)
+			return nil, invalid("%s: %v", Quote(arg.Raw), err)
 		}
 		if ref.Namespaced && ref.Namespace == "" {
-			return nil, usage("%s is namespaced: use %s/NAMESPACE/%s", ref.Kind, arg.Kind, arg.Name)
+			return nil, invalid("%s is namespaced: use %s/NAMESPACE/%s", ref.Kind, arg.Kind, arg.Name)
 		}
 		p.Items = append(p.Items, &Item{Objects: objects, Ref: ref, Entry: -1})
 	}

@@ -125,7 +125,7 @@ func (e *Engine) refuseRename(ctx context.Context, app argocd.Application, obj m
 		return refusedf(RefuseOperationRunning, "Application %s has a sync operation running (phase %s): wait for it to finish and run again", app.Ref(), orUnknown(app.OperationPhase))
 	case app.SyncStatus != "Synced" && !req.Force:
 		return refusedf(RefuseNotSynced, "Application %s is %s, not Synced: the new app would show (and, with automated sync, apply) the same differences; "+
-			"sync it first, or pass --force to rename it as it is", app.Ref(), orUnknown(app.SyncStatus))
+			"sync it first", app.Ref(), orUnknown(app.SyncStatus))
 	}
 	if _, err := e.ArgoCD.GetApplication(ctx, app.Namespace, req.NewName); err == nil {
 		return refusedf(RefuseNameTaken, "Application %s/%s exists already: choose another name", app.Namespace, req.NewName)

@@ -32,7 +32,7 @@ type UndoPlan struct {
 // installation (reached with argoOf).
 func (e *Engine) PlanUndo(ctx context.Context, rec *journal.Recorder, connect Connect, argoOf ArgoCDOf) (*UndoPlan, error) {
 	j := rec.Snapshot()
-	p := &Planned{Command: "undo", Strategy: j.Command, planner: undoPlanner{j: j, checks: checkApps(ctx, j, argoOf)}}
+	p := &Planned{Command: "undo", Strategy: j.Command, planner: undoPlanner{j: j, checks: checkApps(ctx, j, argoOf, e.Words.ReadApplications)}}
 	apps := map[string]*AppRun{}
 	byCluster := map[string][]*Item{}
 	var clusters []string

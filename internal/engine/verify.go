@@ -10,7 +10,7 @@ import (
 )
 
 // Verify waits, for every app of the run that had objects released, until a comparison Argo CD
-// started after the patches shows them released (gone from the app, or with --strategy keep no
+// started after the patches shows them released (gone from the app, or with the keep strategy no
 // longer making it OutOfSync), or the timeout passes. It does not wait for Synced: other resources
 // the run did not touch may keep the app OutOfSync, and the verification names them.
 //
@@ -47,7 +47,8 @@ func (e *Engine) Verify(ctx context.Context, p *Planned, done *Applied, timeout 
 		default:
 			continue
 		}
-		// An object named with --force has no row; only a later comparison can prove its release.
+		// An object the app does not list (forced) has no row; only a later comparison can prove its
+		// release.
 		if it.Row != nil {
 			j.released = append(j.released, *it.Row)
 		}
