@@ -147,14 +147,13 @@ func (o *RenameOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return engineError(err)
 	}
-	var warnings []string
+	res := &renameResult{rr: rr}
 	if o.Force && rr.Apps[0].App.SyncStatus != "Synced" {
-		warnings = append(warnings, fmt.Sprintf("--force: %s is %s, not Synced; the new app shows the same differences", rr.Apps[0].Ref(), rr.Apps[0].App.SyncStatus))
+		res.warnings = append(res.warnings, fmt.Sprintf("--force: %s is %s, not Synced; the new app shows the same differences", rr.Apps[0].Ref(), rr.Apps[0].App.SyncStatus))
 	}
-	r := engine.Result{Planned: rr.Planned}
 	mode := o.change.dryRun
 	if !rr.Blocked() && mode == engine.DryRunClient && interactive(o.IOStreams) && !o.output.out.Document() {
-		if err := o.print(rr, r, warnings); err != nil {
+		if err := o.print(res); err != nil {
 			return err
 		}
 		ok, err := confirm(o.IOStreams, fmt.Sprintf("Rename %s to %s? [y/N] ", rr.Apps[0].Ref(), rr.Apps[1].Ref()))
@@ -164,33 +163,43 @@ func (o *RenameOptions) Run(ctx context.Context) error {
 		}
 		mode = engine.DryRunNone
 	}
-	if r.Applied, err = e.ApplyRename(ctx, rr, mode); err != nil {
+	if res.done, err = e.ApplyRename(ctx, rr, mode); err != nil {
 		return failure(err)
 	}
-	if j := r.Applied.Journal; j != "" {
+	if j := res.done.Journal; j != "" {
 		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", j, j)
 	}
-	wait := o.Wait && mode == engine.DryRunNone && rr.Done()
+	wait := o.Wait && mode == engine.DryRunNone && res.done.Done()
 	if wait {
 		fmt.Fprintf(o.ErrOut, "Waiting up to %s for Argo CD to show %s Synced on every resource...\n", o.Timeout, rr.Apps[1].Ref())
-		r.Verified = e.VerifyRename(ctx, rr, r.Applied, o.Timeout)
+		res.verified = e.VerifyRename(ctx, rr, res.done, o.Timeout)
 	}
-	return o.finish(rr, r, warnings, wait)
+	return o.finish(res, wait)
 }
 
-func (o *RenameOptions) finish(rr *engine.RenameRun, r engine.Result, warnings []string, verified bool) error {
-	if err := o.print(rr, r, warnings); err != nil {
+// renameResult is a rename's run, phase by phase: the plan, what was sent (nil in a preview), what
+// Argo CD showed, and the command line's own warnings.
+type renameResult struct {
+	rr       *engine.RenameRun
+	done     *engine.RenameApplied
+	verified engine.Verified
+	warnings []string
+}
+
+func (o *RenameOptions) finish(res *renameResult, verified bool) error {
+	if err := o.print(res); err != nil {
 		return err
 	}
-	doc := o.report(rr, r, warnings)
-	if err := r.Done().JournalErr; err != nil {
-		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", err)
+	doc := o.report(res)
+	if res.done != nil && res.done.JournalErr != nil {
+		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", res.done.JournalErr)
 	}
 	code, msg := runExit(doc.ChangeReport, verified)
-	if failed := rr.FailedStep(r.Done().Mode); failed != nil && code == ExitOK {
-		code, msg = ExitPartial, fmt.Sprintf("%s %s failed: %s; undo with: unprune undo %s", failed.Verb, failed.App.Namespace+"/"+failed.App.Name, failed.Message, doc.Journal)
+	if i := failedStep(res.done); i >= 0 && code == ExitOK {
+		failed, d := res.rr.Steps[i], res.done.Steps[i]
+		code, msg = ExitPartial, fmt.Sprintf("%s %s failed: %s; undo with: unprune undo %s", failed.Verb, failed.App.Namespace+"/"+failed.App.Name, d.Message, doc.Journal)
 	}
-	if doc.Mode == string(engine.ModePreview) && !rr.Blocked() && code == ExitOK {
+	if doc.Mode == string(engine.ModePreview) && !res.rr.Blocked() && code == ExitOK {
 		code = ExitFindings
 		fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
 	}
@@ -200,16 +209,28 @@ func (o *RenameOptions) finish(rr *engine.RenameRun, r engine.Result, warnings [
 	return Silent(code)
 }
 
-// report is the rename's document; warnings are the command line's own, after the plan's.
-func (o *RenameOptions) report(rr *engine.RenameRun, r engine.Result, warnings []string) printer.RenameReport {
+func failedStep(done *engine.RenameApplied) int {
+	if done == nil {
+		return -1
+	}
+	return done.FailedStep()
+}
+
+// report is the rename's document; the command line's warnings come after the plan's.
+func (o *RenameOptions) report(res *renameResult) printer.RenameReport {
 	info := o.argo.Cluster()
-	doc := printer.NewRenameReport(o.metadata(&info), printer.NewArgoCD(o.argo.Namespace(), o.settings.Settings), rr, r)
-	doc.Warnings = append(slices.Clip(doc.Warnings), warnings...)
+	r := engine.Result{Planned: res.rr.Planned, Verified: res.verified}
+	var steps []engine.Decision
+	if res.done != nil {
+		r.Applied, steps = res.done.Applied, res.done.Steps
+	}
+	doc := printer.NewRenameReport(o.metadata(&info), printer.NewArgoCD(o.argo.Namespace(), o.settings.Settings), res.rr, r, steps)
+	doc.Warnings = append(slices.Clip(doc.Warnings), res.warnings...)
 	return doc
 }
 
-func (o *RenameOptions) print(rr *engine.RenameRun, r engine.Result, warnings []string) error {
-	doc := o.report(rr, r, warnings)
+func (o *RenameOptions) print(res *renameResult) error {
+	doc := o.report(res)
 	if o.output.out.Document() {
 		return o.output.out.Print(o.Out, doc, doc.Names)
 	}
@@ -222,7 +243,7 @@ func (o *RenameOptions) print(rr *engine.RenameRun, r engine.Result, warnings []
 	}
 	fmt.Fprint(o.Out, printer.VerificationText(doc.ChangeReport))
 	if doc.Mode == string(engine.ModePreview) {
-		return printDiffs(o.Out, o.ErrOut, o.getenv("KUBECTL_EXTERNAL_DIFF"), rr.Planned)
+		return printDiffs(o.Out, o.ErrOut, o.getenv("KUBECTL_EXTERNAL_DIFF"), res.rr.Planned)
 	}
 	return nil
 }

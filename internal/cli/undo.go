@@ -122,7 +122,7 @@ func (o *UndoOptions) Run(ctx context.Context) error {
 		_ = rec.Close()
 		return err
 	}
-	var ru *engine.RenameUndo
+	var ru *renameUndo
 	if j := rec.Snapshot(); j.Rename != nil {
 		var done bool
 		if ru, done, err = o.undoRenameBefore(ctx, j); done {

@@ -48,10 +48,8 @@ type AppStep struct {
 	App  AppName
 	Why  string
 	// Object is the Application to create; Patch the merge patch to send.
-	Object  map[string]any `json:"-"`
-	Patch   []byte         `json:"-"`
-	Outcome Outcome
-	Message string
+	Object map[string]any `json:"-"`
+	Patch  []byte         `json:"-"`
 }
 
 // RenameRun is a planned or executed rename: the Application writes around the tracking rewrites.
