@@ -16,68 +16,78 @@ import (
 type namespacer interface{ Namespace() string }
 
 // engineError maps an engine error to an exit: a request that cannot be carried out as asked is
-// bad input; anything else a failure. Either way nothing was changed.
+// bad input, said with the flags that fix it; anything else a failure. Either way nothing was
+// changed.
 func engineError(err error) error {
-	var u *engine.UsageError
-	if errors.As(err, &u) {
-		return usageError("%v", u.Err)
+	var r *engine.RequestError
+	if !errors.As(err, &r) {
+		return failure(err)
 	}
-	return failure(err)
+	switch r.Kind {
+	case engine.ResourcesForOneApp:
+		return usageError("name resources for one app only; for several apps use --all")
+	case engine.SameApp:
+		return usageError("--to names the app the resources are in already: name another app")
+	case engine.UnlistedResource:
+		return usageError("%v (--force reads an unlisted object anyway)", r.Err)
+	}
+	return usageError("%v", r.Err)
 }
 
 // changeReport is the document of kind (DetachReport, MoveReport) for a run of a changing command.
-func (g *GlobalOptions) changeReport(kind string, run *engine.Run) printer.ChangeReport {
+func (g *GlobalOptions) changeReport(kind string, r engine.Result) printer.ChangeReport {
 	argo := g.installed.argo
 	info := argo.Cluster()
-	return printer.NewChangeReport(kind, g.metadata(&info), printer.NewArgoCD(argo.Namespace(), g.installed.settings.Settings), run)
+	return printer.NewChangeReport(kind, g.metadata(&info), printer.NewArgoCD(argo.Namespace(), g.installed.settings.Settings), r)
 }
 
 // printChange writes a run's report: a document, or the table with each planned object's diff.
-func (g *GlobalOptions) printChange(streams genericiooptions.IOStreams, output outputFlags, doc printer.ChangeReport, run *engine.Run) error {
+func (g *GlobalOptions) printChange(streams genericiooptions.IOStreams, output outputFlags, doc printer.ChangeReport, planned *engine.Planned) error {
 	if output.out.Document() {
 		return output.out.Print(streams.Out, doc, doc.Names)
 	}
 	if err := printer.ChangeTable(streams.Out, output.out, doc); err != nil {
 		return err
 	}
-	if run.Mode == engine.ModePreview {
-		return printDiffs(streams.Out, streams.ErrOut, g.getenv("KUBECTL_EXTERNAL_DIFF"), run)
+	if doc.Mode == string(engine.ModePreview) {
+		return printDiffs(streams.Out, streams.ErrOut, g.getenv("KUBECTL_EXTERNAL_DIFF"), planned)
 	}
 	return nil
 }
 
-// applyConfirmed carries a planned run as far as mode says. A preview at a terminal (not a
-// document) first prints the run and asks question; a yes applies it. The journal, when one is
-// written, is named with the way to undo it. It returns the mode the run was carried out in, or an
-// exit error when the user declined.
+// applyConfirmed carries a plan as far as mode says. A preview at a terminal (not a document)
+// first prints the plan and asks question; a yes applies it. The journal, when one is written, is
+// named with the way to undo it. It returns the mode the plan was carried out in and what was done,
+// or an exit error when the user declined.
 func (g *GlobalOptions) applyConfirmed(ctx context.Context, streams genericiooptions.IOStreams, output outputFlags, e *engine.Engine,
-	run *engine.Run, mode engine.DryRun, question string, print func() error) (engine.DryRun, error) {
-	if run.Counts()[engine.OutcomePlanned] > 0 && mode == engine.DryRunClient && interactive(streams) && !output.out.Document() {
+	planned *engine.Planned, mode engine.DryRun, question string, print func() error) (engine.DryRun, *engine.Applied, error) {
+	if planned.Counts()[engine.OutcomePlanned] > 0 && mode == engine.DryRunClient && interactive(streams) && !output.out.Document() {
 		if err := print(); err != nil {
-			return mode, err
+			return mode, nil, err
 		}
 		ok, err := confirm(streams, question)
 		if err != nil || !ok {
 			fmt.Fprintln(streams.ErrOut, "Nothing was changed.")
-			return mode, Silent(ExitFindings)
+			return mode, nil, Silent(ExitFindings)
 		}
 		mode = engine.DryRunNone
 	}
-	if err := e.Apply(ctx, run, mode); err != nil {
-		return mode, failure(err)
+	done, err := e.Apply(ctx, planned, mode)
+	if err != nil {
+		return mode, nil, failure(err)
 	}
-	if run.Journal != "" {
-		fmt.Fprintf(streams.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", run.Journal, run.Journal)
+	if done.Journal != "" {
+		fmt.Fprintf(streams.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", done.Journal, done.Journal)
 	}
-	return mode, nil
+	return mode, done, nil
 }
 
 // printDiffs shows, for every planned object, a unified diff of its metadata before and after (or
 // runs KUBECTL_EXTERNAL_DIFF over the two, as kubectl diff does).
-func printDiffs(out, errOut io.Writer, external string, run *engine.Run) error {
+func printDiffs(out, errOut io.Writer, external string, planned *engine.Planned) error {
 	files := map[string][2][]string{}
 	var order []string
-	for _, it := range run.Items {
+	for _, it := range planned.Items {
 		if it.Outcome != engine.OutcomePlanned || it.Live == nil {
 			continue
 		}

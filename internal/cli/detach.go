@@ -205,72 +205,73 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	run, err := e.PlanDetach(ctx, o.Request)
+	planned, err := e.PlanDetach(ctx, o.Request)
 	if err != nil {
 		return engineError(err)
 	}
 	if !o.output.out.Document() {
 		fmt.Fprintf(o.ErrOut, "Argo CD in %s: %s; strategy %s\n", argo.Namespace(), printer.Line(s.String()), o.Request.Strategy)
 	}
-	if len(run.Items) == 0 {
-		fmt.Fprintf(o.ErrOut, "Nothing to do: no resource of %s requires pruning.\n", appsText(run))
-		return o.print(run)
+	if len(planned.Items) == 0 {
+		fmt.Fprintf(o.ErrOut, "Nothing to do: no resource of %s requires pruning.\n", appsText(planned))
+		return o.print(engine.Result{Planned: planned})
 	}
-	return o.execute(ctx, e, run)
+	return o.execute(ctx, e, planned)
 }
 
-// execute previews, asks, applies and verifies a planned run. Objects refused or unreadable do not
-// stop the others unless --all-or-nothing: the report names them and the exit code says so.
-func (o *DetachOptions) execute(ctx context.Context, e *engine.Engine, run *engine.Run) error {
-	counts := run.Counts()
+// execute previews, asks, applies and verifies a plan. Objects refused or unreadable do not stop
+// the others unless --all-or-nothing: the report names them and the exit code says so.
+func (o *DetachOptions) execute(ctx context.Context, e *engine.Engine, planned *engine.Planned) error {
+	counts := planned.Counts()
 	mode := o.change.dryRun
-	planned, released := counts[engine.OutcomePlanned], alreadyReleased(run)
+	n, released := counts[engine.OutcomePlanned], alreadyReleased(planned)
 	blocked := counts[engine.OutcomeRefused]+counts[engine.OutcomeFailed] > 0
-	if blocked && o.AllOrNothing || planned == 0 && (released == 0 || mode != engine.DryRunNone) {
+	if blocked && o.AllOrNothing || n == 0 && (released == 0 || mode != engine.DryRunNone) {
 		switch {
 		case blocked && o.AllOrNothing:
 			fmt.Fprintln(o.ErrOut, "--all-or-nothing: some resources are refused or failed, so nothing is changed.")
-		case planned == 0 && released > 0:
+		case n == 0 && released > 0:
 			fmt.Fprintf(o.ErrOut, "Nothing to change: %d resources are released already; Argo CD has not compared since. Add --yes to wait for it.\n", released)
-		case planned == 0 && !blocked:
+		case n == 0 && !blocked:
 			fmt.Fprintln(o.ErrOut, "Nothing to change: the selected resources carry no tracking metadata of their apps.")
 		}
-		return o.finish(run, false)
+		return o.finish(engine.Result{Planned: planned}, false)
 	}
-	question := fmt.Sprintf("Detach %d resources from %s (strategy %s)? [y/N] ", planned, appsText(run), run.Strategy)
-	mode, err := o.applyConfirmed(ctx, o.IOStreams, o.output, e, run, mode, question, func() error { return o.print(run) })
+	question := fmt.Sprintf("Detach %d resources from %s (strategy %s)? [y/N] ", n, appsText(planned), planned.Strategy)
+	mode, done, err := o.applyConfirmed(ctx, o.IOStreams, o.output, e, planned, mode, question, func() error { return o.print(engine.Result{Planned: planned}) })
 	if err != nil {
 		return err
 	}
-	wait := o.Wait && mode == engine.DryRunNone && !run.Interrupted && run.Counts()[engine.OutcomeApplied]+released > 0
+	r := engine.Result{Planned: planned, Applied: done}
+	wait := o.Wait && mode == engine.DryRunNone && !done.Interrupted && done.Counts()[engine.OutcomeApplied]+released > 0
 	if wait {
 		fmt.Fprintf(o.ErrOut, "Waiting up to %s for Argo CD to show the resources released...\n", o.Timeout)
-		e.Verify(ctx, run, o.Timeout)
+		r.Verified = e.Verify(ctx, planned, done, o.Timeout)
 	}
-	return o.finish(run, wait)
+	return o.finish(r, wait)
 }
 
 // finish prints the result and turns it into the exit code.
-func (o *DetachOptions) finish(run *engine.Run, verified bool) error {
-	if err := o.print(run); err != nil {
+func (o *DetachOptions) finish(r engine.Result, verified bool) error {
+	if err := o.print(r); err != nil {
 		return err
 	}
-	doc := o.report(run)
+	doc := o.report(r)
 	if !o.output.out.Document() {
 		fmt.Fprint(o.Out, printer.VerificationText(doc))
-		switch run.Mode {
-		case engine.ModePreview:
+		switch doc.Mode {
+		case string(engine.ModePreview):
 			if doc.Summary.Planned > 0 && doc.Summary.Refused+doc.Summary.Failed == 0 {
 				fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
 			}
-		case engine.ModeServerDryRun:
+		case string(engine.ModeServerDryRun):
 			if doc.Summary.Failed == 0 {
 				fmt.Fprintln(o.ErrOut, "Server-side dry run: the API server accepted every patch; nothing was changed. Apply: --yes.")
 			}
 		}
 	}
-	if run.JournalErr != nil {
-		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", run.JournalErr)
+	if err := r.Done().JournalErr; err != nil {
+		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", err)
 	}
 	code, msg := runExit(doc, verified)
 	if msg != "" {
@@ -279,13 +280,13 @@ func (o *DetachOptions) finish(run *engine.Run, verified bool) error {
 	return Silent(code)
 }
 
-func (o *DetachOptions) report(run *engine.Run) printer.ChangeReport {
-	return o.changeReport("DetachReport", run)
+func (o *DetachOptions) report(r engine.Result) printer.ChangeReport {
+	return o.changeReport("DetachReport", r)
 }
 
 // print writes the report: a document, or the table with each planned object's diff.
-func (o *DetachOptions) print(run *engine.Run) error {
-	return o.printChange(o.IOStreams, o.output, o.report(run), run)
+func (o *DetachOptions) print(r engine.Result) error {
+	return o.printChange(o.IOStreams, o.output, o.report(r), r.Planned)
 }
 
 // looksLikeResource tells a RESOURCE argument from NAMESPACE/NAME: namespaces are DNS labels
@@ -297,9 +298,9 @@ func looksLikeResource(arg string) bool {
 
 // alreadyReleased counts the objects an earlier run (or someone else) released before Argo CD
 // compared the app again.
-func alreadyReleased(run *engine.Run) int {
+func alreadyReleased(planned *engine.Planned) int {
 	n := 0
-	for _, it := range run.Items {
+	for _, it := range planned.Items {
 		if it.Outcome == engine.OutcomeUnchanged && it.Reason == engine.ReasonAlreadyReleased {
 			n++
 		}
@@ -307,12 +308,12 @@ func alreadyReleased(run *engine.Run) int {
 	return n
 }
 
-func appsText(run *engine.Run) string {
-	switch len(run.Apps) {
+func appsText(planned *engine.Planned) string {
+	switch len(planned.Apps) {
 	case 0:
 		return "the selected Applications"
 	case 1:
-		return "Application " + run.Apps[0].Ref()
+		return "Application " + planned.Apps[0].Ref()
 	}
-	return fmt.Sprintf("%d Applications", len(run.Apps))
+	return fmt.Sprintf("%d Applications", len(planned.Apps))
 }

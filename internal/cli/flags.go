@@ -68,12 +68,33 @@ func (f *changeFlags) add(cmd *cobra.Command) {
 }
 
 func (f *changeFlags) validate() error {
-	d, err := engine.ParseDryRun(f.dryRunValue, f.yes)
+	d, err := parseDryRun(f.dryRunValue, f.yes)
 	if err != nil {
 		return usageError("%v", err)
 	}
 	f.dryRun = d
 	return nil
+}
+
+// parseDryRun reads a --dry-run value; "" means the default (client, or none with --yes).
+func parseDryRun(s string, yes bool) (engine.DryRun, error) {
+	switch s {
+	case "":
+		if yes {
+			return engine.DryRunNone, nil
+		}
+		return engine.DryRunClient, nil
+	case "client":
+		return engine.DryRunClient, nil
+	case "server":
+		return engine.DryRunServer, nil
+	case "none":
+		if !yes {
+			return 0, fmt.Errorf("--dry-run=none applies changes: add --yes to confirm")
+		}
+		return engine.DryRunNone, nil
+	}
+	return 0, fmt.Errorf(`--dry-run=%q: use "client" (preview), "server" (the API server judges, nothing persists) or "none" (apply, with --yes)`, s)
 }
 
 // selectionFlags choose Applications: APP arguments, or -A, -n, -l and --project.

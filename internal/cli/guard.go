@@ -13,7 +13,6 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/guard"
-	"github.com/unprune/unprune/internal/plan"
 	"github.com/unprune/unprune/internal/printer"
 )
 
@@ -226,31 +225,32 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	build := guard.ProtectPlan
-	if o.Verb == "confirm" {
-		build = guard.ConfirmPlan
+	build, err := guard.PlanFor(o.Verb)
+	if err != nil {
+		return err
 	}
 	e, err := o.engine(nil, argocd.Settings{}, 32)
 	if err != nil {
 		return err
 	}
-	run, err := e.PlanGuard(ctx, objects, engine.GuardRequest{Strategy: o.Verb, Resources: o.Resources, Build: func(t plan.Target) plan.Plan { return build(t) }})
+	planned, err := e.PlanObjects(ctx, objects, engine.ObjectsRequest{Command: guard.Command, Strategy: o.Verb, Resources: o.Resources, Build: build})
 	if err != nil {
 		return engineError(err)
 	}
-	counts := run.Counts()
+	r := engine.Result{Planned: planned}
+	counts := planned.Counts()
 	if counts[engine.OutcomeRefused]+counts[engine.OutcomeFailed] == 0 && counts[engine.OutcomePlanned] > 0 {
-		if err := e.Apply(ctx, run, o.change.dryRun); err != nil {
+		if r.Applied, err = e.Apply(ctx, planned, o.change.dryRun); err != nil {
 			return failure(err)
 		}
 	} else if counts[engine.OutcomePlanned] == 0 && counts[engine.OutcomeRefused]+counts[engine.OutcomeFailed] == 0 {
 		fmt.Fprintln(o.ErrOut, "Nothing to change: every resource is guarded already.")
 	}
-	if run.Journal != "" {
-		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", run.Journal, run.Journal)
+	if j := r.Done().Journal; j != "" {
+		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", j, j)
 	}
 	info := objects.Info()
-	doc := printer.NewChangeReport("GuardReport", o.metadata(&info), nil, run)
+	doc := printer.NewChangeReport("GuardReport", o.metadata(&info), nil, r)
 	if o.output.out.Document() {
 		if err := o.output.out.Print(o.Out, doc, doc.Names); err != nil {
 			return err
@@ -259,8 +259,8 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 		if err := printer.ChangeTable(o.Out, o.output.out, doc); err != nil {
 			return err
 		}
-		if run.Mode == engine.ModePreview {
-			if err := printDiffs(o.Out, o.ErrOut, o.getenv("KUBECTL_EXTERNAL_DIFF"), run); err != nil {
+		if doc.Mode == string(engine.ModePreview) {
+			if err := printDiffs(o.Out, o.ErrOut, o.getenv("KUBECTL_EXTERNAL_DIFF"), planned); err != nil {
 				return err
 			}
 		}

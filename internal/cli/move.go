@@ -136,57 +136,59 @@ func (o *MoveOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	run, err := e.PlanMove(ctx, o.Request)
+	planned, err := e.PlanMove(ctx, o.Request)
 	if err != nil {
 		return engineError(err)
 	}
-	if len(run.Items) == 0 {
-		fmt.Fprintf(o.ErrOut, "Nothing to move: %s lists no resource that %s declares.\n", run.Apps[0].Ref(), run.Apps[1].Ref())
-		return o.finish(run, false)
+	r := engine.Result{Planned: planned}
+	if len(planned.Items) == 0 {
+		fmt.Fprintf(o.ErrOut, "Nothing to move: %s lists no resource that %s declares.\n", planned.Apps[0].Ref(), planned.Apps[1].Ref())
+		return o.finish(r, false)
 	}
-	counts := run.Counts()
+	counts := planned.Counts()
 	if counts[engine.OutcomeRefused]+counts[engine.OutcomeFailed] > 0 {
 		fmt.Fprintln(o.ErrOut, "Some resources are refused or could not be read, so nothing is moved.")
-		return o.finish(run, false)
+		return o.finish(r, false)
 	}
-	question := fmt.Sprintf("%s %d resources of %s (to %s)? [y/N] ", verbOf(run), counts[engine.OutcomePlanned], run.Apps[0].Ref(), run.Apps[1].Ref())
-	mode, err := o.applyConfirmed(ctx, o.IOStreams, o.output, e, run, o.change.dryRun, question, func() error { return o.print(run) })
+	question := fmt.Sprintf("%s %d resources of %s (to %s)? [y/N] ", verbOf(planned), counts[engine.OutcomePlanned], planned.Apps[0].Ref(), planned.Apps[1].Ref())
+	mode, done, err := o.applyConfirmed(ctx, o.IOStreams, o.output, e, planned, o.change.dryRun, question, func() error { return o.print(r) })
 	if err != nil {
 		return err
 	}
-	wait := o.Wait && !o.Prepare && mode == engine.DryRunNone && !run.Interrupted && run.Counts()[engine.OutcomeFailed] == 0
+	r.Applied = done
+	wait := o.Wait && !o.Prepare && mode == engine.DryRunNone && !done.Interrupted && done.Counts()[engine.OutcomeFailed] == 0
 	if wait {
 		fmt.Fprintf(o.ErrOut, "Waiting up to %s for Argo CD to show the move...\n", o.Timeout)
-		e.VerifyMove(ctx, run, o.Timeout)
+		r.Verified = e.VerifyMove(ctx, planned, done, o.Timeout)
 	}
-	if o.Prepare && run.Mode == engine.ModeApply && !o.output.out.Document() {
+	if o.Prepare && done.Mode == engine.ModeApply && !o.output.out.Document() {
 		fmt.Fprintf(o.ErrOut, "Prepared: %s can no longer prune or cascade-delete these resources. Now commit the move of their manifests, wait until %s lists them, "+
-			"then run the same command without --prepare.\n", run.Apps[0].Ref(), run.Apps[1].Ref())
+			"then run the same command without --prepare.\n", planned.Apps[0].Ref(), planned.Apps[1].Ref())
 	}
-	return o.finish(run, wait)
+	return o.finish(r, wait)
 }
 
-func verbOf(run *engine.Run) string {
-	if run.Strategy == "prepare" {
+func verbOf(planned *engine.Planned) string {
+	if planned.Strategy == "prepare" {
 		return "Prepare the move of"
 	}
 	return "Move"
 }
 
 // finish prints the result and turns it into the exit code.
-func (o *MoveOptions) finish(run *engine.Run, verified bool) error {
-	if err := o.print(run); err != nil {
+func (o *MoveOptions) finish(r engine.Result, verified bool) error {
+	if err := o.print(r); err != nil {
 		return err
 	}
-	doc := o.report(run)
+	doc := o.report(r)
 	if !o.output.out.Document() {
 		fmt.Fprint(o.Out, printer.VerificationText(doc))
-		if run.Mode == engine.ModePreview && doc.Summary.Planned > 0 && doc.Summary.Refused+doc.Summary.Failed == 0 {
+		if doc.Mode == string(engine.ModePreview) && doc.Summary.Planned > 0 && doc.Summary.Refused+doc.Summary.Failed == 0 {
 			fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
 		}
 	}
-	if run.JournalErr != nil {
-		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", run.JournalErr)
+	if err := r.Done().JournalErr; err != nil {
+		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", err)
 	}
 	code, msg := runExit(doc, verified)
 	if doc.Summary.Refused > 0 && code == ExitRefused {
@@ -198,11 +200,11 @@ func (o *MoveOptions) finish(run *engine.Run, verified bool) error {
 	return Silent(code)
 }
 
-func (o *MoveOptions) report(run *engine.Run) printer.ChangeReport {
-	return o.changeReport("MoveReport", run)
+func (o *MoveOptions) report(r engine.Result) printer.ChangeReport {
+	return o.changeReport("MoveReport", r)
 }
 
 // print writes the report: a document, or the table with each planned object's diff.
-func (o *MoveOptions) print(run *engine.Run) error {
-	return o.printChange(o.IOStreams, o.output, o.report(run), run)
+func (o *MoveOptions) print(r engine.Result) error {
+	return o.printChange(o.IOStreams, o.output, o.report(r), r.Planned)
 }

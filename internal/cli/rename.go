@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -141,17 +142,21 @@ func (o *RenameOptions) Run(ctx context.Context) error {
 	rr, err := e.PlanRename(ctx, o.Request)
 	var refused *engine.RefusedError
 	if errors.As(err, &refused) {
+		if refused.Code == engine.RefuseNotSynced {
+			return &ExitError{Code: ExitRefused, Err: fmt.Errorf("%w, or pass --force to rename it as it is; nothing was changed", refused.Err)}
+		}
 		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("%w; nothing was changed", refused.Err)}
 	}
 	if err != nil {
 		return engineError(err)
 	}
+	res := &renameResult{rr: rr}
 	if o.Force && rr.Apps[0].App.SyncStatus != "Synced" {
-		rr.Warnings = append(rr.Warnings, fmt.Sprintf("--force: %s is %s, not Synced; the new app shows the same differences", rr.Apps[0].Ref(), rr.Apps[0].App.SyncStatus))
+		res.warnings = append(res.warnings, fmt.Sprintf("--force: %s is %s, not Synced; the new app shows the same differences", rr.Apps[0].Ref(), rr.Apps[0].App.SyncStatus))
 	}
 	mode := o.change.dryRun
 	if !rr.Blocked() && mode == engine.DryRunClient && interactive(o.IOStreams) && !o.output.out.Document() {
-		if err := o.print(rr); err != nil {
+		if err := o.print(res); err != nil {
 			return err
 		}
 		ok, err := confirm(o.IOStreams, fmt.Sprintf("Rename %s to %s? [y/N] ", rr.Apps[0].Ref(), rr.Apps[1].Ref()))
@@ -161,33 +166,43 @@ func (o *RenameOptions) Run(ctx context.Context) error {
 		}
 		mode = engine.DryRunNone
 	}
-	if err := e.ApplyRename(ctx, rr, mode); err != nil {
+	if res.done, err = e.ApplyRename(ctx, rr, mode); err != nil {
 		return failure(err)
 	}
-	if rr.Journal != "" {
-		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", rr.Journal, rr.Journal)
+	if j := res.done.Journal; j != "" {
+		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", j, j)
 	}
-	wait := o.Wait && mode == engine.DryRunNone && rr.Done()
+	wait := o.Wait && mode == engine.DryRunNone && res.done.Done()
 	if wait {
 		fmt.Fprintf(o.ErrOut, "Waiting up to %s for Argo CD to show %s Synced on every resource...\n", o.Timeout, rr.Apps[1].Ref())
-		e.VerifyRename(ctx, rr, o.Timeout)
+		res.verified = e.VerifyRename(ctx, rr, res.done, o.Timeout)
 	}
-	return o.finish(rr, wait)
+	return o.finish(res, wait)
 }
 
-func (o *RenameOptions) finish(rr *engine.RenameRun, verified bool) error {
-	if err := o.print(rr); err != nil {
+// renameResult is a rename's run, phase by phase: the plan, what was sent (nil in a preview), what
+// Argo CD showed, and the command line's own warnings.
+type renameResult struct {
+	rr       *engine.RenameRun
+	done     *engine.RenameApplied
+	verified engine.Verified
+	warnings []string
+}
+
+func (o *RenameOptions) finish(res *renameResult, verified bool) error {
+	if err := o.print(res); err != nil {
 		return err
 	}
-	doc := o.report(rr)
-	if rr.JournalErr != nil {
-		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", rr.JournalErr)
+	doc := o.report(res)
+	if res.done != nil && res.done.JournalErr != nil {
+		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", res.done.JournalErr)
 	}
 	code, msg := runExit(doc.ChangeReport, verified)
-	if failed := rr.FailedStep(); failed != nil && code == ExitOK {
-		code, msg = ExitPartial, fmt.Sprintf("%s %s failed: %s; undo with: unprune undo %s", failed.Verb, failed.App.Namespace+"/"+failed.App.Name, failed.Message, rr.Journal)
+	if i := failedStep(res.done); i >= 0 && code == ExitOK {
+		failed, d := res.rr.Steps[i], res.done.Steps[i]
+		code, msg = ExitPartial, fmt.Sprintf("%s %s failed: %s; undo with: unprune undo %s", failed.Verb, failed.App.Namespace+"/"+failed.App.Name, d.Message, doc.Journal)
 	}
-	if rr.Mode == engine.ModePreview && !rr.Blocked() && code == ExitOK {
+	if doc.Mode == string(engine.ModePreview) && !res.rr.Blocked() && code == ExitOK {
 		code = ExitFindings
 		fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
 	}
@@ -197,18 +212,33 @@ func (o *RenameOptions) finish(rr *engine.RenameRun, verified bool) error {
 	return Silent(code)
 }
 
-func (o *RenameOptions) report(rr *engine.RenameRun) printer.RenameReport {
-	argo := o.installed.argo
-	info := argo.Cluster()
-	return printer.NewRenameReport(o.metadata(&info), printer.NewArgoCD(argo.Namespace(), o.installed.settings.Settings), rr)
+func failedStep(done *engine.RenameApplied) int {
+	if done == nil {
+		return -1
+	}
+	return done.FailedStep()
 }
 
-func (o *RenameOptions) print(rr *engine.RenameRun) error {
-	doc := o.report(rr)
+// report is the rename's document; the command line's warnings come after the plan's.
+func (o *RenameOptions) report(res *renameResult) printer.RenameReport {
+	argo := o.installed.argo
+	info := argo.Cluster()
+	r := engine.Result{Planned: res.rr.Planned, Verified: res.verified}
+	var steps []engine.Decision
+	if res.done != nil {
+		r.Applied, steps = res.done.Applied, res.done.Steps
+	}
+	doc := printer.NewRenameReport(o.metadata(&info), printer.NewArgoCD(argo.Namespace(), o.installed.settings.Settings), res.rr, r, steps)
+	doc.Warnings = append(slices.Clip(doc.Warnings), res.warnings...)
+	return doc
+}
+
+func (o *RenameOptions) print(res *renameResult) error {
+	doc := o.report(res)
 	if o.output.out.Document() {
 		return o.output.out.Print(o.Out, doc, doc.Names)
 	}
-	for _, w := range rr.Warnings {
+	for _, w := range doc.Warnings {
 		fmt.Fprintln(o.ErrOut, "warning:", printer.Line(w))
 	}
 	printer.RenameSteps(o.Out, doc)
@@ -216,8 +246,8 @@ func (o *RenameOptions) print(rr *engine.RenameRun) error {
 		return err
 	}
 	fmt.Fprint(o.Out, printer.VerificationText(doc.ChangeReport))
-	if rr.Mode == engine.ModePreview {
-		return printDiffs(o.Out, o.ErrOut, o.getenv("KUBECTL_EXTERNAL_DIFF"), rr.Run)
+	if doc.Mode == string(engine.ModePreview) {
+		return printDiffs(o.Out, o.ErrOut, o.getenv("KUBECTL_EXTERNAL_DIFF"), res.rr.Planned)
 	}
 	return nil
 }

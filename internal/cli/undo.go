@@ -123,7 +123,7 @@ func (o *UndoOptions) Run(ctx context.Context) error {
 		_ = rec.Close()
 		return err
 	}
-	var ru *engine.RenameUndo
+	var ru *renameUndo
 	if j := rec.Snapshot(); j.Rename != nil {
 		var done bool
 		if ru, done, err = o.undoRenameBefore(ctx, j); done {
@@ -136,19 +136,19 @@ func (o *UndoOptions) Run(ctx context.Context) error {
 		_ = rec.Close()
 		return engineError(err)
 	}
-	e.Restore(ctx, u, o.change.dryRun)
+	done := e.Restore(ctx, u, o.change.dryRun)
 	if ru != nil {
-		o.undoRenameAfter(ctx, ru, u)
+		o.undoRenameAfter(ctx, ru, u, done)
 	}
-	if u.Mode == engine.ModeApply && u.Counts()[engine.OutcomeRestored] > 0 {
+	if done.Mode == engine.ModeApply && done.Counts()[engine.OutcomeRestored] > 0 {
 		o.refresh(ctx, u.Journal)
 	}
-	return o.finish(u, path)
+	return o.finish(engine.Result{Planned: u.Planned, Applied: done}, path)
 }
 
-func (o *UndoOptions) finish(u *engine.UndoRun, path string) error {
-	u.Run.Journal = path
-	doc := printer.NewChangeReport("UndoReport", o.metadata(nil), nil, u.Run)
+func (o *UndoOptions) finish(r engine.Result, path string) error {
+	doc := printer.NewChangeReport("UndoReport", o.metadata(nil), nil, r)
+	doc.Journal = path // the journal undone
 	if o.output.out.Document() {
 		if err := o.output.out.Print(o.Out, doc, doc.Names); err != nil {
 			return err
@@ -156,10 +156,10 @@ func (o *UndoOptions) finish(u *engine.UndoRun, path string) error {
 	} else if err := printer.ChangeTable(o.Out, o.output.out, doc); err != nil {
 		return err
 	}
-	if u.JournalErr != nil {
-		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", u.JournalErr)
+	if err := r.Done().JournalErr; err != nil {
+		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", err)
 	}
-	if u.Mode == engine.ModePreview && doc.Summary.Planned > 0 && !o.output.out.Document() {
+	if doc.Mode == string(engine.ModePreview) && doc.Summary.Planned > 0 && !o.output.out.Document() {
 		fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Restore with --yes.")
 	}
 	code, msg := runExit(doc, false)

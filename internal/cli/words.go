@@ -22,6 +22,7 @@ var spelling = map[option.Name]struct{ long, short string }{
 
 	option.ArgoCDNamespace:    {long: "argocd-namespace"},
 	option.ArgoCDVersion:      {long: "argocd-version"},
+	option.ArgoCDContext:      {long: "argocd-context"},
 	option.ArgoCDServer:       {long: apiFlagPrefix + "server"},
 	option.ArgoCDAuthToken:    {long: apiFlagPrefix + "auth-token"},
 	option.ClusterContext:     {long: "cluster-context"},

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,89 +30,76 @@ type DetachRequest struct {
 
 // PlanDetach reads the apps and their selected objects and plans each object's release. Nothing
 // is changed. Objects are read in bulk per destination cluster.
-func (e *Engine) PlanDetach(ctx context.Context, req DetachRequest) (*Run, error) {
+func (e *Engine) PlanDetach(ctx context.Context, req DetachRequest) (*Planned, error) {
 	if len(req.Resources) > 0 && (len(req.Apps) != 1 || req.Selector != nil) {
-		return nil, usage("name resources for one app only; for several apps use --all")
+		return nil, &RequestError{Kind: ResourcesForOneApp, Err: errors.New("name resources for one app only")}
 	}
 	apps, err := e.resolveApps(ctx, req.Apps, req.Selector)
 	if err != nil {
 		return nil, err
 	}
-	run := &Run{Command: "detach", Strategy: string(req.Strategy), Mode: ModePreview}
-	if req.Selector != nil && len(apps) == 0 {
-		return run, nil
-	}
 	opts := plan.Options{Strategy: req.Strategy, Force: req.Force, ScrubLastApplied: req.ScrubLastApplied,
 		KeepManagedFields: req.KeepManagedFields}
+	p := &Planned{Command: "detach", Strategy: string(req.Strategy), planner: releasePlanner{e.Settings, opts}}
+	if req.Selector != nil && len(apps) == 0 {
+		return p, nil
+	}
 	for _, app := range apps {
-		if err := e.selectForApp(ctx, run, app, req, opts, len(apps) == 1); err != nil {
+		if err := e.selectForApp(ctx, p, app, req, len(apps) == 1); err != nil {
 			return nil, err
 		}
 	}
-	e.readAndPlan(ctx, run)
-	e.explainReleased(run)
-	return run, nil
+	e.readAndPlan(ctx, p, e.releasedBefore)
+	return p, nil
 }
 
-// explainReleased says, for each object released already, which earlier run released it, when a
-// journal of this machine knows.
-func (e *Engine) explainReleased(run *Run) {
-	uids := map[string]bool{}
-	for _, it := range run.Items {
-		if it.Reason == ReasonAlreadyReleased && it.Live != nil {
-			uids[it.Live.UID] = true
-		}
-	}
+// releasePlanner plans the release of an app's object.
+type releasePlanner struct {
+	settings argocd.Settings
+	opts     plan.Options
+}
+
+func (r releasePlanner) Plan(it *Item, live *cluster.Object) plan.Plan {
+	return plan.Build(r.settings, targetOf(it.App.Instance, live, it.Row), r.opts)
+}
+
+// releasedBefore says, for each object released already, which earlier run released it, when a
+// journal of this machine knows: the messages by UID.
+func (e *Engine) releasedBefore(uids map[string]bool) map[string]string {
 	if len(uids) == 0 || e.Journals == nil {
-		return
+		return nil
 	}
 	found := e.Journals.Releases(uids)
-	for _, it := range run.Items {
-		if it.Reason != ReasonAlreadyReleased || it.Live == nil {
-			continue
-		}
-		r, ok := found[it.Live.UID]
+	out := map[string]string{}
+	for uid := range uids {
+		r, ok := found[uid]
 		switch {
 		case !ok:
-			it.Message = "already released: it carries no tracking metadata of the app (removed by hand or by another tool); Argo CD has not compared the app since"
+			out[uid] = "already released: it carries no tracking metadata of the app (removed by hand or by another tool); Argo CD has not compared the app since"
 		case r.Sent:
-			it.Message = fmt.Sprintf("already released by unprune at %s (journal %s); Argo CD has not compared the app since", r.At.UTC().Format(time.RFC3339), r.Path)
+			out[uid] = fmt.Sprintf("already released by unprune at %s (journal %s); Argo CD has not compared the app since", r.At.UTC().Format(time.RFC3339), r.Path)
 		default:
-			it.Message = fmt.Sprintf("already released: unprune's run of %s (journal %s) ended before it could record the patch; Argo CD has not compared the app since",
+			out[uid] = fmt.Sprintf("already released: unprune's run of %s (journal %s) ended before it could record the patch; Argo CD has not compared the app since",
 				r.At.UTC().Format(time.RFC3339), r.Path)
 		}
 	}
+	return out
 }
 
-// selectForApp adds an app and its selected rows to the run.
+// selectForApp adds an app and its selected rows to the plan.
 // With one app, a destination that cannot be reached is an error; with several, it fails that
 // app's objects and the others go on.
-func (e *Engine) selectForApp(ctx context.Context, run *Run, app argocd.Application, req DetachRequest, opts plan.Options, single bool) error {
+func (e *Engine) selectForApp(ctx context.Context, p *Planned, app argocd.Application, req DetachRequest, single bool) error {
 	a := &AppRun{App: app, Instance: app.Instance(e.ArgoCD.Namespace())}
-	run.Apps = append(run.Apps, a)
+	p.Apps = append(p.Apps, a)
 	rows, unknown := selectRows(app, req.Resources, req.All)
 	objects, destErr := e.ArgoCD.Destination(ctx, app)
 	if destErr != nil && single && len(rows)+len(unknown) > 0 {
 		return destErr
 	}
-	var forced []cluster.Ref
-	for _, arg := range unknown {
-		if !req.Force || destErr != nil {
-			if destErr != nil {
-				return usage("%v", destErr)
-			}
-			return unknownResource(app, arg)
-		}
-		// --force may name an object the app does not list (a copy, another app's object): read
-		// it, and let the planner say whether it may be touched.
-		ref, err := objects.Resolve(ctx, arg.Group, arg.Kind, "", arg.Namespace, arg.Name)
-		if err != nil {
-			return usage("%s: %v", Quote(arg.Raw), err)
-		}
-		if ref.Namespaced && ref.Namespace == "" {
-			return usage("%s is namespaced: use %s/NAMESPACE/%s", ref.Kind, arg.Kind, arg.Name)
-		}
-		forced = append(forced, ref)
+	forced, err := e.resolveForced(ctx, app, objects, destErr, unknown, req.Force)
+	if err != nil {
+		return err
 	}
 	if destErr != nil {
 		a.Message = destErr.Error()
@@ -122,53 +110,62 @@ func (e *Engine) selectForApp(ctx context.Context, run *Run, app argocd.Applicat
 		a.Message = fmt.Sprintf("Application %s has a sync operation running (phase %s): changing its resources now races the sync; wait for it to finish and run again",
 			app.Ref(), orUnknown(app.OperationPhase))
 	}
-	add := func(row *argocd.Resource, ref cluster.Ref) {
-		it := &Item{App: a, Row: row, Objects: a.Objects, Ref: ref, Entry: -1}
-		target := func(live *cluster.Object) plan.Target {
-			t := plan.Target{Instance: a.Instance, Ref: live.Ref.ObjectRef(), Labels: live.Labels, Annotations: live.Annotations,
-				OwnerReferences: live.Owners, Deleting: live.Deleting, ManagedFields: live.ManagedFields}
-			if row != nil {
-				t.RequiresPruning, t.Hook = row.RequiresPruning, row.Hook
-			} else {
-				t.Hook = argocd.IsHook(live.Annotations)
-			}
-			return t
-		}
-		it.replan = func(live *cluster.Object) plan.Plan { return plan.Build(e.Settings, target(live), opts) }
-		switch {
-		case app.Operation:
-			it.Outcome, it.Reason, it.Message = OutcomeRefused, "OperationRunning", a.Message
-		case a.Objects == nil:
-			it.Outcome, it.Reason, it.Message = OutcomeFailed, string(cluster.Classify(destErr)), a.Message
-		}
-		run.Items = append(run.Items, it)
+	// Decided before reading: the app's state rules the object out.
+	var before Decision
+	switch {
+	case app.Operation:
+		before = Decision{OutcomeRefused, "OperationRunning", a.Message}
+	case a.Objects == nil:
+		before = Decision{OutcomeFailed, string(cluster.Classify(destErr)), a.Message}
 	}
 	for i := range rows {
-		row := rows[i]
-		ref := cluster.Ref{Group: row.Group, Version: row.Version, Kind: row.Kind, Namespace: row.Namespace, Name: row.Name}
+		row := &rows[i]
+		ref, d := cluster.Ref{Group: row.Group, Version: row.Version, Kind: row.Kind, Namespace: row.Namespace, Name: row.Name}, before
 		if a.Objects != nil {
 			resolved, err := a.Objects.Resolve(ctx, row.Group, row.Kind, row.Version, row.Namespace, row.Name)
 			if err != nil {
-				it := &Item{App: a, Row: &row, Objects: a.Objects, Ref: ref, Entry: -1,
-					Outcome: OutcomeFailed, Reason: string(cluster.Classify(err)), Message: err.Error()}
-				run.Items = append(run.Items, it)
-				continue
+				d = Decision{OutcomeFailed, string(cluster.Classify(err)), err.Error()}
+			} else {
+				ref = resolved
 			}
-			ref = resolved
 		}
-		add(&row, ref)
+		p.Items = append(p.Items, &Item{App: a, Row: row, Objects: a.Objects, Ref: ref, Entry: -1, Decision: d})
 	}
 	for _, ref := range forced {
-		add(nil, ref)
+		p.Items = append(p.Items, &Item{App: a, Objects: a.Objects, Ref: ref, Entry: -1, Decision: before})
 	}
 	return nil
 }
 
-// readAndPlan reads every item still to decide, in bulk per destination, and plans it.
-func (e *Engine) readAndPlan(ctx context.Context, run *Run) {
+// resolveForced resolves the arguments an app lists no row for: when forced, objects to read
+// anyway (a copy, another app's object), which the planner then judges; without, an error.
+func (e *Engine) resolveForced(ctx context.Context, app argocd.Application, objects cluster.Objects, destErr error, unknown []ResourceArg, force bool) ([]cluster.Ref, error) {
+	var forced []cluster.Ref
+	for _, arg := range unknown {
+		if !force || destErr != nil {
+			if destErr != nil {
+				return nil, invalid("%v", destErr)
+			}
+			return nil, unknownResource(app, arg)
+		}
+		ref, err := objects.Resolve(ctx, arg.Group, arg.Kind, "", arg.Namespace, arg.Name)
+		if err != nil {
+			return nil, invalid("%s: %v", Quote(arg.Raw), err)
+		}
+		if ref.Namespaced && ref.Namespace == "" {
+			return nil, invalid("%s is namespaced: use %s/NAMESPACE/%s", ref.Kind, arg.Kind, arg.Name)
+		}
+		forced = append(forced, ref)
+	}
+	return forced, nil
+}
+
+// readAndPlan reads every item still to decide, in bulk per destination, and plans it: the one
+// place an item read is decided. released, when given, words the already-released objects (by UID).
+func (e *Engine) readAndPlan(ctx context.Context, p *Planned, released func(uids map[string]bool) map[string]string) {
 	byObjects := map[cluster.Objects][]*Item{}
 	var order []cluster.Objects
-	for _, it := range run.Items {
+	for _, it := range p.Items {
 		if it.Outcome != "" {
 			continue
 		}
@@ -177,40 +174,72 @@ func (e *Engine) readAndPlan(ctx context.Context, run *Run) {
 		}
 		byObjects[it.Objects] = append(byObjects[it.Objects], it)
 	}
+	reads := make([][]cluster.ReadResult, len(order))
 	parallel.ForEach(len(order), len(order), func(i int) {
 		items := byObjects[order[i]]
 		refs := make([]cluster.Ref, len(items))
 		for k, it := range items {
 			refs[k] = it.Ref
 		}
-		for k, res := range order[i].Read(ctx, refs) {
-			decide(items[k], res)
-		}
+		reads[i] = order[i].Read(ctx, refs)
 	})
+	type decided struct {
+		it   *Item
+		live *cluster.Object
+		plan plan.Plan
+		d    Decision
+	}
+	var all []decided
+	for i, objects := range order {
+		for k, it := range byObjects[objects] {
+			x := decided{it: it}
+			x.live, x.plan, x.d = decide(p.planner, it, reads[i][k], goneFromStatus)
+			all = append(all, x)
+		}
+	}
+	if released != nil {
+		uids := map[string]bool{}
+		for _, x := range all {
+			if x.d.Reason == ReasonAlreadyReleased {
+				uids[x.live.UID] = true
+			}
+		}
+		said := released(uids)
+		for k, x := range all {
+			if x.d.Reason != ReasonAlreadyReleased {
+				continue
+			}
+			if m, ok := said[x.live.UID]; ok {
+				all[k].d.Message = m
+			}
+		}
+	}
+	for _, x := range all {
+		x.it.Live, x.it.Plan, x.it.Decision = x.live, x.plan, x.d
+	}
 }
 
-// decide plans one item from what was read.
-func decide(it *Item, res cluster.ReadResult) {
+// goneFromStatus explains an object an app's status lists that no longer exists.
+const goneFromStatus = "the object no longer exists (the app's status predates its deletion); skipped"
+
+// decide plans one item from what was read; gone explains an object that no longer exists.
+func decide(planner Planner, it *Item, res cluster.ReadResult, gone string) (*cluster.Object, plan.Plan, Decision) {
 	switch {
 	case cluster.IsNotFound(res.Err):
-		it.Outcome, it.Reason, it.Message = OutcomeGone, string(cluster.FailureNotFound), "the object no longer exists (the app's status predates its deletion); skipped"
-		return
+		return nil, plan.Plan{}, Decision{OutcomeGone, string(cluster.FailureNotFound), gone}
 	case res.Err != nil:
-		it.Outcome, it.Reason, it.Message = OutcomeFailed, string(cluster.Classify(res.Err)), res.Err.Error()
-		return
+		return nil, plan.Plan{}, Decision{OutcomeFailed, string(cluster.Classify(res.Err)), res.Err.Error()}
 	}
-	it.Live = res.Object
-	it.Plan = it.replan(res.Object)
+	p := planner.Plan(it, res.Object)
 	switch {
-	case it.Plan.Refusal != nil:
-		it.Outcome, it.Reason, it.Message = OutcomeRefused, string(it.Plan.Refusal.Code), it.Plan.Refusal.Message
-	case it.Plan.Released && len(it.Plan.Changes) == 0:
-		it.Outcome, it.Reason, it.Message = OutcomeUnchanged, ReasonAlreadyReleased, "already released: it carries no tracking metadata of the app; Argo CD has not compared the app since"
-	case len(it.Plan.Changes) == 0:
-		it.Outcome = OutcomeUnchanged
-	default:
-		it.Outcome = OutcomePlanned
+	case p.Refusal != nil:
+		return res.Object, p, Decision{OutcomeRefused, string(p.Refusal.Code), p.Refusal.Message}
+	case p.Released && len(p.Changes) == 0:
+		return res.Object, p, Decision{OutcomeUnchanged, ReasonAlreadyReleased, "already released: it carries no tracking metadata of the app; Argo CD has not compared the app since"}
+	case len(p.Changes) == 0:
+		return res.Object, p, Decision{Outcome: OutcomeUnchanged}
 	}
+	return res.Object, p, Decision{Outcome: OutcomePlanned}
 }
 
 func orUnknown(s string) string {

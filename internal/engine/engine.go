@@ -3,21 +3,23 @@
 // dry run, or apply with a journal — and verify with Argo CD. It returns typed results; the cli
 // package turns flags into requests and results into output and exit codes.
 //
-// Data flows one way: request → read (in bulk) → pure plan (package plan) → execute → verify →
-// Result. The objects are read and patched through cluster.Objects, whichever backend serves them.
+// Data flows one way, each phase returning a value the next takes and none changing what it was
+// given: request → Plan* (read in bulk, pure plan by package plan) → *Planned → Apply → *Applied →
+// Verify → Verified; the caller builds its report from the three (Result). The objects are read and
+// patched through cluster.Objects, whichever backend serves them.
 package engine
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/plan"
+	"github.com/unprune/unprune/internal/verify"
 )
 
-// DryRun is how far a changing command goes, as kubectl's --dry-run.
+// DryRun is how far a changing command goes, as kubectl's dry-run option.
 type DryRun int
 
 const (
@@ -29,27 +31,6 @@ const (
 	// DryRunNone applies.
 	DryRunNone
 )
-
-// ParseDryRun reads a --dry-run value; "" means the default (client, or none with --yes).
-func ParseDryRun(s string, yes bool) (DryRun, error) {
-	switch s {
-	case "":
-		if yes {
-			return DryRunNone, nil
-		}
-		return DryRunClient, nil
-	case "client":
-		return DryRunClient, nil
-	case "server":
-		return DryRunServer, nil
-	case "none":
-		if !yes {
-			return 0, fmt.Errorf("--dry-run=none applies changes: add --yes to confirm")
-		}
-		return DryRunNone, nil
-	}
-	return 0, fmt.Errorf(`--dry-run=%q: use "client" (preview), "server" (the API server judges, nothing persists) or "none" (apply, with --yes)`, s)
-}
 
 // Mode names a DryRun in reports.
 func (d DryRun) Mode() Mode {
@@ -94,35 +75,33 @@ const ReasonAlreadyReleased = "AlreadyReleased"
 // Changed reports outcomes that changed the object.
 func (o Outcome) Changed() bool { return o == OutcomeApplied || o == OutcomeRestored }
 
-// Item is one object of a run.
+// Decision is what became of one object, as planned or as carried out.
+type Decision struct {
+	Outcome Outcome
+	// Reason is a machine-readable code: a refusal code, or a failure class.
+	Reason string
+	// Message explains a refusal, a failure or a skip.
+	Message string
+}
+
+// Item is one object of a plan. Planning fills it once; nothing changes it afterwards.
 type Item struct {
-	// App is the Application the object belongs to; nil for guard changes.
+	// App is the Application the object belongs to; nil for objects named outside any app.
 	App *AppRun
 	// Row is the app's status row, when there is one.
 	Row     *argocd.Resource
 	Objects cluster.Objects
 	Ref     cluster.Ref
-	// Live is the object as read before planning (after a conflict, as read last).
+	// Live is the object as read before planning.
 	Live *cluster.Object
 	Plan plan.Plan
-
-	Outcome Outcome
-	// Reason is a machine-readable code: a refusal code, or a failure class.
-	Reason string
-	// Message explains a refusal, a failure or a skip.
-	Message  string
-	Attempts int
-	// Entry is the index of the item's journal entry; -1 when it has none.
+	// Decision is the planned outcome: Planned, Unchanged, Refused, Gone or Failed.
+	Decision
+	// Entry is the index of the item's entry in the journal an undo restores; -1 otherwise.
 	Entry int
-
-	// replan plans again from a freshly read object after a conflict.
-	replan func(*cluster.Object) plan.Plan
 }
 
-// Changes are the changes planned or made.
-func (it *Item) Changes() []journal.Change { return it.Plan.Changes }
-
-// AppRun is one Application of a run.
+// AppRun is one Application of a plan.
 type AppRun struct {
 	App      argocd.Application
 	Instance string
@@ -130,60 +109,97 @@ type AppRun struct {
 	Objects cluster.Objects
 	// Message says why the app was not processed (destination unreachable, operation running).
 	Message string
-	// Verification is what Argo CD showed afterwards, when the run waited for it.
-	Verification *Verification
 }
 
 // Ref is namespace/name.
 func (a *AppRun) Ref() string { return a.App.Ref() }
 
-// Run is the outcome of a changing command.
-type Run struct {
+// Planner plans one item from its live object: when the plan is made, and again by Apply when a
+// patch meets a conflict and the object is read anew.
+type Planner interface {
+	Plan(it *Item, live *cluster.Object) plan.Plan
+}
+
+// Planned is what a Plan* function returns: the apps and, per object, what was read and decided.
+// Nothing is changed yet; Apply carries it out and leaves it as it is.
+type Planned struct {
 	Command  string
 	Strategy string
-	Mode     Mode
 	Apps     []*AppRun
 	Items    []*Item
+	// Warnings for the user, from planning.
+	Warnings []string
+	// Renamed is what a rename journal keeps of the renamed Application.
+	Renamed *journal.Renamed
+	planner Planner
+}
+
+// Counts tallies planned outcomes.
+func (p *Planned) Counts() map[Outcome]int {
+	m := map[Outcome]int{}
+	for _, it := range p.Items {
+		m[it.Outcome]++
+	}
+	return m
+}
+
+// Preview is what a preview does with a plan: nothing, each item as planned.
+func (p *Planned) Preview() *Applied {
+	a := &Applied{Mode: ModePreview, Items: make([]ItemResult, len(p.Items))}
+	for i, it := range p.Items {
+		a.Items[i] = ItemResult{Decision: it.Decision, Plan: it.Plan}
+	}
+	return a
+}
+
+// ItemResult is what became of one item of a plan.
+type ItemResult struct {
+	Decision
+	Attempts int
+	// Plan is the plan carried out: the item's, or the one made again after a conflict.
+	Plan plan.Plan
+}
+
+// Applied is what Apply (or Restore) did with a plan.
+type Applied struct {
+	Mode Mode
+	// Items are the results of the plan's items, in its order.
+	Items []ItemResult
 	// Journal is the journal's path, when one was written.
 	Journal string
 	// JournalErr is a failure to write the journal after patches were sent.
 	JournalErr error
 	// Interrupted is true when a signal stopped the run before every patch was sent.
 	Interrupted bool
-	// Warnings for the user.
-	Warnings []string
-	// Renamed is what a rename journal keeps of the renamed Application.
-	Renamed *journal.Renamed
 }
 
 // Counts tallies outcomes.
-func (r *Run) Counts() map[Outcome]int {
+func (a *Applied) Counts() map[Outcome]int {
 	m := map[Outcome]int{}
-	for _, it := range r.Items {
+	for _, it := range a.Items {
 		m[it.Outcome]++
 	}
 	return m
 }
 
-// Verification is what Argo CD showed about an app after the change.
-type Verification struct {
-	// Verified is true when a comparison that started after the last patch showed the released
-	// objects released (gone from the app, or no longer making it OutOfSync).
-	Verified bool
-	// Compared is true when Argo CD compared the app after the change; false means its controller
-	// has not got to it yet (busy, or stopped), so the status says nothing about the release.
-	Compared   bool
-	Synced     bool
-	SyncStatus string
-	Revision   string
-	// Elapsed is from the last patch to the comparison that proved it.
-	Elapsed time.Duration
-	// StillListed are released objects Argo CD still counts.
-	StillListed []argocd.Resource
-	// OutOfSync are other resources keeping the app OutOfSync (not unprune's to change).
-	OutOfSync []argocd.Resource
-	// Error is why verification could not run.
-	Error string
+// Verified is, per app of a plan (in its order), what Argo CD showed afterwards; nil for an app
+// that was not waited for.
+type Verified []*verify.Result
+
+// Result is a changing command's run, phase by phase: what was planned, what was done (nil before
+// Apply: a preview), what Argo CD showed (nil when nothing was verified). Reports are built from it.
+type Result struct {
+	Planned  *Planned
+	Applied  *Applied
+	Verified Verified
+}
+
+// Done is what was done: the plan as previewed before Apply.
+func (r Result) Done() *Applied {
+	if r.Applied == nil {
+		return r.Planned.Preview()
+	}
+	return r.Applied
 }
 
 // Engine runs requests against backends.

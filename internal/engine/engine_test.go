@@ -54,7 +54,7 @@ func (w *world) engine() *Engine {
 	return &Engine{ArgoCD: w.argo, Settings: w.settings, Journals: w.store, ToolVersion: "test", Poll: time.Millisecond}
 }
 
-func (w *world) detach(req DetachRequest) *Run {
+func (w *world) detach(req DetachRequest) *Planned {
 	w.t.Helper()
 	if req.Strategy == "" {
 		req.Strategy = plan.StrategyUntrack
@@ -69,10 +69,23 @@ func (w *world) detach(req DetachRequest) *Run {
 	return run
 }
 
-func outcomes(run *Run) map[string]Outcome {
+// outcomes are the outcomes by object name: as done, or as planned when done is nil.
+func outcomes(p *Planned, done *Applied) map[string]Outcome {
 	out := map[string]Outcome{}
-	for _, it := range run.Items {
-		out[it.Ref.Name] = it.Outcome
+	for name, r := range results(p, done) {
+		out[name] = r.Outcome
+	}
+	return out
+}
+
+// results are the items' results by object name: as done, or as planned when done is nil.
+func results(p *Planned, done *Applied) map[string]ItemResult {
+	if done == nil {
+		done = p.Preview()
+	}
+	out := map[string]ItemResult{}
+	for i, it := range p.Items {
+		out[it.Ref.Name] = done.Items[i]
 	}
 	return out
 }
@@ -89,21 +102,25 @@ func TestDetachPreviewThenApplyThenVerify(t *testing.T) {
 	e := w.engine()
 	run := w.detach(DetachRequest{All: true})
 	if got := run.Counts()[OutcomePlanned]; got != 2 {
-		t.Fatalf("planned %d, want 2: %v", got, outcomes(run))
+		t.Fatalf("planned %d, want 2: %v", got, outcomes(run, nil))
 	}
-	if err := e.Apply(context.Background(), run, DryRunClient); err != nil || run.Journal != "" {
-		t.Fatalf("a preview wrote a journal or failed: %v %q", err, run.Journal)
+	if preview, err := e.Apply(context.Background(), run, DryRunClient); err != nil || preview.Journal != "" || preview.Mode != ModePreview {
+		t.Fatalf("a preview wrote a journal or failed: %v %+v", err, preview)
 	}
 	for _, c := range w.cluster.Calls() {
 		if c.Verb == "patch" {
 			t.Fatalf("a preview sent a patch: %+v", c)
 		}
 	}
-	if err := e.Apply(context.Background(), run, DryRunNone); err != nil {
+	done, err := e.Apply(context.Background(), run, DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := run.Counts()[OutcomeApplied]; got != 2 {
-		t.Fatalf("applied %d: %v", got, outcomes(run))
+	if got := done.Counts()[OutcomeApplied]; got != 2 {
+		t.Fatalf("applied %d: %v", got, outcomes(run, done))
+	}
+	if run.Counts()[OutcomePlanned] != 2 {
+		t.Fatalf("Apply changed the plan: %v", outcomes(run, nil))
 	}
 	for _, ns := range []string{"team-a", "team-b"} {
 		o := w.cluster.Object(w.refs[ns])
@@ -111,12 +128,11 @@ func TestDetachPreviewThenApplyThenVerify(t *testing.T) {
 			t.Errorf("%s after detach: labels %v annotations %v", ns, o.Labels, o.Annotations)
 		}
 	}
-	e.Verify(context.Background(), run, time.Second)
-	v := run.Apps[0].Verification
+	v := e.Verify(context.Background(), run, done, time.Second)[0]
 	if v == nil || !v.Verified || !v.Synced || len(v.StillListed) != 0 {
 		t.Fatalf("verification %+v", v)
 	}
-	j, _, err := w.store.Load(run.Journal)
+	j, _, err := w.store.Load(done.Journal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +144,12 @@ func TestDetachPreviewThenApplyThenVerify(t *testing.T) {
 func TestServerDryRunPersistsNothing(t *testing.T) {
 	w := newWorld(t, "team-a")
 	run := w.detach(DetachRequest{All: true})
-	if err := w.engine().Apply(context.Background(), run, DryRunServer); err != nil {
+	done, err := w.engine().Apply(context.Background(), run, DryRunServer)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if run.Items[0].Outcome != OutcomeDryRunAccepted || !w.tracked("team-a") || run.Journal != "" {
-		t.Fatalf("outcome %s, tracked %v, journal %q", run.Items[0].Outcome, w.tracked("team-a"), run.Journal)
+	if done.Items[0].Outcome != OutcomeDryRunAccepted || !w.tracked("team-a") || done.Journal != "" {
+		t.Fatalf("outcome %s, tracked %v, journal %q", done.Items[0].Outcome, w.tracked("team-a"), done.Journal)
 	}
 }
 
@@ -147,7 +164,7 @@ func TestHooksAreNeverSelected(t *testing.T) {
 
 	run := w.detach(DetachRequest{All: true})
 	if len(run.Items) != 1 || run.Items[0].Ref.Name != "team-a" {
-		t.Fatalf("--all selected %v; want only the namespace", outcomes(run))
+		t.Fatalf("--all selected %v; want only the namespace", outcomes(run, nil))
 	}
 	arg, _ := ParseResourceArg("ConfigMap/default/migrate")
 	run = w.detach(DetachRequest{Resources: []ResourceArg{arg}})
@@ -165,10 +182,11 @@ func TestGoneObjectIsSkipped(t *testing.T) {
 	w := newWorld(t, "team-a", "team-b")
 	w.cluster.Delete(w.refs["team-a"])
 	run := w.detach(DetachRequest{All: true})
-	if err := w.engine().Apply(context.Background(), run, DryRunNone); err != nil {
+	done, err := w.engine().Apply(context.Background(), run, DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
-	got := outcomes(run)
+	got := outcomes(run, done)
 	if got["team-a"] != OutcomeGone || got["team-b"] != OutcomeApplied {
 		t.Fatalf("outcomes %v", got)
 	}
@@ -185,13 +203,11 @@ func TestConflictIsReplannedNeverClobbered(t *testing.T) {
 		o.Labels[argocd.DefaultInstanceLabelKey] = "thief"
 		o.Annotations[argocd.AnnotationTrackingID] = "thief:/Namespace:default/race-moved"
 	})
-	if err := w.engine().Apply(context.Background(), run, DryRunNone); err != nil {
+	done, err := w.engine().Apply(context.Background(), run, DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]*Item{}
-	for _, it := range run.Items {
-		byName[it.Ref.Name] = it
-	}
+	byName := results(run, done)
 	if it := byName["race-keep"]; it.Outcome != OutcomeApplied || it.Attempts != 2 {
 		t.Errorf("race-keep: %s after %d attempts", it.Outcome, it.Attempts)
 	}
@@ -204,7 +220,7 @@ func TestConflictIsReplannedNeverClobbered(t *testing.T) {
 	if o := w.cluster.Object(w.refs["race-moved"]); o.Labels[argocd.DefaultInstanceLabelKey] != "thief" {
 		t.Errorf("race-moved: the other app's tracking was touched: %v", o.Labels)
 	}
-	j, _, _ := w.store.Load(run.Journal)
+	j, _, _ := w.store.Load(done.Journal)
 	states := map[string]journal.State{}
 	for _, e := range j.Entries {
 		states[e.Object.Name] = e.State
@@ -222,12 +238,12 @@ func TestRBACRefusalIsRecordedAsNothingChanged(t *testing.T) {
 		return false, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "team-a", errors.New(`User "reader" cannot patch resource "namespaces"`))
 	}
 	run := w.detach(DetachRequest{All: true})
-	_ = w.engine().Apply(context.Background(), run, DryRunNone)
-	it := run.Items[0]
+	done, _ := w.engine().Apply(context.Background(), run, DryRunNone)
+	it := done.Items[0]
 	if it.Outcome != OutcomeFailed || it.Reason != string(cluster.FailureRBAC) || !strings.Contains(it.Message, "your user may not patch") {
 		t.Fatalf("%s %s %s", it.Outcome, it.Reason, it.Message)
 	}
-	j, _, _ := w.store.Load(run.Journal)
+	j, _, _ := w.store.Load(done.Journal)
 	if e := j.Entries[0]; e.State != journal.StateFailed || len(e.Changes) != 0 {
 		t.Fatalf("journal entry %+v", e)
 	}
@@ -241,8 +257,8 @@ func TestAdmissionDenialIsNotCalledRBAC(t *testing.T) {
 			errors.New("ValidatingAdmissionPolicy 'freeze' with binding 'freeze' denied request: frozen"))
 	}
 	run := w.detach(DetachRequest{All: true})
-	_ = w.engine().Apply(context.Background(), run, DryRunNone)
-	if it := run.Items[0]; it.Reason != string(cluster.FailureAdmission) || strings.Contains(it.Message, "your user may not") {
+	done, _ := w.engine().Apply(context.Background(), run, DryRunNone)
+	if it := done.Items[0]; it.Reason != string(cluster.FailureAdmission) || strings.Contains(it.Message, "your user may not") {
 		t.Fatalf("%s: %s", it.Reason, it.Message)
 	}
 }
@@ -267,14 +283,15 @@ func TestInterruptStopsDispatchingAndKeepsTheJournalTrue(t *testing.T) {
 	e := w.engine()
 	e.Workers = 8
 	run := w.detach(DetachRequest{All: true})
-	if err := e.Apply(ctx, run, DryRunNone); err != nil {
+	done, err := e.Apply(ctx, run, DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
-	c := run.Counts()
-	if !run.Interrupted || c[OutcomeApplied] < 50 || c[OutcomeApplied] > 60 || c[OutcomeNotAttempted] != 200-c[OutcomeApplied] {
-		t.Fatalf("interrupted %v, counts %v", run.Interrupted, c)
+	c := done.Counts()
+	if !done.Interrupted || c[OutcomeApplied] < 50 || c[OutcomeApplied] > 60 || c[OutcomeNotAttempted] != 200-c[OutcomeApplied] {
+		t.Fatalf("interrupted %v, counts %v", done.Interrupted, c)
 	}
-	j, _, err := w.store.Load(run.Journal)
+	j, _, err := w.store.Load(done.Journal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +312,7 @@ func TestInterruptStopsDispatchingAndKeepsTheJournalTrue(t *testing.T) {
 	}
 	w.cluster.BeforePatch = nil
 	rerun := w.detach(DetachRequest{All: true})
-	if err := e.Apply(context.Background(), rerun, DryRunNone); err != nil {
+	if _, err := e.Apply(context.Background(), rerun, DryRunNone); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range names {
@@ -315,14 +332,15 @@ func TestUndoRestoresAndRefuses(t *testing.T) {
 	}
 	run := w.detach(DetachRequest{All: true})
 	e := w.engine()
-	if err := e.Apply(context.Background(), run, DryRunNone); err != nil {
+	done, err := e.Apply(context.Background(), run, DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
 	w.cluster.Update(w.refs["changed"], func(o *cluster.Object) { o.Labels[argocd.DefaultInstanceLabelKey] = "newowner" })
 	w.cluster.Delete(w.refs["recreated"])
 	w.cluster.Add("", "Namespace", "", "recreated", nil, nil)
 
-	rec, err := w.store.Open(run.Journal)
+	rec, err := w.store.Open(done.Journal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,8 +348,7 @@ func TestUndoRestoresAndRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Restore(context.Background(), u, DryRunNone)
-	got := outcomes(u.Run)
+	got := outcomes(u.Planned, e.Restore(context.Background(), u, DryRunNone))
 	if got["restore"] != OutcomeRestored || got["changed"] != OutcomeRestored || got["recreated"] != OutcomeRefused {
 		t.Fatalf("outcomes %v", got)
 	}
@@ -342,7 +359,7 @@ func TestUndoRestoresAndRefuses(t *testing.T) {
 	if changed.Labels[argocd.DefaultInstanceLabelKey] != "newowner" || changed.Annotations[argocd.AnnotationTrackingID] == "" {
 		t.Errorf("changed: the new label must stay and the untouched annotation come back: %v %v", changed.Labels, changed.Annotations)
 	}
-	j, _, _ := w.store.Load(run.Journal)
+	j, _, _ := w.store.Load(done.Journal)
 	states := map[string]journal.State{}
 	for _, entry := range j.Entries {
 		states[entry.Object.Name] = entry.State
@@ -358,21 +375,22 @@ func TestUndoRefusesForeignTracking(t *testing.T) {
 	w := newWorld(t, "team-a")
 	run := w.detach(DetachRequest{All: true})
 	e := w.engine()
-	if err := e.Apply(context.Background(), run, DryRunNone); err != nil {
+	done, err := e.Apply(context.Background(), run, DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := os.ReadFile(run.Journal)
+	raw, _ := os.ReadFile(done.Journal)
 	edited := strings.ReplaceAll(string(raw), "guestbook:/Namespace:default/team-a", "attacker:/Namespace:default/team-a")
-	if err := os.WriteFile(run.Journal, []byte(edited), 0o600); err != nil {
+	if err := os.WriteFile(done.Journal, []byte(edited), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := w.store.Open(run.Journal)
+	rec, err := w.store.Open(done.Journal)
 	if err != nil {
 		t.Fatal(err)
 	}
 	u, _ := e.PlanUndo(context.Background(), rec, func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) { return w.cluster, nil }, w.argoOf)
-	e.Restore(context.Background(), u, DryRunNone)
-	if it := u.Items[0]; it.Outcome != OutcomeRefused || !strings.Contains(it.Message, "names app instance") {
+	restored := e.Restore(context.Background(), u, DryRunNone)
+	if it := restored.Items[0]; it.Outcome != OutcomeRefused || !strings.Contains(it.Message, "names app instance") {
 		t.Fatalf("%s: %s", it.Outcome, it.Message)
 	}
 	if w.tracked("team-a") {
@@ -392,17 +410,18 @@ func TestScrubLastAppliedKeepsSecretsOut(t *testing.T) {
 		Resources: []argocd.Resource{{Version: "v1", Kind: "Secret", Namespace: "db", Name: "creds", RequiresPruning: true}}})
 	run := w.detach(DetachRequest{All: true, ScrubLastApplied: true})
 	e := w.engine()
-	if err := e.Apply(context.Background(), run, DryRunNone); err != nil {
+	done, err := e.Apply(context.Background(), run, DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if o := w.cluster.Object(ref); strings.Contains(o.Annotations[argocd.AnnotationLastAppliedConfiguration], "tracking-id") || !strings.Contains(o.Annotations[argocd.AnnotationLastAppliedConfiguration], secret) {
 		t.Fatalf("scrub: %q", o.Annotations[argocd.AnnotationLastAppliedConfiguration])
 	}
-	raw, _ := os.ReadFile(run.Journal)
+	raw, _ := os.ReadFile(done.Journal)
 	if strings.Contains(string(raw), secret) || strings.Contains(string(raw), "password") {
 		t.Fatalf("the journal holds the Secret's data:\n%s", raw)
 	}
-	rec, _ := w.store.Open(run.Journal)
+	rec, _ := w.store.Open(done.Journal)
 	u, _ := e.PlanUndo(context.Background(), rec, func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) { return w.cluster, nil }, w.argoOf)
 	e.Restore(context.Background(), u, DryRunNone)
 	if got := w.cluster.Object(ref).Annotations[argocd.AnnotationLastAppliedConfiguration]; got != lastApplied {
@@ -417,12 +436,12 @@ func TestVerifyDoesNotWaitForOthersSynced(t *testing.T) {
 	arg, _ := ParseResourceArg("Namespace/release-me")
 	run := w.detach(DetachRequest{Resources: []ResourceArg{arg}})
 	e := w.engine()
-	if err := e.Apply(context.Background(), run, DryRunNone); err != nil {
+	done, err := e.Apply(context.Background(), run, DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	e.Verify(context.Background(), run, 30*time.Second)
-	v := run.Apps[0].Verification
+	v := e.Verify(context.Background(), run, done, 30*time.Second)[0]
 	if !v.Verified || v.Synced || len(v.OutOfSync) != 1 || v.OutOfSync[0].Name != "keep-me" {
 		t.Fatalf("verification %+v", v)
 	}
@@ -438,15 +457,15 @@ func TestKeepStrategy(t *testing.T) {
 	w.argo.Now = func() time.Time { return now.Add(2 * time.Second) }
 	run := w.detach(DetachRequest{All: true, Strategy: plan.StrategyKeep})
 	e := w.engine()
-	if err := e.Apply(context.Background(), run, DryRunNone); err != nil {
+	done, err := e.Apply(context.Background(), run, DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
 	o := w.cluster.Object(w.refs["team-a"])
 	if o.Annotations[argocd.AnnotationSyncOptions] != "Prune=false,Delete=false" || o.Annotations[argocd.AnnotationCompareOptions] != "IgnoreExtraneous" || !w.tracked("team-a") {
 		t.Fatalf("keep: %v", o.Annotations)
 	}
-	e.Verify(context.Background(), run, 5*time.Second)
-	if v := run.Apps[0].Verification; !v.Verified || !v.Synced {
+	if v := e.Verify(context.Background(), run, done, 5*time.Second)[0]; !v.Verified || !v.Synced {
 		t.Fatalf("verification %+v", v)
 	}
 }
@@ -461,8 +480,8 @@ func TestUnknownResourceListsAFewCandidates(t *testing.T) {
 	w := newWorld(t, names...)
 	arg, _ := ParseResourceArg("Namespace/nope")
 	_, err := w.engine().PlanDetach(context.Background(), DetachRequest{Apps: []AppName{{Name: "guestbook"}}, Resources: []ResourceArg{arg}, Strategy: plan.StrategyUntrack})
-	var u *UsageError
-	if !errors.As(err, &u) || !strings.Contains(err.Error(), "and 7 more") || strings.Contains(err.Error(), "ns-11") {
+	var r *RequestError
+	if !errors.As(err, &r) || r.Kind != UnlistedResource || !strings.Contains(err.Error(), "and 7 more") || strings.Contains(err.Error(), "ns-11") {
 		t.Fatalf("error %v", err)
 	}
 }

@@ -9,46 +9,50 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/parallel"
+	"github.com/unprune/unprune/internal/plan"
 	"github.com/unprune/unprune/internal/progress"
 )
 
-// Apply carries a planned run as far as mode says: nothing more for a preview; every patch with
-// dryRun=All for a server dry run; for DryRunNone, a journal with every planned object (fsynced
-// before the first patch), then the patches, each outcome recorded. A cancelled ctx (Ctrl-C) stops
-// sending new patches at once; patches in flight finish and are recorded; the rest are marked not
-// attempted.
-func (e *Engine) Apply(ctx context.Context, run *Run, mode DryRun) error {
-	run.Mode = mode.Mode()
-	todo := run.planned()
+// Apply carries a plan as far as mode says and returns what was done: nothing more for a preview;
+// every patch with dryRun=All for a server dry run; for DryRunNone, a journal with every planned
+// object (fsynced before the first patch), then the patches, each outcome recorded. A cancelled ctx
+// (Ctrl-C) stops sending new patches at once; patches in flight finish and are recorded; the rest
+// are marked not attempted. The plan is left as it is.
+func (e *Engine) Apply(ctx context.Context, p *Planned, mode DryRun) (*Applied, error) {
+	done := p.Preview()
+	done.Mode = mode.Mode()
+	todo := p.planned()
 	switch {
 	case mode == DryRunClient || len(todo) == 0:
-		return nil
+		return done, nil
 	case mode == DryRunServer:
-		e.patchAll(ctx, run, todo, true, noMarks{}, OutcomeDryRunAccepted)
-		return nil
+		e.patchAll(ctx, p, done, todo, true, noMarks{}, OutcomeDryRunAccepted)
+		return done, nil
 	}
-	rec, err := e.startJournal(run, todo)
+	rec, err := e.startJournal(p, todo)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	e.patchAll(ctx, run, todo, false, applyMarks{rec}, OutcomeApplied)
+	done.Journal = rec.Path()
+	e.patchAll(ctx, p, done, todo, false, applyMarks{rec}, OutcomeApplied)
 	if err := rec.Close(); err != nil {
-		run.JournalErr = err
+		done.JournalErr = err
 	}
-	return nil
+	return done, nil
 }
 
-// startJournal writes the journal of a run with an entry per item to change, every one planned,
-// fsynced before it returns: nothing is changed before it is on disk.
-func (e *Engine) startJournal(run *Run, todo []*Item) (*journal.Recorder, error) {
-	j := journal.New(run.Command, run.Strategy, e.ToolVersion)
-	j.Rename = run.Renamed
+// startJournal writes the journal of a plan with an entry per item to change (entry k for todo[k]),
+// every one planned, fsynced before it returns: nothing is changed before it is on disk.
+func (e *Engine) startJournal(p *Planned, todo []int) (*journal.Recorder, error) {
+	j := journal.New(p.Command, p.Strategy, e.ToolVersion)
+	j.Rename = p.Renamed
 	if e.ArgoCD != nil {
 		j.ArgoCD = &journal.ArgoCDRef{Namespace: e.ArgoCD.Namespace(), TrackingMethod: string(e.Settings.Method),
 			InstanceLabelKey: e.Settings.InstanceLabelKey, InstallationID: e.Settings.InstallationID,
 			Cluster: j.AddCluster(e.ArgoCD.Cluster())}
 	}
-	for _, it := range todo {
+	for _, i := range todo {
+		it := p.Items[i]
 		entry := journal.Entry{
 			Cluster: j.AddCluster(it.Objects.Info()),
 			Object:  objectRef(it.Ref, it.Live),
@@ -57,22 +61,21 @@ func (e *Engine) startJournal(run *Run, todo []*Item) (*journal.Recorder, error)
 		if it.App != nil {
 			entry.Application = &journal.AppRef{Namespace: it.App.App.Namespace, Name: it.App.App.Name, Instance: it.App.Instance}
 		}
-		it.Entry = len(j.Entries)
 		j.Entries = append(j.Entries, entry)
 	}
 	rec, err := e.Journals.Create(j)
 	if err != nil {
 		return nil, fmt.Errorf("write the journal (nothing was changed): %w", err)
 	}
-	run.Journal = rec.Path()
 	return rec, nil
 }
 
-func (r *Run) planned() []*Item {
-	var out []*Item
-	for _, it := range r.Items {
+// planned are the indexes of the items planned to change.
+func (p *Planned) planned() []int {
+	var out []int
+	for i, it := range p.Items {
 		if it.Outcome == OutcomePlanned {
-			out = append(out, it)
+			out = append(out, i)
 		}
 	}
 	return out
@@ -83,74 +86,83 @@ func objectRef(r cluster.Ref, live *cluster.Object) journal.ObjectRef {
 		Namespace: r.Namespace, Name: r.Name, UID: live.UID, ResourceVersion: live.ResourceVersion}
 }
 
-// marks records outcomes in a journal: a detach's own, or the journal an undo restores.
+// marks records outcomes in a journal: a detach's own, or the journal an undo restores. k is the
+// item's place in the list of items sent (its entry in a journal of their own).
 type marks interface {
-	applied(it *Item, resourceVersion string) error
-	failed(it *Item, why string, rejected bool) error
-	skipped(it *Item, why string) error
+	applied(k int, it *Item, done plan.Plan, resourceVersion string) error
+	failed(k int, it *Item, why string, rejected bool) error
+	skipped(k int, it *Item, why string) error
 	// replanned is called, and must be durable, before the re-planned patch is sent.
-	replanned(it *Item, resourceVersion string) error
+	replanned(k int, it *Item, next plan.Plan, resourceVersion string) error
 }
 
 type noMarks struct{}
 
-func (noMarks) applied(*Item, string) error      { return nil }
-func (noMarks) failed(*Item, string, bool) error { return nil }
-func (noMarks) skipped(*Item, string) error      { return nil }
-func (noMarks) replanned(*Item, string) error    { return nil }
+func (noMarks) applied(int, *Item, plan.Plan, string) error   { return nil }
+func (noMarks) failed(int, *Item, string, bool) error         { return nil }
+func (noMarks) skipped(int, *Item, string) error              { return nil }
+func (noMarks) replanned(int, *Item, plan.Plan, string) error { return nil }
 
-// applyMarks records a run in its own journal.
+// applyMarks records a run in its own journal, whose entry k is the k-th item sent.
 type applyMarks struct{ rec *journal.Recorder }
 
-func (m applyMarks) applied(it *Item, rv string) error { return m.rec.MarkApplied(it.Entry, rv) }
-func (m applyMarks) failed(it *Item, why string, rejected bool) error {
-	return m.rec.MarkFailed(it.Entry, why, rejected)
+func (m applyMarks) applied(k int, _ *Item, _ plan.Plan, rv string) error {
+	return m.rec.MarkApplied(k, rv)
 }
-func (m applyMarks) skipped(it *Item, why string) error { return m.rec.MarkSkipped(it.Entry, why) }
-func (m applyMarks) replanned(it *Item, rv string) error {
-	return m.rec.Replan(it.Entry, rv, it.Plan.Changes)
+func (m applyMarks) failed(k int, _ *Item, why string, rejected bool) error {
+	return m.rec.MarkFailed(k, why, rejected)
+}
+func (m applyMarks) skipped(k int, _ *Item, why string) error { return m.rec.MarkSkipped(k, why) }
+func (m applyMarks) replanned(k int, _ *Item, next plan.Plan, rv string) error {
+	return m.rec.Replan(k, rv, next.Changes)
 }
 
-// patchAll patches items concurrently; ok is the outcome of a successful patch.
-func (e *Engine) patchAll(ctx context.Context, run *Run, items []*Item, dryRun bool, rec marks, ok Outcome) {
+// patchAll patches the items todo names concurrently and records each result in done, the one
+// place a sent item's outcome is written; ok is the outcome of a successful patch.
+func (e *Engine) patchAll(ctx context.Context, p *Planned, done *Applied, todo []int, dryRun bool, rec marks, ok Outcome) {
 	what := "patching"
 	if dryRun {
 		what = "dry-run patching"
 	}
-	step := progress.Start(ctx, what, len(items))
+	step := progress.Start(ctx, what, len(todo))
 	defer step.Finish()
 	// Patches already sent are not cut off by an interruption: they finish (within a grace period
 	// that starts with the interruption) so that the journal says what really happened. The grace
-	// must not start earlier: with a low --qps a patch waits in the client's rate limiter for longer
+	// must not start earlier: with a low QPS a patch waits in the client's rate limiter for longer
 	// than that, and would fail without ever being sent.
 	inFlight, cutOff := context.WithCancel(context.WithoutCancel(ctx))
 	defer cutOff()
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(e.grace(), cutOff) })
 	defer stop()
-	started := parallel.ForEachUntil(ctx, len(items), e.workers(), func(i int) {
-		e.patchOne(inFlight, items[i], dryRun, rec, ok)
+	results := make([]ItemResult, len(todo))
+	started := parallel.ForEachUntil(ctx, len(todo), e.workers(), func(k int) {
+		results[k] = e.patchOne(inFlight, p.planner, k, p.Items[todo[k]], dryRun, rec, ok)
 		step.Add(1)
 	})
-	for _, it := range items[started:] {
-		run.Interrupted = true
-		it.Outcome, it.Reason, it.Message = OutcomeNotAttempted, string(cluster.FailureCanceled), "interrupted before its patch was sent"
-		if err := rec.skipped(it, it.Message); err != nil {
-			run.JournalErr = errors.Join(run.JournalErr, err)
+	for k := started; k < len(todo); k++ {
+		done.Interrupted = true
+		it := p.Items[todo[k]]
+		results[k] = ItemResult{Decision: Decision{OutcomeNotAttempted, string(cluster.FailureCanceled), "interrupted before its patch was sent"}, Plan: it.Plan}
+		if err := rec.skipped(k, it, results[k].Message); err != nil {
+			done.JournalErr = errors.Join(done.JournalErr, err)
 		}
+	}
+	for k, i := range todo {
+		done.Items[i] = results[k]
 	}
 }
 
-// patchOne sends one object's patch, re-reading and re-planning on a conflict, and records the
-// outcome in the journal.
-func (e *Engine) patchOne(ctx context.Context, it *Item, dryRun bool, rec marks, ok Outcome) {
+// patchOne sends one object's patch, re-reading and re-planning with planner on a conflict, records
+// the outcome in the journal and returns it.
+func (e *Engine) patchOne(ctx context.Context, planner Planner, k int, it *Item, dryRun bool, rec marks, ok Outcome) ItemResult {
 	live, current := it.Live, it.Plan
 	redact := redactorFor(current.Changes, live)
 	// rejected stays true while every patch sent was refused by the API server (an API status):
 	// then nothing of ours reached the object, whatever the journal entry planned.
 	rejected := true
 	var failure error
-	for attempt := 1; ; attempt++ {
-		it.Attempts = attempt
+	attempt := 1
+	for ; ; attempt++ {
 		body, err := MergePatch(live.ResourceVersion, current.Changes)
 		if err != nil {
 			failure = err
@@ -165,66 +177,76 @@ func (e *Engine) patchOne(ctx context.Context, it *Item, dryRun bool, rec marks,
 				failure = fmt.Errorf("the API server accepted the patch but the result differs (an admission webhook may have changed it): %v", bad)
 				break
 			}
-			it.Plan = current
-			it.Outcome = ok
-			if err := rec.applied(it, out.ResourceVersion); err != nil {
-				it.Message = "patched, but the journal could not record it: " + err.Error()
+			r := ItemResult{Decision: Decision{Outcome: ok}, Attempts: attempt, Plan: current}
+			if err := rec.applied(k, it, current, out.ResourceVersion); err != nil {
+				r.Message = "patched, but the journal could not record it: " + err.Error()
 			}
-			return
+			return r
 		}
-		if !cluster.IsConflict(err) || attempt >= e.attempts() || it.replan == nil {
+		if !cluster.IsConflict(err) || attempt >= e.attempts() || planner == nil {
 			failure = describePatchError(err, attempt, it.Objects.Info())
 			break
 		}
 		// Someone wrote the object since it was read: read it again and decide again, rather than
 		// overwrite their change or apply a plan made from stale metadata.
-		fresh, gerr := it.Objects.Get(ctx, it.Ref)
-		switch {
-		case cluster.IsNotFound(gerr):
-			e.skip(it, rec, OutcomeGone, "the object was deleted while unprune worked")
-			return
-		case gerr != nil:
-			failure = fmt.Errorf("re-read after a conflict: %w", gerr)
-		case fresh.UID != live.UID:
-			failure = fmt.Errorf("the object was deleted and recreated (uid %s, was %s) while unprune worked; run again", fresh.UID, live.UID)
+		fresh, next, r, err := e.replan(ctx, planner, k, it, live, current, rec)
+		if r != nil {
+			r.Attempts = attempt
+			return *r
 		}
-		if failure != nil {
+		if err != nil {
+			failure = err
 			break
 		}
-		live = fresh
-		it.Live = fresh
-		current = it.replan(fresh)
-		if current.Refusal == nil && len(current.Changes) == 0 {
-			it.Plan = current
-			if current.Released {
-				it.Reason = ReasonAlreadyReleased
-			}
-			e.skip(it, rec, OutcomeUnchanged, "nothing left to change after a conflict: released by someone else meanwhile")
-			return
-		}
-		if current.Refusal != nil {
-			it.Plan = current
-			it.Outcome, it.Reason, it.Message = OutcomeRefused, string(current.Refusal.Code), current.Refusal.Message
-			_ = rec.skipped(it, "refused after a conflict: "+current.Refusal.Message)
-			return
-		}
-		it.Plan = current
-		if err := rec.replanned(it, fresh.ResourceVersion); err != nil {
-			failure = fmt.Errorf("record the re-planned changes in the journal (nothing patched): %w", err)
-			break
-		}
+		live, current = fresh, next
 		redact = append(redact, redactorFor(current.Changes, fresh)...)
 	}
-	it.Plan = current
-	it.Outcome, it.Reason, it.Message = OutcomeFailed, string(cluster.Classify(failure)), redact.String(failure.Error())
-	if err := rec.failed(it, it.Message, rejected); err != nil {
-		it.Message += "; the journal could not record it: " + err.Error()
+	r := ItemResult{Decision: Decision{OutcomeFailed, string(cluster.Classify(failure)), redact.String(failure.Error())}, Attempts: attempt, Plan: current}
+	if err := rec.failed(k, it, r.Message, rejected); err != nil {
+		r.Message += "; the journal could not record it: " + err.Error()
 	}
+	return r
 }
 
-func (e *Engine) skip(it *Item, rec marks, outcome Outcome, why string) {
-	it.Outcome, it.Message = outcome, why
-	_ = rec.skipped(it, why)
+// replan reads an object again after a conflict and plans it anew (current is the plan that met the
+// conflict). It returns the fresh object and its plan to send (recorded in the journal first), or
+// the item's final result when nothing is left to send, or why the patch cannot go on.
+func (e *Engine) replan(ctx context.Context, planner Planner, k int, it *Item, live *cluster.Object, current plan.Plan, rec marks) (*cluster.Object, plan.Plan, *ItemResult, error) {
+	fresh, err := it.Objects.Get(ctx, it.Ref)
+	switch {
+	case cluster.IsNotFound(err):
+		return nil, plan.Plan{}, skip(k, it, rec, current, Decision{Outcome: OutcomeGone, Message: "the object was deleted while unprune worked"}, ""), nil
+	case err != nil:
+		return nil, plan.Plan{}, nil, fmt.Errorf("re-read after a conflict: %w", err)
+	case fresh.UID != live.UID:
+		return nil, plan.Plan{}, nil, fmt.Errorf("the object was deleted and recreated (uid %s, was %s) while unprune worked; run again", fresh.UID, live.UID)
+	}
+	next := planner.Plan(it, fresh)
+	switch {
+	case next.Refusal != nil:
+		d := Decision{OutcomeRefused, string(next.Refusal.Code), next.Refusal.Message}
+		return nil, plan.Plan{}, skip(k, it, rec, next, d, "refused after a conflict: "+next.Refusal.Message), nil
+	case len(next.Changes) == 0:
+		d := Decision{Outcome: OutcomeUnchanged, Message: "nothing left to change after a conflict: released by someone else meanwhile"}
+		if next.Released {
+			d.Reason = ReasonAlreadyReleased
+		}
+		return nil, plan.Plan{}, skip(k, it, rec, next, d, ""), nil
+	}
+	if err := rec.replanned(k, it, next, fresh.ResourceVersion); err != nil {
+		return nil, plan.Plan{}, nil, fmt.Errorf("record the re-planned changes in the journal (nothing patched): %w", err)
+	}
+	return fresh, next, nil, nil
+}
+
+// skip is the result of an item left alone after a conflict, recorded as skipped (why, or the
+// decision's message) in the journal.
+func skip(k int, it *Item, rec marks, p plan.Plan, d Decision, why string) *ItemResult {
+	if why == "" {
+		why = d.Message
+	}
+	_ = rec.skipped(k, it, why)
+	return &ItemResult{Decision: d, Plan: p}
 }
 
 // describePatchError says what a failed patch means for the user.

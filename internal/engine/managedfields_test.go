@@ -160,16 +160,17 @@ func TestDetachAndUndoManagedFields(t *testing.T) {
 	w.cluster.Update(ref, func(o *cluster.Object) { o.ManagedFields = []cluster.ManagedFieldsEntry{nsApply, teamUpdate} })
 	run := w.detach(DetachRequest{All: true})
 	e := w.engine()
-	if err := e.Apply(context.Background(), run, DryRunNone); err != nil {
+	runDone, err := e.Apply(context.Background(), run, DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := outcomes(run)["team-a"]; got != OutcomeApplied {
+	if got := outcomes(run, runDone)["team-a"]; got != OutcomeApplied {
 		t.Fatalf("detach: %s %s", got, run.Items[0].Message)
 	}
 	if mf := w.cluster.Object(ref).ManagedFields; len(mf) != 1 || !mf[0].Equal(teamUpdate) {
 		t.Fatalf("after detach: %+v", mf)
 	}
-	rec, err := w.store.Open(run.Journal)
+	rec, err := w.store.Open(runDone.Journal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,14 +178,14 @@ func TestDetachAndUndoManagedFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Restore(context.Background(), u, DryRunNone)
-	if got := outcomes(u.Run)["team-a"]; got != OutcomeRestored {
-		t.Fatalf("undo: %s %s", got, u.Items[0].Message)
+	restored := e.Restore(context.Background(), u, DryRunNone)
+	if got := outcomes(u.Planned, restored)["team-a"]; got != OutcomeRestored {
+		t.Fatalf("undo: %s %s", got, restored.Items[0].Message)
 	}
 	if mf := w.cluster.Object(ref).ManagedFields; len(mf) != 2 || !mf[0].Equal(teamUpdate) || !mf[1].Equal(nsApply) {
 		t.Fatalf("after undo: %+v", mf)
 	}
-	j, _, _ := w.store.Load(run.Journal)
+	j, _, _ := w.store.Load(runDone.Journal)
 	if j.Entries[0].State != journal.StateUndone {
 		t.Fatalf("journal state %s", j.Entries[0].State)
 	}

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -40,23 +39,21 @@ const (
 // PlanMove reads both apps and the selected objects and plans, per object, the rewrite of its
 // tracking from From to To — or, with Prepare, the sync options that keep From from pruning it
 // meanwhile. Nothing is changed.
-func (e *Engine) PlanMove(ctx context.Context, req MoveRequest) (*Run, error) {
+func (e *Engine) PlanMove(ctx context.Context, req MoveRequest) (*Planned, error) {
 	apps, err := e.resolveApps(ctx, []AppName{req.From, req.To}, nil)
 	if err != nil {
 		return nil, err
 	}
 	if len(apps) != 2 {
-		return nil, usage("--to names the app the resources are in already: name another app")
+		return nil, &RequestError{Kind: SameApp, Err: fmt.Errorf("%s holds the resources already: name another app", apps[0].Ref())}
 	}
 	from, to := apps[0], apps[1]
 	strategy := journal.StrategyMove
 	if req.Prepare {
 		strategy = journal.StrategyPrepare
 	}
-	run := &Run{Command: journal.CommandMove, Strategy: strategy, Mode: ModePreview}
 	src := &AppRun{App: from, Instance: from.Instance(e.ArgoCD.Namespace())}
 	dst := &AppRun{App: to, Instance: to.Instance(e.ArgoCD.Namespace())}
-	run.Apps = []*AppRun{src, dst}
 	if src.Objects, err = e.sameDestination(ctx, from, to); err != nil {
 		return nil, err
 	}
@@ -65,29 +62,53 @@ func (e *Engine) PlanMove(ctx context.Context, req MoveRequest) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	prepared := map[string]journal.Preparation{}
+	mp := movePlanner{settings: e.Settings, to: plan.MoveTo{Instance: dst.Instance, DestinationNamespace: to.Destination.Namespace},
+		prepare: req.Prepare, prepared: map[string]journal.Preparation{}}
 	if !req.Prepare && e.Journals != nil {
-		prepared = e.Journals.Preparations(journal.AppRef{Namespace: from.Namespace, Name: from.Name})
+		mp.prepared = e.Journals.Preparations(journal.AppRef{Namespace: from.Namespace, Name: from.Name})
 	}
-	moveTo := plan.MoveTo{Instance: dst.Instance, DestinationNamespace: to.Destination.Namespace}
+	p := &Planned{Command: journal.CommandMove, Strategy: strategy, Apps: []*AppRun{src, dst}, planner: mp}
 	for i := range rows {
-		it := e.moveItem(ctx, run, src, &rows[i])
-		it.replan = func(live *cluster.Object) plan.Plan {
-			t := targetOf(src.Instance, live, it.Row)
-			if req.Prepare {
-				return plan.BuildPrepare(e.Settings, t)
-			}
-			return plan.BuildMove(e.Settings, t, moveTo, preparedMarks(prepared, live.UID))
-		}
+		it := e.moveItem(ctx, src, &rows[i])
 		if it.Outcome == "" && !req.Prepare {
-			refuseUndeclared(it, to)
-			refuseStillDeclared(it)
+			it.Decision = firstDecision(refuseUndeclared(it, to), refuseStillDeclared(it, prepareOption()))
 		}
-		refuseOperations(it, from, to)
+		if it.Outcome == "" {
+			it.Decision = firstDecision(refuseOperation(from), refuseOperation(to))
+		}
+		p.Items = append(p.Items, it)
 	}
-	e.readAndPlan(ctx, run)
-	notePrepared(run, prepared, req.Prepare)
-	return run, nil
+	e.readAndPlan(ctx, p, nil)
+	notePrepared(p, mp.prepared, req.Prepare, prepareCommand())
+	return p, nil
+}
+
+// movePlanner plans the move of an object of the source app to the target app, or with prepare the
+// sync options that keep the source app from pruning it meanwhile.
+type movePlanner struct {
+	settings argocd.Settings
+	to       plan.MoveTo
+	prepare  bool
+	// prepared are the preparations found in journals, by UID.
+	prepared map[string]journal.Preparation
+}
+
+func (m movePlanner) Plan(it *Item, live *cluster.Object) plan.Plan {
+	t := targetOf(it.App.Instance, live, it.Row)
+	if m.prepare {
+		return plan.BuildPrepare(m.settings, t)
+	}
+	return plan.BuildMove(m.settings, t, m.to, preparedMarks(m.prepared, live.UID))
+}
+
+// firstDecision is the first of ds that decides something.
+func firstDecision(ds ...Decision) Decision {
+	for _, d := range ds {
+		if d.Outcome != "" {
+			return d
+		}
+	}
+	return Decision{}
 }
 
 // sameDestination returns the objects of the apps' destination cluster, and refuses apps that
@@ -105,7 +126,7 @@ func (e *Engine) sameDestination(ctx context.Context, from, to argocd.Applicatio
 	a, b := objects.Info(), other.Info()
 	same := a.Server != "" && a.Server == b.Server || a.Server == "" && b.Server == "" && a.Name == b.Name
 	if !same {
-		return nil, usage("Application %s deploys to %s and %s to %s: resources move only between apps of the same destination cluster",
+		return nil, invalid("Application %s deploys to %s and %s to %s: resources move only between apps of the same destination cluster",
 			from.Ref(), from.Destination, to.Ref(), to.Destination)
 	}
 	return objects, nil
@@ -117,7 +138,7 @@ func moveRows(from, to argocd.Application, req MoveRequest) ([]argocd.Resource, 
 	if !req.All {
 		rows, unknown := selectRows(from, req.Resources, false)
 		if len(unknown) > 0 {
-			return nil, usage("Application %s lists no resource %s: name resources as `unprune scan` or `argocd app resources` print them", from.Ref(), Quote(unknown[0].Raw))
+			return nil, invalid("Application %s lists no resource %s: name resources as `unprune scan` or `argocd app resources` print them", from.Ref(), Quote(unknown[0].Raw))
 		}
 		return rows, nil
 	}
@@ -134,14 +155,13 @@ func moveRows(from, to argocd.Application, req MoveRequest) ([]argocd.Resource, 
 	return rows, nil
 }
 
-// moveItem adds one row of the source app to the run.
-func (e *Engine) moveItem(ctx context.Context, run *Run, src *AppRun, row *argocd.Resource) *Item {
+// moveItem is one row of the source app, resolved.
+func (e *Engine) moveItem(ctx context.Context, src *AppRun, row *argocd.Resource) *Item {
 	ref := cluster.Ref{Group: row.Group, Version: row.Version, Kind: row.Kind, Namespace: row.Namespace, Name: row.Name}
 	it := &Item{App: src, Row: row, Objects: src.Objects, Ref: ref, Entry: -1}
-	run.Items = append(run.Items, it)
 	resolved, err := src.Objects.Resolve(ctx, row.Group, row.Kind, row.Version, row.Namespace, row.Name)
 	if err != nil {
-		it.Outcome, it.Reason, it.Message = OutcomeFailed, string(cluster.Classify(err)), err.Error()
+		it.Decision = Decision{OutcomeFailed, string(cluster.Classify(err)), err.Error()}
 		return it
 	}
 	it.Ref = resolved
@@ -164,38 +184,35 @@ func targetOf(instance string, live *cluster.Object, row *argocd.Resource) plan.
 // app's status lists every resource of its desired state (controller/state.go, CompareAppState:
 // one row per target object, live or not), typically OutOfSync with a SharedResourceWarning while
 // another app tracks it. A row requiring pruning there is not desired either.
-func refuseUndeclared(it *Item, to argocd.Application) {
+func refuseUndeclared(it *Item, to argocd.Application) Decision {
 	for _, r := range to.Resources {
 		if r.Key() == it.Row.Key() && !r.RequiresPruning && !r.Hook {
-			return
+			return Decision{}
 		}
 	}
-	it.Outcome, it.Reason = OutcomeRefused, string(RefuseNotDeclared)
-	it.Message = fmt.Sprintf("Application %s does not declare %s (its status does not list it): after the move it would prune it; "+
-		"commit the manifest to its source first, and wait until it lists the resource (OutOfSync, shared with %s)", to.Ref(), it.Row, it.App.Ref())
+	return Decision{OutcomeRefused, string(RefuseNotDeclared), fmt.Sprintf("Application %s does not declare %s (its status does not list it): after the move it would prune it; "+
+		"commit the manifest to its source first, and wait until it lists the resource (OutOfSync, shared with %s)", to.Ref(), it.Row, it.App.Ref())}
 }
 
 // refuseStillDeclared refuses a row the source app still declares (it does not require pruning
 // there): that app would see the object tracked by the other (a SharedResourceWarning,
 // controller/state.go) and its next sync would write its own tracking back — the two apps fighting
-// over it.
-func refuseStillDeclared(it *Item) {
-	if it.Outcome != "" || it.Row.RequiresPruning {
-		return
+// over it. prepare names the option that keeps the source app from pruning it meanwhile.
+func refuseStillDeclared(it *Item, prepare string) Decision {
+	if it.Row.RequiresPruning {
+		return Decision{}
 	}
-	it.Outcome, it.Reason = OutcomeRefused, string(RefuseStillDeclared)
-	it.Message = fmt.Sprintf("Application %s still declares %s: after the move its next sync would take it back; commit its removal from %s's source first "+
-		"(with `--prepare` before, so that it cannot prune it meanwhile)", it.App.Ref(), it.Row, it.App.Ref())
+	return Decision{OutcomeRefused, string(RefuseStillDeclared), fmt.Sprintf("Application %s still declares %s: after the move its next sync would take it back; commit its removal from %s's source first "+
+		"(with %s before, so that it cannot prune it meanwhile)", it.App.Ref(), it.Row, it.App.Ref(), prepare)}
 }
 
-func refuseOperations(it *Item, apps ...argocd.Application) {
-	for _, app := range apps {
-		if app.Operation && (it.Outcome == "" || it.Outcome == OutcomePlanned) {
-			it.Outcome, it.Reason = OutcomeRefused, string(RefuseOperationRunning)
-			it.Message = fmt.Sprintf("Application %s has a sync operation running (phase %s): changing its resources now races the sync; wait for it to finish and run again",
-				app.Ref(), orUnknown(app.OperationPhase))
-		}
+// refuseOperation refuses the rows of a move while a sync operation runs on one of the apps.
+func refuseOperation(app argocd.Application) Decision {
+	if !app.Operation {
+		return Decision{}
 	}
+	return Decision{OutcomeRefused, string(RefuseOperationRunning), fmt.Sprintf("Application %s has a sync operation running (phase %s): "+
+		"changing its resources now races the sync; wait for it to finish and run again", app.Ref(), orUnknown(app.OperationPhase))}
 }
 
 func preparedMarks(found map[string]journal.Preparation, uid string) *plan.Prepared {
@@ -208,19 +225,19 @@ func preparedMarks(found map[string]journal.Preparation, uid string) *plan.Prepa
 }
 
 // notePrepared says, per moved object, whether a prepare journal was found: without one, the
-// sync options are left as they are, whoever set them.
-func notePrepared(run *Run, found map[string]journal.Preparation, prepare bool) {
+// sync options are left as they are, whoever set them. command names the command that prepares.
+func notePrepared(p *Planned, found map[string]journal.Preparation, prepare bool, command string) {
 	if prepare {
 		return
 	}
-	for _, it := range run.Items {
+	for _, it := range p.Items {
 		if it.Live == nil {
 			continue
 		}
 		if p, ok := found[it.Live.UID]; ok {
-			it.Plan.Notes = append(it.Plan.Notes, "takes off the sync options `move --prepare` added (journal "+p.Path+")")
+			it.Plan.Notes = append(it.Plan.Notes, "takes off the sync options "+command+" added (journal "+p.Path+")")
 		} else if _, has := it.Live.Annotations[argocd.AnnotationSyncOptions]; has {
-			it.Plan.Notes = append(it.Plan.Notes, "no `move --prepare` journal of this object on this machine: its sync options are left as they are")
+			it.Plan.Notes = append(it.Plan.Notes, "no "+command+" journal of this object on this machine: its sync options are left as they are")
 		}
 	}
 }
@@ -228,38 +245,29 @@ func notePrepared(run *Run, found map[string]journal.Preparation, prepare bool) 
 // VerifyMove waits until Argo CD shows the move: the source app no longer lists the moved objects,
 // and the target app lists them Synced, each in a comparison that started after the last patch.
 // A prepare changes nothing Argo CD reports, so nothing is verified.
-func (e *Engine) VerifyMove(ctx context.Context, run *Run, timeout time.Duration) {
-	if run.Strategy != journal.StrategyMove || len(run.Apps) != 2 {
-		return
+func (e *Engine) VerifyMove(ctx context.Context, p *Planned, done *Applied, timeout time.Duration) Verified {
+	if p.Strategy != journal.StrategyMove || len(p.Apps) != 2 {
+		return nil
 	}
-	var moved []argocd.Resource
-	for _, it := range run.Items {
-		if it.Row != nil && (it.Outcome.Changed() || it.Outcome == OutcomeUnchanged) {
-			moved = append(moved, *it.Row)
-		}
-	}
+	moved := movedRows(p, done)
 	if len(moved) == 0 {
-		return
+		return nil
 	}
-	patchedAt := e.now()
-	var wg sync.WaitGroup
-	for i, want := range []verify.Expectation{verify.Gone, verify.Adopted} {
-		wg.Add(1)
-		go func(a *AppRun) {
-			defer wg.Done()
-			a.Verification = e.waitFor(ctx, a, moved, want, patchedAt, timeout)
-		}(run.Apps[i])
+	reqs := []verify.Request{{App: p.Apps[0].App, Rows: moved, Want: verify.Gone}, {App: p.Apps[1].App, Rows: moved, Want: verify.Adopted}}
+	out := make(Verified, len(p.Apps))
+	for i, v := range verify.Apps(ctx, e.ArgoCD, reqs, e.now(), e.verifyOptions(timeout), "") {
+		out[i] = &v
 	}
-	wg.Wait()
+	return out
 }
 
-func (e *Engine) waitFor(ctx context.Context, a *AppRun, rows []argocd.Resource, want verify.Expectation, patchedAt time.Time, timeout time.Duration) *Verification {
-	out, err := verify.Wait(ctx, e.ArgoCD, a.App, rows, want, patchedAt, verify.Options{Timeout: timeout, Poll: e.Poll, Now: e.Now})
-	v := &Verification{Verified: out.Verified, Compared: out.Fresh, Synced: out.App.SyncStatus == "Synced", SyncStatus: out.App.SyncStatus,
-		Revision: out.App.Revision, Elapsed: e.now().Sub(patchedAt), StillListed: out.Lingering, OutOfSync: out.OutOfSync}
-	if err != nil {
-		v.Verified = false
-		v.Error = cluster.Explain(err, "verify Application "+a.Ref(), e.ArgoCD.Cluster()).Error()
+// movedRows are the status rows of the objects a run moved (or found moved already).
+func movedRows(p *Planned, done *Applied) []argocd.Resource {
+	var rows []argocd.Resource
+	for i, it := range p.Items {
+		if o := done.Items[i].Outcome; it.Row != nil && (o.Changed() || o == OutcomeUnchanged) {
+			rows = append(rows, *it.Row)
+		}
 	}
-	return v
+	return rows
 }

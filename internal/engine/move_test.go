@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/plan"
 )
 
 // addShop adds the app "shop", which declares the given namespaces (listed OutOfSync, shared with
@@ -24,7 +27,7 @@ func (w *world) addShop(declares ...string) {
 	w.argo.AddApp(app)
 }
 
-func (w *world) move(req MoveRequest) *Run {
+func (w *world) move(req MoveRequest) *Planned {
 	w.t.Helper()
 	req.From, req.To = AppName{Name: "guestbook"}, AppName{Name: "shop"}
 	run, err := w.engine().PlanMove(context.Background(), req)
@@ -38,7 +41,7 @@ func TestMoveRefusesWhatTheTargetDoesNotDeclare(t *testing.T) {
 	w := newWorld(t, "team-a", "team-b")
 	w.addShop("team-a")
 	run := w.move(MoveRequest{Resources: []ResourceArg{{Kind: "Namespace", Name: "team-a"}, {Kind: "Namespace", Name: "team-b"}}})
-	if got := outcomes(run); got["team-a"] != OutcomePlanned || got["team-b"] != OutcomeRefused {
+	if got := outcomes(run, nil); got["team-a"] != OutcomePlanned || got["team-b"] != OutcomeRefused {
 		t.Fatalf("outcomes %v", got)
 	}
 	if it := run.Items[1]; it.Reason != string(RefuseNotDeclared) {
@@ -81,16 +84,18 @@ func TestMovePrepareThenMoveThenUndo(t *testing.T) {
 	w.addShop() // before the commit: shop declares nothing yet
 	e := w.engine()
 	prep := w.move(MoveRequest{All: true, Prepare: true})
-	if err := e.Apply(context.Background(), prep, DryRunNone); err != nil || prep.Counts()[OutcomeApplied] != 2 {
-		t.Fatalf("prepare: %v %v", err, outcomes(prep))
+	prepDone, err := e.Apply(context.Background(), prep, DryRunNone)
+	if err != nil || prepDone.Counts()[OutcomeApplied] != 2 {
+		t.Fatalf("prepare: %v %v", err, outcomes(prep, prepDone))
 	}
 	if a, b := w.syncOptions("team-a"), w.syncOptions("team-b"); a != "Prune=false,Delete=false" || b != "Validate=false,Prune=false,Delete=false" {
 		t.Fatalf("after prepare: %q %q", a, b)
 	}
 	w.addShop("team-a", "team-b") // the commit landed: shop declares them
 	run := w.move(MoveRequest{All: true})
-	if err := e.Apply(context.Background(), run, DryRunNone); err != nil || run.Counts()[OutcomeApplied] != 2 {
-		t.Fatalf("move: %v %v", err, outcomes(run))
+	runDone, err := e.Apply(context.Background(), run, DryRunNone)
+	if err != nil || runDone.Counts()[OutcomeApplied] != 2 {
+		t.Fatalf("move: %v %v", err, outcomes(run, runDone))
 	}
 	a := w.cluster.Object(w.refs["team-a"])
 	if a.Labels[argocd.DefaultInstanceLabelKey] != "shop" || a.Annotations[argocd.AnnotationTrackingID] != "shop:/Namespace:shop-ns/team-a" {
@@ -102,15 +107,15 @@ func TestMovePrepareThenMoveThenUndo(t *testing.T) {
 	// The controller's comparison starts in a later second than the patch (reconciledAt has second
 	// precision): only such a comparison can show the target app Synced on the moved objects.
 	w.argo.Now = func() time.Time { return time.Now().Add(2 * time.Second) }
-	e.VerifyMove(context.Background(), run, time.Second)
-	for _, app := range run.Apps {
-		if v := app.Verification; v == nil || !v.Verified {
+	verified := e.VerifyMove(context.Background(), run, runDone, time.Second)
+	for i, app := range run.Apps {
+		if v := verified[i]; v == nil || !v.Verified {
 			t.Fatalf("%s: verification %+v", app.Ref(), v)
 		}
 	}
-	u := w.undo(run.Journal, w.argo)
+	u := w.undo(runDone.Journal, w.argo)
 	if got := u.Counts()[OutcomeRestored]; got != 2 {
-		t.Fatalf("undo restored %d: %v", got, outcomes(u.Run))
+		t.Fatalf("undo restored %d: %v", got, outcomes(u.plan.Planned, u.Applied))
 	}
 	a = w.cluster.Object(w.refs["team-a"])
 	if a.Labels[argocd.DefaultInstanceLabelKey] != "guestbook" || a.Annotations[argocd.AnnotationTrackingID] != "guestbook:/Namespace:default/team-a" ||
@@ -129,14 +134,39 @@ func TestMoveWithoutPrepareLeavesSyncOptions(t *testing.T) {
 	w.cluster.Update(w.refs["team-a"], func(o *cluster.Object) { o.Annotations[argocd.AnnotationSyncOptions] = "Prune=false" })
 	w.addShop("team-a")
 	run := w.move(MoveRequest{All: true})
-	if err := w.engine().Apply(context.Background(), run, DryRunNone); err != nil {
+	runDone, err := w.engine().Apply(context.Background(), run, DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if w.syncOptions("team-a") != "Prune=false" || len(run.Items[0].Plan.Notes) == 0 {
-		t.Fatalf("sync options %q, notes %v", w.syncOptions("team-a"), run.Items[0].Plan.Notes)
+	if w.syncOptions("team-a") != "Prune=false" || len(runDone.Items[0].Plan.Notes) == 0 {
+		t.Fatalf("sync options %q, notes %v", w.syncOptions("team-a"), runDone.Items[0].Plan.Notes)
 	}
-	j, _, err := w.store.Load(run.Journal)
+	j, _, err := w.store.Load(runDone.Journal)
 	if err != nil || j.Command != journal.CommandMove || j.Strategy != journal.StrategyMove {
 		t.Fatalf("journal %v %+v", err, j)
+	}
+}
+
+// The engine names no flag of its own: requests it cannot carry out are typed for the command line
+// to word, and a refusal's hint uses the command line's words.
+func TestMoveRequestErrorsAndHintsAreTyped(t *testing.T) {
+	w := newWorld(t, "team-a")
+	w.addShop("team-a")
+	_, err := w.engine().PlanMove(context.Background(), MoveRequest{From: AppName{Name: "guestbook"}, To: AppName{Name: "guestbook"}, All: true})
+	var r *RequestError
+	if !errors.As(err, &r) || r.Kind != SameApp || strings.Contains(err.Error(), "--") {
+		t.Fatalf("move to the same app: %v", err)
+	}
+	arg, _ := ParseResourceArg("Namespace/team-a")
+	_, err = w.engine().PlanDetach(context.Background(), DetachRequest{Apps: []AppName{{Name: "guestbook"}, {Name: "shop"}}, Resources: []ResourceArg{arg}, Strategy: plan.StrategyUntrack})
+	if !errors.As(err, &r) || r.Kind != ResourcesForOneApp || strings.Contains(err.Error(), "--") {
+		t.Fatalf("resources for two apps: %v", err)
+	}
+	app, _ := w.argo.GetApplication(context.Background(), "argocd", "guestbook")
+	app.Resources[0].RequiresPruning = false
+	w.argo.AddApp(app)
+	run := w.move(MoveRequest{All: true})
+	if it := run.Items[0]; it.Reason != string(RefuseStillDeclared) || !strings.HasSuffix(it.Message, "(with "+prepareOption()+" before, so that it cannot prune it meanwhile)") {
+		t.Fatalf("still declared: %s %q", it.Reason, it.Message)
 	}
 }

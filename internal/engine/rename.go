@@ -48,10 +48,8 @@ type AppStep struct {
 	App  AppName
 	Why  string
 	// Object is the Application to create; Patch the merge patch to send.
-	Object  map[string]any `json:"-"`
-	Patch   []byte         `json:"-"`
-	Outcome Outcome
-	Message string
+	Object map[string]any `json:"-"`
+	Patch  []byte         `json:"-"`
 }
 
 // RenameRun is a planned or executed rename: the Application writes around the tracking rewrites.
@@ -60,7 +58,7 @@ type AppStep struct {
 // old Application object: the only DELETE unprune sends) and Steps[3] (give the new app the old
 // one's sync policy and finalizers) after.
 type RenameRun struct {
-	*Run
+	*Planned
 	Old, New AppName
 	Steps    []*AppStep
 	// final is the new Application as it ends up (what a server dry run creates).
@@ -87,7 +85,7 @@ func (e *Engine) PlanRename(ctx context.Context, req RenameRequest) (*RenameRun,
 		return nil, err
 	}
 	newName := AppName{Namespace: app.Namespace, Name: req.NewName}
-	rr := &RenameRun{Run: &Run{Command: journal.CommandRename, Strategy: journal.StrategyMove, Mode: ModePreview},
+	rr := &RenameRun{Planned: &Planned{Command: journal.CommandRename, Strategy: journal.StrategyMove},
 		Old: AppName{Namespace: app.Namespace, Name: app.Name}, New: newName}
 	rr.oldUID, rr.oldRV, rr.read = metaString(obj, "uid"), metaString(obj, "resourceVersion"), obj
 	rr.final = newApplication(obj, req.NewName)
@@ -125,7 +123,7 @@ func (e *Engine) refuseRename(ctx context.Context, app argocd.Application, obj m
 		return refusedf(RefuseOperationRunning, "Application %s has a sync operation running (phase %s): wait for it to finish and run again", app.Ref(), orUnknown(app.OperationPhase))
 	case app.SyncStatus != "Synced" && !req.Force:
 		return refusedf(RefuseNotSynced, "Application %s is %s, not Synced: the new app would show (and, with automated sync, apply) the same differences; "+
-			"sync it first, or pass --force to rename it as it is", app.Ref(), orUnknown(app.SyncStatus))
+			"sync it first", app.Ref(), orUnknown(app.SyncStatus))
 	}
 	if _, err := e.ArgoCD.GetApplication(ctx, app.Namespace, req.NewName); err == nil {
 		return refusedf(RefuseNameTaken, "Application %s/%s exists already: choose another name", app.Namespace, req.NewName)
@@ -155,12 +153,10 @@ func (e *Engine) planRenameItems(ctx context.Context, rr *RenameRun, app argocd.
 			rr.Warnings = append(rr.Warnings, fmt.Sprintf("hook %s stays tracked by %s: Argo CD creates hooks anew at each sync", row, app.Ref()))
 			continue
 		}
-		it := e.moveItem(ctx, rr.Run, src, row)
-		it.replan = func(live *cluster.Object) plan.Plan {
-			return plan.BuildMove(e.Settings, targetOf(src.Instance, live, it.Row), to, nil)
-		}
+		rr.Items = append(rr.Items, e.moveItem(ctx, src, row))
 	}
-	e.readAndPlan(ctx, rr.Run)
+	rr.planner = movePlanner{settings: e.Settings, to: to}
+	e.readAndPlan(ctx, rr.Planned, nil)
 	return nil
 }
 

@@ -6,48 +6,71 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/verify"
 )
+
+// RenameApplied is what ApplyRename did: the tracking rewrites, and the outcome of each of the
+// plan's Steps (in its order; zero for a step not sent, as in a preview).
+type RenameApplied struct {
+	*Applied
+	Steps []Decision
+}
+
+// Done reports a rename carried out to its last step.
+func (ra *RenameApplied) Done() bool { return ra.Steps[len(ra.Steps)-1].Outcome == OutcomeApplied }
+
+// FailedStep is the index of the step that failed or, when the rename was applied, was not
+// attempted; -1 when there is none.
+func (ra *RenameApplied) FailedStep() int {
+	for i, d := range ra.Steps {
+		if d.Outcome == OutcomeFailed || d.Outcome == OutcomeNotAttempted && ra.Mode == ModeApply {
+			return i
+		}
+	}
+	return -1
+}
 
 // ApplyRename carries a planned rename as far as mode says. A server dry run sends every write with
 // dryRun=All (the new app as it ends up, since a dry-run create leaves nothing to patch later). For
 // DryRunNone: the journal, with the old Application as it was, fsynced first; then the steps in
 // order, stopping at the first failure — the old Application is deleted only when every tracking
 // rewrite was applied and its finalizers are gone.
-func (e *Engine) ApplyRename(ctx context.Context, rr *RenameRun, mode DryRun) error {
-	rr.Mode = mode.Mode()
+func (e *Engine) ApplyRename(ctx context.Context, rr *RenameRun, mode DryRun) (*RenameApplied, error) {
+	done := rr.Preview()
+	done.Mode = mode.Mode()
+	s := &renameSender{e: e, rr: rr, ra: &RenameApplied{Applied: done, Steps: make([]Decision, len(rr.Steps))}, oldRV: rr.oldRV}
 	switch {
 	case mode == DryRunClient || rr.Blocked():
-		return nil
+		return s.ra, nil
 	case mode == DryRunServer:
-		e.dryRunRename(ctx, rr)
-		return nil
+		s.dryRun(ctx)
+		return s.ra, nil
 	}
 	todo := rr.planned()
-	rec, err := e.startJournal(rr.Run, todo)
+	rec, err := e.startJournal(rr.Planned, todo)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	done.Journal = rec.Path()
 	defer func() {
 		if err := rec.Close(); err != nil {
-			rr.JournalErr = err
+			done.JournalErr = err
 		}
 	}()
-	if !e.appStep(ctx, rr, 0, false) || !e.appStep(ctx, rr, 1, false) {
-		return nil
+	if !s.step(ctx, 0, false) || !s.step(ctx, 1, false) {
+		return s.ra, nil
 	}
-	e.patchAll(ctx, rr.Run, todo, false, applyMarks{rec}, OutcomeApplied)
-	if n := rr.Counts()[OutcomeApplied]; n != len(todo) {
-		rr.Steps[2].Outcome, rr.Steps[2].Message = OutcomeNotAttempted, fmt.Sprintf("%d of %d tracking rewrites applied: the old Application is kept; undo the journal", n, len(todo))
-		rr.Steps[3].Outcome = OutcomeNotAttempted
-		return nil
+	e.patchAll(ctx, rr.Planned, done, todo, false, applyMarks{rec}, OutcomeApplied)
+	if n := done.Counts()[OutcomeApplied]; n != len(todo) {
+		s.ra.Steps[2] = Decision{Outcome: OutcomeNotAttempted, Message: fmt.Sprintf("%d of %d tracking rewrites applied: the old Application is kept; undo the journal", n, len(todo))}
+		s.ra.Steps[3] = Decision{Outcome: OutcomeNotAttempted}
+		return s.ra, nil
 	}
-	if e.appStep(ctx, rr, 2, false) {
-		e.appStep(ctx, rr, 3, false)
+	if s.step(ctx, 2, false) {
+		s.step(ctx, 3, false)
 	}
-	return nil
+	return s.ra, nil
 }
 
 // Blocked reports a plan that must not be carried out: an object refused or unreadable.
@@ -56,98 +79,78 @@ func (rr *RenameRun) Blocked() bool {
 	return c[OutcomeRefused]+c[OutcomeFailed] > 0
 }
 
-// Done reports a rename carried out to its last step.
-func (rr *RenameRun) Done() bool { return rr.Steps[len(rr.Steps)-1].Outcome == OutcomeApplied }
-
-// FailedStep is the step that failed or was not attempted, if any.
-func (rr *RenameRun) FailedStep() *AppStep {
-	if rr.Mode != ModeApply {
-		for _, s := range rr.Steps {
-			if s.Outcome == OutcomeFailed {
-				return s
-			}
-		}
-		return nil
-	}
-	for _, s := range rr.Steps {
-		if s.Outcome == OutcomeFailed || s.Outcome == OutcomeNotAttempted {
-			return s
-		}
-	}
-	return nil
+// renameSender sends a rename's Application writes and records their outcomes.
+type renameSender struct {
+	e  *Engine
+	rr *RenameRun
+	ra *RenameApplied
+	// oldRV is the old Application's resourceVersion the delete is conditional on: as read, then as
+	// the switch-off left it.
+	oldRV string
 }
 
-func (e *Engine) dryRunRename(ctx context.Context, rr *RenameRun) {
-	create := *rr.Steps[0]
-	create.Object = rr.final
-	rr.Steps[0].Outcome, rr.Steps[0].Message = e.sendStep(ctx, rr, &create, true)
-	e.appStep(ctx, rr, 1, true)
-	e.patchAll(ctx, rr.Run, rr.planned(), true, noMarks{}, OutcomeDryRunAccepted)
-	e.appStep(ctx, rr, 2, true)
-	rr.Steps[3].Outcome, rr.Steps[3].Message = OutcomeUnchanged, "judged with the create above: a dry-run create leaves no app to patch"
+func (s *renameSender) dryRun(ctx context.Context) {
+	create := *s.rr.Steps[0]
+	create.Object = s.rr.final
+	s.ra.Steps[0] = s.send(ctx, &create, true)
+	s.step(ctx, 1, true)
+	s.e.patchAll(ctx, s.rr.Planned, s.ra.Applied, s.rr.planned(), true, noMarks{}, OutcomeDryRunAccepted)
+	s.step(ctx, 2, true)
+	s.ra.Steps[3] = Decision{Outcome: OutcomeUnchanged, Message: "judged with the create above: a dry-run create leaves no app to patch"}
 }
 
-// appStep sends step i and records its outcome; the later steps are marked not attempted when it
+// step sends step i and records its outcome; the later steps are marked not attempted when it
 // fails.
-func (e *Engine) appStep(ctx context.Context, rr *RenameRun, i int, dryRun bool) bool {
-	s := rr.Steps[i]
-	s.Outcome, s.Message = e.sendStep(ctx, rr, s, dryRun)
-	if s.Outcome == OutcomeFailed {
-		for _, later := range rr.Steps[i+1:] {
-			later.Outcome, later.Message = OutcomeNotAttempted, "an earlier step failed"
+func (s *renameSender) step(ctx context.Context, i int, dryRun bool) bool {
+	s.ra.Steps[i] = s.send(ctx, s.rr.Steps[i], dryRun)
+	if s.ra.Steps[i].Outcome == OutcomeFailed {
+		for k := i + 1; k < len(s.ra.Steps); k++ {
+			s.ra.Steps[k] = Decision{Outcome: OutcomeNotAttempted, Message: "an earlier step failed"}
 		}
 		return false
 	}
 	return true
 }
 
-func (e *Engine) sendStep(ctx context.Context, rr *RenameRun, s *AppStep, dryRun bool) (Outcome, string) {
+func (s *renameSender) send(ctx context.Context, step *AppStep, dryRun bool) Decision {
 	ok := OutcomeApplied
 	if dryRun {
 		ok = OutcomeDryRunAccepted
 	}
+	argo := s.e.ArgoCD
 	var err error
-	switch s.Verb {
+	switch step.Verb {
 	case "create":
-		_, err = e.ArgoCD.CreateApplication(ctx, s.Object, dryRun)
+		_, err = argo.CreateApplication(ctx, step.Object, dryRun)
 	case "patch":
-		if s.App == rr.Old {
-			err = e.switchOff(ctx, rr, s, dryRun)
+		if step.App == s.rr.Old {
+			err = s.switchOff(ctx, step, dryRun)
 			break
 		}
-		_, err = e.ArgoCD.PatchApplication(ctx, s.App.Namespace, s.App.Name, s.Patch, dryRun)
+		_, err = argo.PatchApplication(ctx, step.App.Namespace, step.App.Name, step.Patch, dryRun)
 	case "delete":
-		err = deleteApplication(ctx, e.ArgoCD, s.App, rr.oldUID, rr.oldRV, dryRun)
+		err = deleteApplication(ctx, argo, step.App, s.rr.oldUID, s.oldRV, dryRun)
 	}
 	if err != nil {
-		return OutcomeFailed, err.Error()
+		return Decision{Outcome: OutcomeFailed, Message: err.Error()}
 	}
-	return ok, ""
+	return Decision{Outcome: ok}
 }
 
 // VerifyRename waits until Argo CD shows the new app tracking every renamed resource, Synced on
-// each, in a comparison that started after the last write.
-func (e *Engine) VerifyRename(ctx context.Context, rr *RenameRun, timeout time.Duration) {
-	if rr.Steps[3].Outcome != OutcomeApplied {
-		return
+// each, in a comparison that started after the last write. It returns what it showed of the new app
+// (the second of the plan's apps).
+func (e *Engine) VerifyRename(ctx context.Context, rr *RenameRun, done *RenameApplied, timeout time.Duration) Verified {
+	if done.Steps[3].Outcome != OutcomeApplied {
+		return nil
 	}
-	rows := rowsOf(rr.Run)
-	dst := rr.Apps[1]
-	if app, err := e.ArgoCD.GetApplication(ctx, dst.App.Namespace, dst.App.Name); err == nil {
-		dst.App = app
+	rows := movedRows(rr.Planned, done.Applied)
+	app := rr.Apps[1].App
+	if fresh, err := e.ArgoCD.GetApplication(ctx, app.Namespace, app.Name); err == nil {
+		app = fresh
 	}
-	dst.Verification = e.waitFor(ctx, dst, rows, verify.Adopted, e.now(), timeout)
-}
-
-// rowsOf are the status rows of the objects a run moved (or found moved already).
-func rowsOf(run *Run) []argocd.Resource {
-	var rows []argocd.Resource
-	for _, it := range run.Items {
-		if it.Row != nil && (it.Outcome.Changed() || it.Outcome == OutcomeUnchanged) {
-			rows = append(rows, *it.Row)
-		}
-	}
-	return rows
+	v := verify.Apps(ctx, e.ArgoCD, []verify.Request{{App: app, Rows: rows, Want: verify.Adopted}}, e.now(), e.verifyOptions(timeout), "")[0]
+	return Verified{nil, &v}
 }
 
 // deleteApplication deletes an Application object only while it has no finalizer and no automated
@@ -190,26 +193,26 @@ func automated(obj map[string]any) bool {
 // finalizers, conditional on the resourceVersion it was planned from. The controller writes the
 // app's status all the time, so on a conflict the app is read again and, while its spec, finalizers
 // and operation are as planned (only status moved), the patch is sent again at the fresh version.
-func (e *Engine) switchOff(ctx context.Context, rr *RenameRun, s *AppStep, dryRun bool) error {
-	patch := s.Patch
+func (s *renameSender) switchOff(ctx context.Context, step *AppStep, dryRun bool) error {
+	patch := step.Patch
 	for i := 1; ; i++ {
-		out, err := e.ArgoCD.PatchApplication(ctx, s.App.Namespace, s.App.Name, patch, dryRun)
+		out, err := s.e.ArgoCD.PatchApplication(ctx, step.App.Namespace, step.App.Name, patch, dryRun)
 		if err == nil {
 			if !dryRun {
 				// The delete is conditional on this very version: no finalizer added back since.
-				rr.oldRV = metaString(out, "resourceVersion")
+				s.oldRV = metaString(out, "resourceVersion")
 			}
 			return nil
 		}
 		if !cluster.IsConflict(err) || i == 5 {
 			return err
 		}
-		fresh, gerr := e.ArgoCD.ApplicationObject(ctx, s.App.Namespace, s.App.Name)
+		fresh, gerr := s.e.ArgoCD.ApplicationObject(ctx, step.App.Namespace, step.App.Name)
 		if gerr != nil {
 			return gerr
 		}
-		if why := changedSince(rr.read, fresh); why != "" {
-			return fmt.Errorf("Application %s/%s changed since unprune read it (%s): nothing of it was changed; undo the journal and run again", s.App.Namespace, s.App.Name, why)
+		if why := changedSince(s.rr.read, fresh); why != "" {
+			return fmt.Errorf("Application %s/%s changed since unprune read it (%s): nothing of it was changed; undo the journal and run again", step.App.Namespace, step.App.Name, why)
 		}
 		patch = automationOff(fresh, metaString(fresh, "resourceVersion"))
 	}

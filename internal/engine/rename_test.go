@@ -47,7 +47,8 @@ func TestRenameOrderAndOutcome(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ApplyRename(context.Background(), rr, DryRunNone); err != nil {
+	done, err := e.ApplyRename(context.Background(), rr, DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var verbs []string
@@ -85,11 +86,10 @@ func TestRenameOrderAndOutcome(t *testing.T) {
 	if _, err := w.argo.GetApplication(context.Background(), "argocd", "guestbook"); err == nil {
 		t.Error("the old app still exists")
 	}
-	e.VerifyRename(context.Background(), rr, time.Second)
-	if v := rr.Apps[1].Verification; v == nil || !v.Verified {
+	if v := e.VerifyRename(context.Background(), rr, done, time.Second)[1]; v == nil || !v.Verified {
 		t.Fatalf("verification %+v", v)
 	}
-	j, _, err := w.store.Load(rr.Journal)
+	j, _, err := w.store.Load(done.Journal)
 	if err != nil || j.Rename == nil || j.Command != journal.CommandRename || len(j.Entries) != 2 {
 		t.Fatalf("journal %v %+v", err, j)
 	}
@@ -141,10 +141,11 @@ func TestRenameUndo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.ApplyRename(context.Background(), rr, DryRunNone); err != nil || !rr.Done() {
-		t.Fatalf("rename: %v %+v", err, rr.FailedStep())
+	done, err := e.ApplyRename(context.Background(), rr, DryRunNone)
+	if err != nil || !done.Done() {
+		t.Fatalf("rename: %v %+v", err, done.Steps)
 	}
-	j, _, err := w.store.Load(rr.Journal)
+	j, _, err := w.store.Load(done.Journal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,15 +157,15 @@ func TestRenameUndo(t *testing.T) {
 	if _, err := w.argo.PatchApplication(context.Background(), "argocd", "shop", []byte(`{"status":{"reconciledAt":"2026-12-01T00:00:00Z"}}`), false); err != nil {
 		t.Fatal(err)
 	}
-	if !ru.Send(context.Background(), ru.Before, false) {
-		t.Fatalf("before: %v %+v", err, ru.Before)
+	if before, ok := ru.Send(context.Background(), ru.Before, false); !ok {
+		t.Fatalf("before: %+v", before)
 	}
-	u := w.undo(rr.Journal, w.argo)
+	u := w.undo(done.Journal, w.argo)
 	if got := u.Counts()[OutcomeRestored]; got != 2 {
-		t.Fatalf("restored %d: %v", got, outcomes(u.Run))
+		t.Fatalf("restored %d: %v", got, outcomes(u.plan.Planned, u.Applied))
 	}
-	if !ru.Send(context.Background(), ru.After, false) {
-		t.Fatalf("after: %+v", ru.After)
+	if after, ok := ru.Send(context.Background(), ru.After, false); !ok {
+		t.Fatalf("after: %+v", after)
 	}
 	for _, ns := range []string{"team-a", "team-b"} {
 		if o := w.cluster.Object(w.refs[ns]); o.Labels[argocd.DefaultInstanceLabelKey] != "guestbook" || o.Annotations[argocd.AnnotationTrackingID] != "guestbook:/Namespace:default/"+ns {
@@ -209,18 +210,19 @@ func TestRenameDeleteRechecksTheOldApp(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := e.ApplyRename(context.Background(), rr, DryRunNone); err != nil {
+			done, err := e.ApplyRename(context.Background(), rr, DryRunNone)
+			if err != nil {
 				t.Fatal(err)
 			}
 			_, oldErr := w.argo.GetApplication(context.Background(), "argocd", "guestbook")
 			if name == "a status write" {
-				if !rr.Done() || oldErr == nil {
-					t.Fatalf("not renamed: %+v", rr.FailedStep())
+				if !done.Done() || oldErr == nil {
+					t.Fatalf("not renamed: %+v", done.Steps)
 				}
 				return
 			}
-			if rr.Steps[2].Outcome != OutcomeFailed || oldErr != nil {
-				t.Fatalf("deleted an app whose finalizer or automation came back: %+v", rr.Steps[2])
+			if done.Steps[2].Outcome != OutcomeFailed || done.FailedStep() != 2 || oldErr != nil {
+				t.Fatalf("deleted an app whose finalizer or automation came back: %+v", done.Steps[2])
 			}
 		})
 	}
@@ -266,18 +268,51 @@ func TestRenameSwitchOffRechecksTheOldApp(t *testing.T) {
 			if _, err := w.argo.PatchApplication(context.Background(), "argocd", "guestbook", []byte(write), false); err != nil {
 				t.Fatal(err)
 			}
-			if err := e.ApplyRename(context.Background(), rr, DryRunNone); err != nil {
+			done, err := e.ApplyRename(context.Background(), rr, DryRunNone)
+			if err != nil {
 				t.Fatal(err)
 			}
 			if name == "a status write" {
-				if !rr.Done() {
-					t.Fatalf("not renamed: %+v", rr.FailedStep())
+				if !done.Done() {
+					t.Fatalf("not renamed: %+v", done.Steps)
 				}
 				return
 			}
-			if rr.Steps[1].Outcome != OutcomeFailed || w.patches() != 0 {
-				t.Fatalf("went on after the old app's spec changed: %+v, %d object patches", rr.Steps[1], w.patches())
+			if done.Steps[1].Outcome != OutcomeFailed || done.Steps[3].Outcome != OutcomeNotAttempted || w.patches() != 0 {
+				t.Fatalf("went on after the old app's spec changed: %+v, %d object patches", done.Steps, w.patches())
 			}
 		})
+	}
+}
+
+// A server dry run of a rename returns each write's outcome and leaves the plan as it was: nothing
+// persists, and the plan can still be applied.
+func TestRenameServerDryRunReturnsStepOutcomes(t *testing.T) {
+	w := renameWorld(t)
+	e := w.engine()
+	rr, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dry, err := e.ApplyRename(context.Background(), rr, DryRunServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fake judges the dry-run delete against the old app as stored, finalizers and all (the
+	// dry-run switch-off persisted nothing), so step 2 is not asserted here.
+	s := dry.Steps
+	if s[0].Outcome != OutcomeDryRunAccepted || s[1].Outcome != OutcomeDryRunAccepted || s[2].Outcome == OutcomeApplied ||
+		s[3].Outcome != OutcomeUnchanged || dry.Mode != ModeServerDryRun || dry.Done() || dry.Counts()[OutcomeDryRunAccepted] != 2 {
+		t.Fatalf("dry run: mode %s, steps %+v, objects %v", dry.Mode, s, dry.Counts())
+	}
+	if _, err := w.argo.GetApplication(context.Background(), "argocd", "shop"); err == nil {
+		t.Fatal("a dry run created the new app")
+	}
+	if rr.Counts()[OutcomePlanned] != 2 {
+		t.Fatalf("the dry run changed the plan: %v", outcomes(rr.Planned, nil))
+	}
+	done, err := e.ApplyRename(context.Background(), rr, DryRunNone)
+	if err != nil || !done.Done() {
+		t.Fatalf("rename after the dry run: %v %+v", err, done.Steps)
 	}
 }

@@ -53,12 +53,14 @@ func PlanRenameUndo(ctx context.Context, argo cluster.ArgoCD, r *journal.Renamed
 	return u, nil
 }
 
-// Send carries out steps in order (with dryRun=All when asked), stopping at the first failure.
-func (u *RenameUndo) Send(ctx context.Context, steps []*AppStep, dryRun bool) bool {
-	ok := OutcomeApplied
+// Send carries out steps in order (with dryRun=All when asked), stopping at the first failure, and
+// returns the outcome of each step; ok is false when one failed.
+func (u *RenameUndo) Send(ctx context.Context, steps []*AppStep, dryRun bool) (out []Decision, ok bool) {
+	done := OutcomeApplied
 	if dryRun {
-		ok = OutcomeDryRunAccepted
+		done = OutcomeDryRunAccepted
 	}
+	out = make([]Decision, len(steps))
 	for i, s := range steps {
 		var err error
 		switch s.Verb {
@@ -70,15 +72,15 @@ func (u *RenameUndo) Send(ctx context.Context, steps []*AppStep, dryRun bool) bo
 			err = deleteApplication(ctx, u.argo, s.App, u.newUID, u.newRV, dryRun)
 		}
 		if err != nil {
-			s.Outcome, s.Message = OutcomeFailed, err.Error()
-			for _, later := range steps[i+1:] {
-				later.Outcome, later.Message = OutcomeNotAttempted, "an earlier step failed"
+			out[i] = Decision{Outcome: OutcomeFailed, Message: err.Error()}
+			for k := i + 1; k < len(steps); k++ {
+				out[k] = Decision{Outcome: OutcomeNotAttempted, Message: "an earlier step failed"}
 			}
-			return false
+			return out, false
 		}
-		s.Outcome = ok
+		out[i] = Decision{Outcome: done}
 	}
-	return true
+	return out, true
 }
 
 // patch sends a step's patch. The new app's switch-off is conditional on the version read; the

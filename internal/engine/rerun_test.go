@@ -21,12 +21,13 @@ func TestRerunWhileArgoCDLagsConverges(t *testing.T) {
 	e := w.engine()
 	first := w.detach(DetachRequest{Resources: []ResourceArg{{Raw: "Namespace/team-a", Kind: "Namespace", Name: "team-a"},
 		{Raw: "Namespace/team-b", Kind: "Namespace", Name: "team-b"}}})
-	if err := e.Apply(context.Background(), first, DryRunNone); err != nil || first.Counts()[OutcomeApplied] != 2 {
-		t.Fatalf("first run: %v %v", err, outcomes(first))
+	firstDone, err := e.Apply(context.Background(), first, DryRunNone)
+	if err != nil || firstDone.Counts()[OutcomeApplied] != 2 {
+		t.Fatalf("first run: %v %v", err, outcomes(first, firstDone))
 	}
 
 	rerun := w.detach(DetachRequest{All: true})
-	got := outcomes(rerun)
+	got := outcomes(rerun, nil)
 	if got["team-a"] != OutcomeUnchanged || got["team-b"] != OutcomeUnchanged || got["team-c"] != OutcomePlanned || got["team-d"] != OutcomePlanned {
 		t.Fatalf("rerun outcomes %v", got)
 	}
@@ -34,14 +35,15 @@ func TestRerunWhileArgoCDLagsConverges(t *testing.T) {
 		if it.Outcome != OutcomeUnchanged {
 			continue
 		}
-		if it.Reason != ReasonAlreadyReleased || !strings.Contains(it.Message, first.Journal) {
-			t.Errorf("%s: reason %q message %q; want %s naming journal %s", it.Ref.Name, it.Reason, it.Message, ReasonAlreadyReleased, first.Journal)
+		if it.Reason != ReasonAlreadyReleased || !strings.Contains(it.Message, firstDone.Journal) {
+			t.Errorf("%s: reason %q message %q; want %s naming journal %s", it.Ref.Name, it.Reason, it.Message, ReasonAlreadyReleased, firstDone.Journal)
 		}
 	}
-	if err := e.Apply(context.Background(), rerun, DryRunNone); err != nil || rerun.Counts()[OutcomeApplied] != 2 {
-		t.Fatalf("rerun apply: %v %v", err, outcomes(rerun))
+	rerunDone, err := e.Apply(context.Background(), rerun, DryRunNone)
+	if err != nil || rerunDone.Counts()[OutcomeApplied] != 2 {
+		t.Fatalf("rerun apply: %v %v", err, outcomes(rerun, rerunDone))
 	}
-	j, _, err := w.store.Load(rerun.Journal)
+	j, _, err := w.store.Load(rerunDone.Journal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,13 +53,11 @@ func TestRerunWhileArgoCDLagsConverges(t *testing.T) {
 		}
 	}
 
-	e.Verify(context.Background(), rerun, 50*time.Millisecond)
-	if v := rerun.Apps[0].Verification; v == nil || v.Verified || v.Compared {
+	if v := e.Verify(context.Background(), rerun, rerunDone, 50*time.Millisecond)[0]; v == nil || v.Verified || v.Compared {
 		t.Fatalf("with the controller stopped: verification %+v, want not compared", v)
 	}
 	w.argo.Resume()
-	e.Verify(context.Background(), rerun, time.Second)
-	if v := rerun.Apps[0].Verification; v == nil || !v.Verified || !v.Compared || !v.Synced {
+	if v := e.Verify(context.Background(), rerun, rerunDone, time.Second)[0]; v == nil || !v.Verified || !v.Compared || !v.Synced {
 		t.Fatalf("after the controller resumed: verification %+v", v)
 	}
 }
@@ -69,20 +69,20 @@ func TestRerunOfReleasedOnlyStillWaitsForArgoCD(t *testing.T) {
 	w.argo.Stop()
 	e := w.engine()
 	first := w.detach(DetachRequest{All: true})
-	if err := e.Apply(context.Background(), first, DryRunNone); err != nil {
+	if _, err := e.Apply(context.Background(), first, DryRunNone); err != nil {
 		t.Fatal(err)
 	}
 	w.argo.Resume()
 	rerun := w.detach(DetachRequest{All: true})
 	if rerun.Counts()[OutcomeUnchanged] != 1 || rerun.Items[0].Reason != ReasonAlreadyReleased {
-		t.Fatalf("rerun %v reason %q", outcomes(rerun), rerun.Items[0].Reason)
+		t.Fatalf("rerun %v reason %q", outcomes(rerun, nil), rerun.Items[0].Reason)
 	}
-	if err := e.Apply(context.Background(), rerun, DryRunNone); err != nil || rerun.Journal != "" {
-		t.Fatalf("nothing to patch, yet: %v journal %q", err, rerun.Journal)
+	rerunDone, err := e.Apply(context.Background(), rerun, DryRunNone)
+	if err != nil || rerunDone.Journal != "" {
+		t.Fatalf("nothing to patch, yet: %v journal %q", err, rerunDone.Journal)
 	}
 	before := w.argo.Refreshes()
-	e.Verify(context.Background(), rerun, time.Second)
-	if v := rerun.Apps[0].Verification; v == nil || !v.Verified || w.argo.Refreshes() == before {
+	if v := e.Verify(context.Background(), rerun, rerunDone, time.Second)[0]; v == nil || !v.Verified || w.argo.Refreshes() == before {
 		t.Fatalf("verification %+v after %d refreshes", v, w.argo.Refreshes()-before)
 	}
 }
@@ -111,11 +111,12 @@ func TestSlowPatchesAreNotCutOffWithoutAnInterruption(t *testing.T) {
 	e := w.engine()
 	e.Grace = 10 * time.Millisecond
 	run := w.detach(DetachRequest{All: true})
-	if err := e.Apply(context.Background(), run, DryRunNone); err != nil {
+	runDone, err := e.Apply(context.Background(), run, DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got := run.Counts()[OutcomeApplied]; got != 3 {
-		t.Fatalf("applied %d of 3: %v", got, outcomes(run))
+	if got := runDone.Counts()[OutcomeApplied]; got != 3 {
+		t.Fatalf("applied %d of 3: %v", got, outcomes(run, runDone))
 	}
 }
 
@@ -130,13 +131,14 @@ func TestInterruptionCutsOffPatchesAfterTheGrace(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(30*time.Millisecond, cancel)
 	start := time.Now()
-	if err := e.Apply(ctx, run, DryRunNone); err != nil {
+	runDone, err := e.Apply(ctx, run, DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Fatalf("the patch in flight was not cut off after the grace: the run took %s", took)
 	}
-	if got := run.Items[0].Outcome; got != OutcomeFailed {
+	if got := runDone.Items[0].Outcome; got != OutcomeFailed {
 		t.Fatalf("outcome %s, want %s", got, OutcomeFailed)
 	}
 }

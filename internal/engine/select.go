@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,15 +9,6 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 )
-
-// UsageError is a request that cannot be carried out as asked: nothing was read beyond what
-// showed it, nothing was changed.
-type UsageError struct{ Err error }
-
-func (e *UsageError) Error() string { return e.Err.Error() }
-func (e *UsageError) Unwrap() error { return e.Err }
-
-func usage(format string, args ...any) error { return &UsageError{Err: fmt.Errorf(format, args...)} }
 
 // AppName names an Application; an empty Namespace means Argo CD's own.
 type AppName struct{ Namespace, Name string }
@@ -90,7 +80,7 @@ func (e *Engine) resolveApps(ctx context.Context, names []AppName, sel *cluster.
 		if err != nil {
 			hint := "is the app in another namespace? use NAMESPACE/NAME or -n"
 			if cluster.IsNotFound(err) {
-				return nil, usage("%v (%s)", err, hint)
+				return nil, invalid("%v (%s)", err, hint)
 			}
 			return nil, fmt.Errorf("%w (%s)", err, hint)
 		}
@@ -99,7 +89,7 @@ func (e *Engine) resolveApps(ctx context.Context, names []AppName, sel *cluster.
 	return apps, nil
 }
 
-// selectRows picks an app's status rows for a request: every prunable row with --all (hooks are
+// selectRows picks an app's status rows for a request: every prunable row with all (hooks are
 // never prunable), else the named ones. unknown lists arguments the app has no row for.
 func selectRows(app argocd.Application, args []ResourceArg, all bool) (rows []argocd.Resource, unknown []ResourceArg) {
 	if all {
@@ -137,8 +127,5 @@ func unknownResource(app argocd.Application, arg ResourceArg) error {
 		}
 		hint = "its resources requiring pruning include " + strings.Join(names, ", ") + more
 	}
-	return usage("Application %s lists no resource %s; %s (--force reads an unlisted object anyway)", app.Ref(), Quote(arg.Raw), hint)
+	return &RequestError{Kind: UnlistedResource, Err: fmt.Errorf("Application %s lists no resource %s; %s", app.Ref(), Quote(arg.Raw), hint)}
 }
-
-// ErrNothingSelected is returned (wrapped in a UsageError) for a selection that matched no app.
-var ErrNothingSelected = errors.New("no Application matches")

@@ -17,9 +17,9 @@ import (
 // API reaches objects only through their app).
 type Connect func(ctx context.Context, c cluster.Info, app *journal.AppRef) (cluster.Objects, error)
 
-// UndoRun is a planned or executed undo, with the journal it restores.
-type UndoRun struct {
-	*Run
+// UndoPlan is a planned undo, with the journal it restores.
+type UndoPlan struct {
+	*Planned
 	Recorder *journal.Recorder
 	Journal  *journal.Journal
 }
@@ -30,30 +30,28 @@ type UndoRun struct {
 // (same UID), never tracking metadata naming another app or object than the entry's own, and
 // tracking only for an app that exists, as the journal describes it, in the journal's Argo CD
 // installation (reached with argoOf).
-func (e *Engine) PlanUndo(ctx context.Context, rec *journal.Recorder, connect Connect, argoOf ArgoCDOf) (*UndoRun, error) {
+func (e *Engine) PlanUndo(ctx context.Context, rec *journal.Recorder, connect Connect, argoOf ArgoCDOf) (*UndoPlan, error) {
 	j := rec.Snapshot()
-	checks := checkApps(ctx, j, argoOf)
-	run := &Run{Command: "undo", Strategy: j.Command, Mode: ModePreview}
+	p := &Planned{Command: "undo", Strategy: j.Command, planner: undoPlanner{j: j, checks: checkApps(ctx, j, argoOf, readApplicationsHow())}}
 	apps := map[string]*AppRun{}
 	byCluster := map[string][]*Item{}
 	var clusters []string
 	for i, entry := range j.Entries {
-		ref := entry.Object.Ref()
-		it := &Item{Ref: ref, Entry: i}
+		it := &Item{Ref: entry.Object.Ref(), Entry: i}
 		if a := entry.Application; a != nil {
 			if apps[a.String()] == nil {
 				apps[a.String()] = &AppRun{App: argocd.Application{Namespace: a.Namespace, Name: a.Name}, Instance: a.Instance}
-				run.Apps = append(run.Apps, apps[a.String()])
+				p.Apps = append(p.Apps, apps[a.String()])
 			}
 			it.App = apps[a.String()]
 		}
-		run.Items = append(run.Items, it)
+		p.Items = append(p.Items, it)
 		switch {
 		case entry.State == journal.StateUndone:
-			it.Outcome, it.Message = OutcomeUnchanged, "undone already"
+			it.Decision = Decision{Outcome: OutcomeUnchanged, Message: "undone already"}
 			continue
 		case len(entry.Changes) == 0:
-			it.Outcome, it.Message = OutcomeUnchanged, "nothing was changed ("+orUnknown(entry.Error)+")"
+			it.Decision = Decision{Outcome: OutcomeUnchanged, Message: "nothing was changed (" + orUnknown(entry.Error) + ")"}
 			continue
 		}
 		key := entry.Cluster
@@ -66,76 +64,84 @@ func (e *Engine) PlanUndo(ctx context.Context, rec *journal.Recorder, connect Co
 		byCluster[key] = append(byCluster[key], it)
 	}
 	parallel.ForEach(len(clusters), len(clusters), func(k int) {
-		readUndo(ctx, j, byCluster[clusters[k]], connect, checks)
+		readUndo(ctx, j, byCluster[clusters[k]], connect, p.planner)
 	})
-	return &UndoRun{Run: run, Recorder: rec, Journal: j}, nil
+	return &UndoPlan{Planned: p, Recorder: rec, Journal: j}, nil
+}
+
+// undoPlanner plans the restore of a journal entry (the item's Entry) on its live object.
+type undoPlanner struct {
+	j      *journal.Journal
+	checks appChecks
+}
+
+func (u undoPlanner) Plan(it *Item, live *cluster.Object) plan.Plan {
+	entry := u.j.Entries[it.Entry]
+	return u.checks.guard(u.j, entry, undoPlan(u.j, entry, live))
 }
 
 // readUndo reads the objects of one cluster's entries and plans their restore.
-func readUndo(ctx context.Context, j *journal.Journal, items []*Item, connect Connect, checks appChecks) {
+func readUndo(ctx context.Context, j *journal.Journal, items []*Item, connect Connect, planner Planner) {
 	first := j.Entries[items[0].Entry]
 	info, _ := j.ClusterOf(first)
 	objects, err := connect(ctx, info, first.Application)
 	if err != nil {
 		for _, it := range items {
-			it.Outcome, it.Reason, it.Message = OutcomeFailed, string(cluster.Classify(err)), err.Error()
+			it.Decision = Decision{OutcomeFailed, string(cluster.Classify(err)), err.Error()}
 		}
 		return
 	}
 	refs := make([]cluster.Ref, len(items))
 	for i, it := range items {
-		it.Objects = objects
-		if resolved, err := objects.Resolve(ctx, it.Ref.Group, it.Ref.Kind, it.Ref.Version, it.Ref.Namespace, it.Ref.Name); err == nil {
-			it.Ref = resolved
-		}
 		refs[i] = it.Ref
-		entry := j.Entries[it.Entry]
-		it.replan = func(live *cluster.Object) plan.Plan { return checks.guard(j, entry, undoPlan(j, entry, live)) }
+		if resolved, err := objects.Resolve(ctx, it.Ref.Group, it.Ref.Kind, it.Ref.Version, it.Ref.Namespace, it.Ref.Name); err == nil {
+			refs[i] = resolved
+		}
 	}
 	for i, res := range objects.Read(ctx, refs) {
 		it := items[i]
-		if cluster.IsNotFound(res.Err) {
-			it.Outcome, it.Reason, it.Message = OutcomeGone, string(cluster.FailureNotFound), "the object no longer exists"
-			continue
-		}
-		decide(it, res)
+		it.Objects, it.Ref = objects, refs[i]
+		it.Live, it.Plan, it.Decision = decide(planner, it, res, "the object no longer exists")
 	}
 }
 
-// Restore carries a planned undo as far as mode says; restored entries are marked undone.
-func (e *Engine) Restore(ctx context.Context, u *UndoRun, mode DryRun) {
-	u.Mode = mode.Mode()
+// Restore carries a planned undo as far as mode says and returns what was done; restored entries
+// are marked undone.
+func (e *Engine) Restore(ctx context.Context, u *UndoPlan, mode DryRun) *Applied {
+	done := u.Preview()
+	done.Mode = mode.Mode()
 	todo := u.planned()
 	switch {
 	case mode == DryRunClient || len(todo) == 0:
 	case mode == DryRunServer:
-		e.patchAll(ctx, u.Run, todo, true, noMarks{}, OutcomeDryRunAccepted)
+		e.patchAll(ctx, u.Planned, done, todo, true, noMarks{}, OutcomeDryRunAccepted)
 	default:
-		e.patchAll(ctx, u.Run, todo, false, undoMarks{u.Recorder}, OutcomeRestored)
+		e.patchAll(ctx, u.Planned, done, todo, false, undoMarks{u.Recorder}, OutcomeRestored)
 		// Entries that needed nothing are undone too, so the journal says the undo is complete.
-		for _, it := range u.Items {
-			if it.Outcome == OutcomeUnchanged && it.Objects != nil && len(it.Plan.Notes) == 0 {
+		for i, it := range u.Items {
+			if done.Items[i].Outcome == OutcomeUnchanged && it.Objects != nil && len(done.Items[i].Plan.Notes) == 0 {
 				_ = u.Recorder.MarkUndone(it.Entry)
 			}
 		}
 	}
 	if err := u.Recorder.Close(); err != nil {
-		u.JournalErr = err
+		done.JournalErr = err
 	}
+	return done
 }
 
 // undoMarks records restored entries as undone in the journal being undone.
 type undoMarks struct{ rec *journal.Recorder }
 
-func (m undoMarks) applied(it *Item, _ string) error {
-	if len(it.Plan.Notes) > 0 {
+func (m undoMarks) applied(_ int, it *Item, done plan.Plan, _ string) error {
+	if len(done.Notes) > 0 {
 		return nil // some keys were left alone: the entry is not fully undone
 	}
 	return m.rec.MarkUndone(it.Entry)
 }
-func (undoMarks) failed(*Item, string, bool) error { return nil }
-func (undoMarks) skipped(*Item, string) error      { return nil }
-func (undoMarks) replanned(*Item, string) error    { return nil }
+func (undoMarks) failed(int, *Item, string, bool) error         { return nil }
+func (undoMarks) skipped(int, *Item, string) error              { return nil }
+func (undoMarks) replanned(int, *Item, plan.Plan, string) error { return nil }
 
 // undoPlan decides which of an entry's changes to reverse on the live object. The plan's Changes
 // are the inverse changes to apply; its Notes the keys left alone; a Refusal means the whole entry

@@ -66,7 +66,9 @@ func writesTracking(j *journal.Journal, changes []journal.Change) bool {
 // not there hands the object to whichever app is created under that name next (Argo CD adopts it
 // at once); a journal edited consistently — the app name replaced everywhere — passes every check
 // of the entry against itself, but not this one.
-func checkApps(ctx context.Context, j *journal.Journal, argoOf ArgoCDOf) appChecks {
+//
+// how says how to let undo read them, for when it cannot.
+func checkApps(ctx context.Context, j *journal.Journal, argoOf ArgoCDOf, how string) appChecks {
 	var apps []journal.AppRef
 	seen := map[string]bool{}
 	for _, e := range j.Entries {
@@ -94,11 +96,11 @@ func checkApps(ctx context.Context, j *journal.Journal, argoOf ArgoCDOf) appChec
 	found := make([]*plan.Refusal, len(apps))
 	parallel.ForEach(len(apps), 8, func(i int) {
 		if err != nil {
-			found[i] = unverified(j, apps[i], err)
+			found[i] = unverified(j, apps[i], err, how)
 			return
 		}
 		live, readErr := argo.GetApplication(ctx, apps[i].Namespace, apps[i].Name)
-		found[i] = checkApp(j, apps[i], live, readErr)
+		found[i] = checkApp(j, apps[i], live, readErr, how)
 	})
 	for i, a := range apps {
 		if found[i] != nil {
@@ -109,7 +111,7 @@ func checkApps(ctx context.Context, j *journal.Journal, argoOf ArgoCDOf) appChec
 }
 
 // checkApp judges one Application as read from Argo CD against the journal's record of it.
-func checkApp(j *journal.Journal, want journal.AppRef, live argocd.Application, err error) *plan.Refusal {
+func checkApp(j *journal.Journal, want journal.AppRef, live argocd.Application, err error, how string) *plan.Refusal {
 	ns := j.ArgoCD.Namespace
 	switch {
 	case cluster.IsNotFound(err):
@@ -117,7 +119,7 @@ func checkApp(j *journal.Journal, want journal.AppRef, live argocd.Application, 
 			"Application %s does not exist in the Argo CD installation of namespace %s: restoring its tracking would hand the object to an app that is not there; "+
 				"the journal was edited or the app deleted since — recreate the app first, or leave the object untracked", want, ns)}
 	case err != nil:
-		return unverified(j, want, err)
+		return unverified(j, want, err, how)
 	}
 	// Argo CD tracks an app outside its own namespace as <namespace>_<name>
 	// (pkg/apis/application/v1alpha1/types.go, Application.InstanceName).
@@ -129,7 +131,7 @@ func checkApp(j *journal.Journal, want journal.AppRef, live argocd.Application, 
 	return nil
 }
 
-func unverified(j *journal.Journal, a journal.AppRef, err error) *plan.Refusal {
+func unverified(j *journal.Journal, a journal.AppRef, err error, how string) *plan.Refusal {
 	if cluster.Classify(err) == cluster.FailureArgoCDDenied {
 		// Argo CD's API denies a missing app as it denies a forbidden one, so as not to reveal
 		// which apps exist (server/application/application.go, getAppEnforceRBAC).
@@ -137,6 +139,6 @@ func unverified(j *journal.Journal, a journal.AppRef, err error) *plan.Refusal {
 	}
 	return &plan.Refusal{Code: RefuseAppUnverified, Message: fmt.Sprintf(
 		"cannot check that Application %s exists in the Argo CD installation of namespace %s before restoring its tracking, so nothing of this entry is restored "+
-			"(reading it needs `get applications` there: --argocd-context for the cluster Argo CD runs in, or --via argocd and `applications, get` on the app): %v",
-		a, j.ArgoCD.Namespace, err)}
+			"(reading it needs `get applications` there: %s): %v",
+		a, j.ArgoCD.Namespace, how, err)}
 }

@@ -11,12 +11,19 @@ import (
 	"github.com/unprune/unprune/internal/cluster/clustertest"
 	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/plan"
 )
 
+// undone is an undo's plan and what Restore did with it.
+type undone struct {
+	*Applied
+	plan *UndoPlan
+}
+
 // undo plans and applies the undo of the journal at path, reading Applications from argo (nil:
 // undo must not ask Argo CD at all).
-func (w *world) undo(path string, argo cluster.ArgoCD) *UndoRun {
+func (w *world) undo(path string, argo cluster.ArgoCD) undone {
 	w.t.Helper()
 	rec, err := w.store.Open(path)
 	if err != nil {
@@ -34,18 +41,18 @@ func (w *world) undo(path string, argo cluster.ArgoCD) *UndoRun {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	e.Restore(context.Background(), u, DryRunNone)
-	return u
+	return undone{Applied: e.Restore(context.Background(), u, DryRunNone), plan: u}
 }
 
 // detached detaches every namespace of the world and returns the journal's path.
 func (w *world) detached(strategy plan.Strategy) string {
 	w.t.Helper()
 	run := w.detach(DetachRequest{All: true, Strategy: strategy})
-	if err := w.engine().Apply(context.Background(), run, DryRunNone); err != nil {
+	runDone, err := w.engine().Apply(context.Background(), run, DryRunNone)
+	if err != nil {
 		w.t.Fatal(err)
 	}
-	return run.Journal
+	return runDone.Journal
 }
 
 func (w *world) editJournal(path string, pairs ...string) {
@@ -152,10 +159,11 @@ func TestUndoRestoresAnAppOutsideArgoCDsNamespace(t *testing.T) {
 	w.argo.AddApp(argocd.Application{Namespace: "team", Name: "guestbook", Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "default"},
 		Resources: []argocd.Resource{{Version: "v1", Kind: "Namespace", Name: "team-b", RequiresPruning: true}}})
 	run := w.detach(DetachRequest{Apps: []AppName{{Namespace: "team", Name: "guestbook"}}, All: true})
-	if err := w.engine().Apply(context.Background(), run, DryRunNone); err != nil || run.Counts()[OutcomeApplied] != 1 {
-		t.Fatalf("detach: %v %v", err, outcomes(run))
+	runDone, err := w.engine().Apply(context.Background(), run, DryRunNone)
+	if err != nil || runDone.Counts()[OutcomeApplied] != 1 {
+		t.Fatalf("detach: %v %v", err, outcomes(run, runDone))
 	}
-	u := w.undo(run.Journal, w.argo)
+	u := w.undo(runDone.Journal, w.argo)
 	if it := u.Items[0]; it.Outcome != OutcomeRestored || w.cluster.Object(ref).Labels[argocd.DefaultInstanceLabelKey] != "team_guestbook" {
 		t.Fatalf("%s %s: %s", it.Outcome, it.Reason, it.Message)
 	}
@@ -178,9 +186,9 @@ func TestUndoRefusesWhenTheAppCannotBeRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Restore(context.Background(), u, DryRunNone)
-	if it := u.Items[0]; it.Outcome != OutcomeRefused || it.Reason != string(RefuseAppUnverified) || !strings.Contains(it.Message, "permission denied") || !strings.Contains(it.Message, "does not exist, too") ||
-		!strings.Contains(it.Message, "--argocd-context") {
+	restored := e.Restore(context.Background(), u, DryRunNone)
+	if it := restored.Items[0]; it.Outcome != OutcomeRefused || it.Reason != string(RefuseAppUnverified) || !strings.Contains(it.Message, "permission denied") || !strings.Contains(it.Message, "does not exist, too") ||
+		!strings.Contains(it.Message, option.ArgoCDContext.String()) {
 		t.Fatalf("%s %s: %s", it.Outcome, it.Reason, it.Message)
 	}
 	if w.tracked("team-a") {
@@ -194,23 +202,25 @@ func TestUndoOfKeepAndGuardNeedsNoArgoCD(t *testing.T) {
 	w := newWorld(t, "kept", "guarded")
 	arg, _ := ParseResourceArg("Namespace/kept")
 	run := w.detach(DetachRequest{Resources: []ResourceArg{arg}, Strategy: plan.StrategyKeep})
-	if err := w.engine().Apply(context.Background(), run, DryRunNone); err != nil {
+	runDone, err := w.engine().Apply(context.Background(), run, DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if u := w.undo(run.Journal, nil); u.Items[0].Outcome != OutcomeRestored || w.cluster.Object(w.refs["kept"]).Annotations[argocd.AnnotationSyncOptions] != "" {
+	if u := w.undo(runDone.Journal, nil); u.Items[0].Outcome != OutcomeRestored || w.cluster.Object(w.refs["kept"]).Annotations[argocd.AnnotationSyncOptions] != "" {
 		t.Fatalf("keep undo: %s %s", u.Items[0].Outcome, u.Items[0].Message)
 	}
 
 	e := &Engine{Journals: w.store, ToolVersion: "test"}
 	garg, _ := ParseResourceArg("Namespace/guarded")
-	grun, err := e.PlanGuard(context.Background(), w.cluster, GuardRequest{Strategy: "protect", Resources: []ResourceArg{garg}, Build: guard.ProtectPlan})
+	grun, err := e.PlanObjects(context.Background(), w.cluster, ObjectsRequest{Command: guard.Command, Strategy: "protect", Resources: []ResourceArg{garg}, Build: guard.ProtectPlan})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Apply(context.Background(), grun, DryRunNone); err != nil || grun.Counts()[OutcomeApplied] != 1 {
-		t.Fatalf("guard: %v %v", err, outcomes(grun))
+	grunDone, err := e.Apply(context.Background(), grun, DryRunNone)
+	if err != nil || grunDone.Counts()[OutcomeApplied] != 1 {
+		t.Fatalf("guard: %v %v", err, outcomes(grun, grunDone))
 	}
-	if u := w.undo(grun.Journal, nil); u.Items[0].Outcome != OutcomeRestored {
+	if u := w.undo(grunDone.Journal, nil); u.Items[0].Outcome != OutcomeRestored {
 		t.Fatalf("guard undo: %s %s", u.Items[0].Outcome, u.Items[0].Message)
 	}
 }

@@ -155,11 +155,6 @@ func (c Change) IsRemoval() bool {
 	return c.Embedded == nil && c.ManagedFields == nil && c.Before != nil && c.After == nil
 }
 
-// IsAddition reports whether c adds a key that was absent.
-func (c Change) IsAddition() bool {
-	return c.Embedded == nil && c.ManagedFields == nil && c.Before == nil && c.After != nil
-}
-
 // String renders c for humans without any embedded content, e.g. `annotation "a/b": "x" -> <absent>`.
 func (c Change) String() string {
 	if c.ManagedFields != nil {

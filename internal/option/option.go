@@ -37,6 +37,7 @@ const (
 	// Every command's, unprune's.
 	ArgoCDNamespace
 	ArgoCDVersion
+	ArgoCDContext
 	ArgoCDServer
 	ArgoCDAuthToken
 	ClusterContext
@@ -78,7 +79,7 @@ const (
 var idents = [...]string{
 	Kubeconfig: "Kubeconfig", Context: "Context", Namespace: "Namespace", As: "As",
 	RequestTimeout: "RequestTimeout", Output: "Output", NoHeaders: "NoHeaders",
-	ArgoCDNamespace: "ArgoCDNamespace", ArgoCDVersion: "ArgoCDVersion", ArgoCDServer: "ArgoCDServer",
+	ArgoCDNamespace: "ArgoCDNamespace", ArgoCDVersion: "ArgoCDVersion", ArgoCDContext: "ArgoCDContext", ArgoCDServer: "ArgoCDServer",
 	ArgoCDAuthToken: "ArgoCDAuthToken", ClusterContext: "ClusterContext", ClusterCredentials: "ClusterCredentials",
 	Via: "Via", DryRun: "DryRun", Yes: "Yes", Force: "Force", To: "To", Prepare: "Prepare",
 	Probe: "Probe", ControllerAs: "ControllerAs", RepoDir: "RepoDir",

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/unprune/unprune/internal/engine"
+	"github.com/unprune/unprune/internal/verify"
 )
 
 // ChangeReport is what detach (DetachReport), guard protect|confirm (GuardReport) and undo
@@ -74,14 +75,17 @@ type ChangeItem struct {
 	Attempts    int         `json:"attempts,omitempty"`
 }
 
-// NewChangeReport converts an engine run into its document.
-func NewChangeReport(kind string, meta Metadata, argo *ArgoCD, run *engine.Run) ChangeReport {
-	doc := ChangeReport{APIVersion: APIVersion, Kind: kind, Metadata: meta, ArgoCD: argo, Mode: string(run.Mode),
-		Strategy: run.Strategy, Journal: run.Journal, Items: []ChangeItem{}, Warnings: run.Warnings}
+// NewChangeReport builds the document of a run from its phases: the plan, what was done (the
+// plan as previewed before Apply) and what Argo CD showed.
+func NewChangeReport(kind string, meta Metadata, argo *ArgoCD, r engine.Result) ChangeReport {
+	p, done := r.Planned, r.Done()
+	doc := ChangeReport{APIVersion: APIVersion, Kind: kind, Metadata: meta, ArgoCD: argo, Mode: string(done.Mode),
+		Strategy: p.Strategy, Journal: done.Journal, Items: []ChangeItem{}, Warnings: p.Warnings}
 	s := &doc.Summary
-	for _, it := range run.Items {
-		item := ChangeItem{Resource: fromRef(it.Ref), Outcome: string(it.Outcome), Reason: it.Reason, Message: it.Message,
-			Changes: Changes(it.Plan.Changes), Notes: it.Plan.Notes, Attempts: it.Attempts}
+	for i, it := range p.Items {
+		res := done.Items[i]
+		item := ChangeItem{Resource: fromRef(it.Ref), Outcome: string(res.Outcome), Reason: res.Reason, Message: res.Message,
+			Changes: Changes(res.Plan.Changes), Notes: res.Plan.Notes, Attempts: res.Attempts}
 		if it.Objects != nil {
 			item.Cluster = NewClusterRef(it.Objects.Info())
 		}
@@ -92,44 +96,53 @@ func NewChangeReport(kind string, meta Metadata, argo *ArgoCD, run *engine.Run) 
 			item.Resource.Version = it.Row.Version
 		}
 		doc.Items = append(doc.Items, item)
-		s.Total++
-		switch it.Outcome {
-		case engine.OutcomePlanned:
-			s.Planned++
-		case engine.OutcomeUnchanged:
-			s.Unchanged++
-		case engine.OutcomeRefused:
-			s.Refused++
-		case engine.OutcomeGone:
-			s.Gone++
-		case engine.OutcomeDryRunAccepted:
-			s.DryRunAccepted++
-		case engine.OutcomeApplied:
-			s.Applied++
-		case engine.OutcomeRestored:
-			s.Restored++
-		case engine.OutcomeFailed:
-			s.Failed++
-		case engine.OutcomeNotAttempted:
-			s.NotAttempted++
-		}
+		s.count(res.Outcome)
 	}
-	s.Interrupted = run.Interrupted
-	for _, a := range run.Apps {
+	s.Interrupted = done.Interrupted
+	for i, a := range p.Apps {
 		as := AppSummary{Application: AppRef{a.App.Namespace, a.App.Name}, Instance: a.Instance, Message: a.Message}
-		if v := a.Verification; v != nil {
-			as.Verification = &Verification{Verified: v.Verified, Compared: v.Compared, Synced: v.Synced, SyncStatus: v.SyncStatus, Revision: v.Revision,
-				ElapsedSeconds: v.Elapsed.Seconds(), Error: v.Error}
-			for _, r := range v.StillListed {
-				as.Verification.StillListed = append(as.Verification.StillListed, fromRow(r))
-			}
-			for _, r := range v.OutOfSync {
-				as.Verification.OutOfSync = append(as.Verification.OutOfSync, fromRow(r))
-			}
+		if i < len(r.Verified) && r.Verified[i] != nil {
+			as.Verification = newVerification(r.Verified[i])
 		}
 		s.Applications = append(s.Applications, as)
 	}
 	return doc
+}
+
+func (s *ChangeSummary) count(o engine.Outcome) {
+	s.Total++
+	switch o {
+	case engine.OutcomePlanned:
+		s.Planned++
+	case engine.OutcomeUnchanged:
+		s.Unchanged++
+	case engine.OutcomeRefused:
+		s.Refused++
+	case engine.OutcomeGone:
+		s.Gone++
+	case engine.OutcomeDryRunAccepted:
+		s.DryRunAccepted++
+	case engine.OutcomeApplied:
+		s.Applied++
+	case engine.OutcomeRestored:
+		s.Restored++
+	case engine.OutcomeFailed:
+		s.Failed++
+	case engine.OutcomeNotAttempted:
+		s.NotAttempted++
+	}
+}
+
+func newVerification(v *verify.Result) *Verification {
+	out := &Verification{Verified: v.Verified, Compared: v.Compared, Synced: v.Synced, SyncStatus: v.SyncStatus, Revision: v.Revision,
+		ElapsedSeconds: v.Elapsed.Seconds(), Error: v.Error}
+	for _, r := range v.StillListed {
+		out.StillListed = append(out.StillListed, fromRow(r))
+	}
+	for _, r := range v.OutOfSync {
+		out.OutOfSync = append(out.OutOfSync, fromRow(r))
+	}
+	return out
 }
 
 // Names are the -o name lines.

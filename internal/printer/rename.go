@@ -25,18 +25,28 @@ type RenameStep struct {
 	Message     string `json:"message,omitempty"`
 }
 
-// NewRenameReport converts a rename run into its document.
-func NewRenameReport(meta Metadata, argo *ArgoCD, rr *engine.RenameRun) RenameReport {
-	doc := RenameReport{ChangeReport: NewChangeReport("RenameReport", meta, argo, rr.Run),
+// NewRenameReport builds a rename's document from its plan (with its Application writes) and the
+// results of the later phases; steps are the outcomes of the writes (nil before they are sent).
+func NewRenameReport(meta Metadata, argo *ArgoCD, rr *engine.RenameRun, r engine.Result, steps []engine.Decision) RenameReport {
+	doc := RenameReport{ChangeReport: NewChangeReport("RenameReport", meta, argo, r),
 		From: AppRef{rr.Old.Namespace, rr.Old.Name}, To: AppRef{rr.New.Namespace, rr.New.Name}}
-	for _, s := range rr.Steps {
-		outcome := string(s.Outcome)
-		if outcome == "" {
-			outcome = string(engine.OutcomePlanned)
+	for i, s := range rr.Steps {
+		var d engine.Decision
+		if i < len(steps) {
+			d = steps[i]
 		}
-		doc.Steps = append(doc.Steps, RenameStep{Verb: s.Verb, Application: AppRef{s.App.Namespace, s.App.Name}, Why: s.Why, Outcome: outcome, Message: s.Message})
+		doc.Steps = append(doc.Steps, NewRenameStep(s, d))
 	}
 	return doc
+}
+
+// NewRenameStep is one Application write and its outcome (Planned until it is sent).
+func NewRenameStep(s *engine.AppStep, d engine.Decision) RenameStep {
+	outcome := string(d.Outcome)
+	if outcome == "" {
+		outcome = string(engine.OutcomePlanned)
+	}
+	return RenameStep{Verb: s.Verb, Application: AppRef{s.App.Namespace, s.App.Name}, Why: s.Why, Outcome: outcome, Message: d.Message}
 }
 
 // RenameSteps prints the Application writes, numbered in the order they are sent; the tracking

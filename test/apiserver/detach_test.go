@@ -77,12 +77,13 @@ func TestConcurrentWriteIsNotClobbered(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := e.Apply(labtest.Context(t), run, engine.DryRunNone); err != nil {
+	done, err := e.Apply(labtest.Context(t), run, engine.DryRunNone)
+	if err != nil {
 		t.Fatal(err)
 	}
-	items := map[string]*engine.Item{}
-	for _, it := range run.Items {
-		items[it.Ref.Name] = it
+	items := map[string]engine.ItemResult{}
+	for i, it := range run.Items {
+		items[it.Ref.Name] = done.Items[i]
 	}
 	if keep := items["race-keep"]; keep.Outcome != engine.OutcomeApplied || keep.Attempts != 2 {
 		t.Errorf("race-keep: %s after %d attempts (%s); want applied after a conflict and a retry", keep.Outcome, keep.Attempts, keep.Message)
@@ -101,7 +102,7 @@ func TestConcurrentWriteIsNotClobbered(t *testing.T) {
 	if u.GetLabels()["app.kubernetes.io/instance"] != "thief" || u.GetAnnotations()["argocd.argoproj.io/tracking-id"] != "thief:/Namespace:default/race-moved" {
 		t.Errorf("race-moved: the other app's tracking was touched: %v %v", u.GetLabels(), u.GetAnnotations())
 	}
-	got, _, err := store.Load(run.Journal)
+	got, _, err := store.Load(done.Journal)
 	if err != nil {
 		t.Fatal(err)
 	}

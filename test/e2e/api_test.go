@@ -150,12 +150,13 @@ func TestThroughArgoCDsAPI(t *testing.T) {
 		if _, err := env.Kube.CoreV1().Namespaces().Patch(labtest.Context(t), ns, types.MergePatchType, []byte(`{"metadata":{"labels":{"someone":"else"}}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.Apply(labtest.Context(t), run, engine.DryRunNone); err != nil {
+		done, err := e.Apply(labtest.Context(t), run, engine.DryRunNone)
+		if err != nil {
 			t.Fatal(err)
 		}
-		it := run.Items[0]
-		if it.Outcome != engine.OutcomeApplied || it.Attempts != 2 || it.Objects.Info().Via != cluster.ViaArgoCDAPI {
-			t.Fatalf("%s after %d attempts (%s) via %s; want applied after a conflict and a re-plan", it.Outcome, it.Attempts, it.Message, it.Objects.Info().Via)
+		it, via := done.Items[0], run.Items[0].Objects.Info().Via
+		if it.Outcome != engine.OutcomeApplied || it.Attempts != 2 || via != cluster.ViaArgoCDAPI {
+			t.Fatalf("%s after %d attempts (%s) via %s; want applied after a conflict and a re-plan", it.Outcome, it.Attempts, it.Message, via)
 		}
 		got, _ := env.Kube.CoreV1().Namespaces().Get(labtest.Context(t), ns, metav1.GetOptions{})
 		if got.Labels["someone"] != "else" || got.Annotations[trackingID] != "" {
