@@ -184,17 +184,36 @@ func (o *RenameOptions) finish(rr *engine.RenameRun, verified bool) error {
 		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", rr.JournalErr)
 	}
 	code, msg := runExit(doc.ChangeReport, verified)
+	if s := doc.Summary; code == ExitFailure && appWritten(rr) {
+		// runExit counts only the tracking rewrites: the Application writes before them were made.
+		code, msg = ExitPartial, fmt.Sprintf("%d of %d tracking rewrites failed (see above) after the Application writes above were made; undo with: unprune undo %s",
+			s.Failed+s.NotAttempted, s.Total, rr.Journal)
+	}
 	if failed := rr.FailedStep(); failed != nil && code == ExitOK {
 		code, msg = ExitPartial, fmt.Sprintf("%s %s failed: %s; undo with: unprune undo %s", failed.Verb, failed.App.Namespace+"/"+failed.App.Name, failed.Message, rr.Journal)
 	}
-	if rr.Mode == engine.ModePreview && !rr.Blocked() && code == ExitOK {
+	// runExit already says 1 for a preview with tracking to rewrite; the line is due either way.
+	if rr.Mode == engine.ModePreview && !rr.Blocked() && (code == ExitOK || code == ExitFindings) {
 		code = ExitFindings
-		fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
+		if !o.output.out.Document() {
+			fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
+		}
 	}
 	if msg != "" {
 		return &ExitError{Code: code, Err: errors.New(msg)}
 	}
 	return Silent(code)
+}
+
+// appWritten reports whether a rename changed an Application object (created the new one, or
+// switched the old one's automation off).
+func appWritten(rr *engine.RenameRun) bool {
+	for _, s := range rr.Steps {
+		if rr.Mode == engine.ModeApply && s.Outcome == engine.OutcomeApplied {
+			return true
+		}
+	}
+	return false
 }
 
 func (o *RenameOptions) report(rr *engine.RenameRun) printer.RenameReport {
