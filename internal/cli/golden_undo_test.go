@@ -37,11 +37,21 @@ func TestGoldenUndo(t *testing.T) {
 		}},
 		// Exit 1: previews.
 		{name: "undo-latest-preview", args: []string{"undo", "--latest"}, setup: detached},
+		{name: "undo-latest-preview-json", args: []string{"undo", "--latest", "-o", "json"}, setup: detached},
 		{name: "undo-dry-run-server-name", args: []string{"undo", "--latest", "--dry-run=server", "-o", "name"}, setup: detached},
 		{name: "undo-rename-preview", args: []string{"undo", "--latest"}, setup: func(w *world) {
 			w.compareCreated("platform")
 			w.mustRun(ExitOK, "rename", "platform", "platform-v2", "--yes")
 		}},
+	})
+}
+
+// Undo refuses what it cannot prove is its own to restore, and says which restores failed.
+func TestGoldenUndoRefusals(t *testing.T) {
+	detached := func(w *world) {
+		w.mustRun(ExitOK, "detach", "guestbook", "Namespace/team-a", "Namespace/team-b", "--yes")
+	}
+	runGoldens(t, []goldenCase{
 		// Exit 3: the journal was tampered with (its tracking names another app's object), or the
 		// object was recreated since; nothing is restored.
 		{name: "undo-tampered", args: []string{"undo", "--latest", "--yes"}, setup: func(w *world) {
