@@ -114,7 +114,10 @@ func (w *world) compareCreated(from string) {
 }
 
 // stepClock makes the commands' clock advance by step at every reading, so that a wait with a
-// --timeout ends; the readings are as many on every run, so the output stays the same.
+// --timeout ends; the readings are as many on every run, so the output stays the same. The
+// elapsed times printed count readings: code that reads the clock more often changes them (by a
+// tenth of a second per two readings at 50ms), and -update shows by how much. Two waits at once
+// share the readings in no fixed order: print their elapsed times in no golden file.
 func (w *world) stepClock(step time.Duration) {
 	var mu sync.Mutex
 	t := goldenTime
