@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,8 +28,8 @@ var goldenTime = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // result is what one run of a command tree printed and returned.
 type result struct {
-	stdout, stderr string
-	code           int
+	stdin, stdout, stderr string
+	code                  int
 }
 
 // runIn runs the command tree of binary name in process against the fake installation w, with args
@@ -39,27 +40,50 @@ func runIn(t *testing.T, w *world, name, stdin string, args ...string) result {
 	var out, errOut bytes.Buffer
 	streams := genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}
 	g := newGlobalOptions(name, streams)
-	g.Now = func() time.Time { return goldenTime }
+	g.Now = w.now
 	g.NewSession = sessiontest.Factory(w.argo, w.env, w.rand)
 	full := append([]string{"--kubeconfig", filepath.Join(w.dir, "no-kubeconfig"), "--journal-dir", w.journalDir()}, args...)
-	code := execute(context.Background(), name, newRootCommand(name, g), full, streams)
-	return result{stdout: out.String(), stderr: errOut.String(), code: code}
+	// A wait that never ends (a clock that does not move past a --timeout) fails the case instead
+	// of the whole package's run.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code := execute(ctx, name, newRootCommand(name, g), full, streams)
+	return result{stdin: stdin, stdout: out.String(), stderr: errOut.String(), code: code}
 }
 
-// golden compares a run with testdata/golden/<name>.golden: the command line, the exit code,
-// stdout and stderr, with the values that differ per run (the journal directory, the tool's
-// version) as template placeholders, as flux2's golden files have them.
+// goldenVars are the values that differ per run or per machine, longest first so that a value
+// containing another (the journal directory, in the world's directory) is replaced whole.
+func goldenVars(w *world) [][2]string {
+	return [][2]string{
+		{"JournalDir", w.journalDir()},
+		{"Dir", w.dir},
+		{"Version", version.Get().String()},
+		{"GoVersion", runtime.Version()},
+		{"Platform", runtime.GOOS + "/" + runtime.GOARCH},
+	}
+}
+
+// golden compares a run with testdata/golden/<name>.golden: the command line (and its stdin), the
+// exit code, stdout and stderr, with the values that differ per run (the world's directory, the
+// tool's version, the Go toolchain) as template placeholders, as flux2's golden files have them.
 func golden(t *testing.T, w *world, file string, r result, args ...string) {
 	t.Helper()
-	vars := map[string]string{"JournalDir": w.journalDir(), "Version": version.Get().String()}
-	got := "$ unprune " + strings.Join(args, " ") + "\n" +
-		"--- exit " + strconv.Itoa(r.code) + "\n--- stdout\n" + r.stdout + "--- stderr\n" + r.stderr
+	got := "$ unprune " + strings.Join(args, " ") + "\n"
+	if r.stdin != "" {
+		got += "--- stdin\n" + r.stdin
+	}
+	got += "--- exit " + strconv.Itoa(r.code) + "\n--- stdout\n" + r.stdout + "--- stderr\n" + r.stderr
+	vars := map[string]string{}
+	for _, kv := range goldenVars(w) {
+		vars[kv[0]] = kv[1]
+	}
 	path := filepath.Join("testdata", "golden", file+".golden")
 	if *update {
-		templated := got
-		for k, v := range vars {
-			if v != "" {
-				templated = strings.ReplaceAll(templated, v, "{{ ."+k+" }}")
+		// Output that holds template actions itself (-o go-template=…) is kept literal.
+		templated := strings.ReplaceAll(got, "{{", `{{"{{"}}`)
+		for _, kv := range goldenVars(w) {
+			if kv[1] != "" {
+				templated = strings.ReplaceAll(templated, kv[1], "{{ ."+kv[0]+" }}")
 			}
 		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -244,7 +244,12 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 			return failure(err)
 		}
 	} else if counts[engine.OutcomePlanned] == 0 && counts[engine.OutcomeRefused]+counts[engine.OutcomeFailed] == 0 {
-		fmt.Fprintln(o.ErrOut, "Nothing to change: every resource is guarded already.")
+		// A resource that does not exist is not guarded: say so rather than that all are.
+		if gone := counts[engine.OutcomeGone]; gone > 0 {
+			fmt.Fprintf(o.ErrOut, "Nothing to change: %d of the resources named do not exist (see above).\n", gone)
+		} else {
+			fmt.Fprintln(o.ErrOut, "Nothing to change: every resource is guarded already.")
+		}
 	}
 	if j := r.Done().Journal; j != "" {
 		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", j, j)

@@ -15,7 +15,6 @@ import (
 // flagLiteral is a long flag as a message would spell it: --argocd-version, --dry-run=client.
 var flagLiteral = regexp.MustCompile(`(^|[^-\w])--[a-z][a-z-]*`)
 
-
 // Flags are the command line's: the packages below it name options (internal/option) and return
 // typed errors, and cli spells and words them (words.go). One binary may spell an option
 // differently from another, which a message made below the command line cannot know.

@@ -198,13 +198,21 @@ func (o *RenameOptions) finish(res *renameResult, verified bool) error {
 		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", res.done.JournalErr)
 	}
 	code, msg := runExit(doc.ChangeReport, verified)
+	if s := doc.Summary; code == ExitFailure && appWritten(res.done) {
+		// runExit counts only the tracking rewrites: the Application writes before them were made.
+		code, msg = ExitPartial, fmt.Sprintf("%d of %d tracking rewrites failed (see above) after the Application writes above were made; undo with: unprune undo %s",
+			s.Failed+s.NotAttempted, s.Total, doc.Journal)
+	}
 	if i := failedStep(res.done); i >= 0 && code == ExitOK {
 		failed, d := res.rr.Steps[i], res.done.Steps[i]
 		code, msg = ExitPartial, fmt.Sprintf("%s %s failed: %s; undo with: unprune undo %s", failed.Verb, failed.App.Namespace+"/"+failed.App.Name, d.Message, doc.Journal)
 	}
-	if doc.Mode == string(engine.ModePreview) && !res.rr.Blocked() && code == ExitOK {
+	// runExit already says 1 for a preview with tracking to rewrite; the line is due either way.
+	if doc.Mode == string(engine.ModePreview) && !res.rr.Blocked() && (code == ExitOK || code == ExitFindings) {
 		code = ExitFindings
-		fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
+		if !o.output.out.Document() {
+			fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
+		}
 	}
 	if msg != "" {
 		return &ExitError{Code: code, Err: errors.New(msg)}
@@ -217,6 +225,20 @@ func failedStep(done *engine.RenameApplied) int {
 		return -1
 	}
 	return done.FailedStep()
+}
+
+// appWritten reports whether a rename changed an Application object (created the new one, or
+// switched the old one's automation off).
+func appWritten(done *engine.RenameApplied) bool {
+	if done == nil || done.Mode != engine.ModeApply {
+		return false
+	}
+	for _, d := range done.Steps {
+		if d.Outcome == engine.OutcomeApplied {
+			return true
+		}
+	}
+	return false
 }
 
 // report is the rename's document; the command line's warnings come after the plan's.

@@ -1,8 +1,12 @@
 package cli
 
 import (
+	"context"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,17 +18,25 @@ import (
 
 var goldenVersion = argocd.Version{Major: 3, Minor: 6, Patch: 1}
 
+// remoteServer is the destination cluster prod-eu's API server.
+const remoteServer = "https://prod-eu.example.com"
+
 // world is the seed's incident in the in-memory Argo CD: Application "guestbook" was synced with
 // kube-system and two team namespaces, the commit was reverted, and the three now require pruning;
 // its Deployment is in git and Synced. Application "platform" is Synced and prunes nothing.
+// Application "apps/shop" lives in another namespace (apps in any namespace, instance apps_shop)
+// and deploys to the remote cluster prod-eu, where its ConfigMap shop/legacy requires pruning.
 type world struct {
-	t    *testing.T
-	dir  string
-	argo *clustertest.ArgoCD
-	home *clustertest.Cluster
-	env  map[string]string
-	rand io.Reader
-	refs map[string]cluster.Ref
+	t      *testing.T
+	dir    string
+	argo   *clustertest.ArgoCD
+	home   *clustertest.Cluster
+	remote *clustertest.Cluster
+	env    map[string]string
+	rand   io.Reader
+	refs   map[string]cluster.Ref
+	// now is the commands' clock: goldenTime, unless a case needs time to pass (stepClock).
+	now func() time.Time
 }
 
 func newWorld(t *testing.T) *world {
@@ -32,8 +44,11 @@ func newWorld(t *testing.T) *world {
 	s := argocd.NewSettings(map[string]string{argocd.SettingTrackingMethod: "annotation+label"}, &goldenVersion)
 	home := clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer)
 	argo := clustertest.NewArgoCD("argocd", home, s)
-	argo.Now = func() time.Time { return goldenTime }
-	w := &world{t: t, dir: t.TempDir(), argo: argo, home: home, env: map[string]string{}, rand: sessiontest.Counter(), refs: map[string]cluster.Ref{}}
+	// The controller compares a second after the commands' clock: a comparison that proves a change
+	// must start in a later second than the patch (verify.Judge).
+	argo.Now = func() time.Time { return goldenTime.Add(time.Second) }
+	w := &world{t: t, dir: fixedLengthDir(t), argo: argo, home: home, env: map[string]string{}, rand: sessiontest.Counter(), refs: map[string]cluster.Ref{},
+		now: func() time.Time { return goldenTime }}
 
 	guestbook := argocd.Application{Name: "guestbook", Project: "default", SyncStatus: "OutOfSync",
 		Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "guestbook"}}
@@ -50,7 +65,68 @@ func newWorld(t *testing.T) *world {
 	w.refs["platform-settings"] = w.tracked("platform", "", "ConfigMap", "platform", "settings")
 	platform.Resources = append(platform.Resources, argocd.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "platform", Name: "settings", Status: "Synced"})
 	argo.AddApp(platform)
+	w.addRemoteShop()
 	return w
+}
+
+// addRemoteShop adds the cluster prod-eu and Application apps/shop deploying to it.
+func (w *world) addRemoteShop() {
+	w.remote = clustertest.NewCluster("prod-eu", remoteServer)
+	w.argo.Remote[remoteServer], w.argo.Remote["prod-eu"] = w.remote, w.remote
+	shop := argocd.Application{Namespace: "apps", Name: "shop", Project: "shop", SyncStatus: "OutOfSync",
+		Destination: argocd.Destination{Server: remoteServer, Namespace: "shop"}}
+	for _, r := range []argocd.Resource{
+		{Version: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "legacy", Status: "OutOfSync", RequiresPruning: true},
+		{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "api", Status: "Synced"},
+	} {
+		id := argocd.TrackingID{Instance: "apps_shop", Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+		w.refs["shop-"+r.Name] = w.remote.Add(r.Group, r.Kind, r.Namespace, r.Name,
+			map[string]string{argocd.DefaultInstanceLabelKey: "apps_shop"}, map[string]string{argocd.AnnotationTrackingID: id.String()})
+		shop.Resources = append(shop.Resources, r)
+	}
+	w.argo.AddApp(shop)
+}
+
+// addMoveTarget adds Application "teams", which now declares Namespace/team-b (the commit moved its
+// manifest from guestbook): the row is OutOfSync, shared, while guestbook still tracks the object.
+func (w *world) addMoveTarget() {
+	row := argocd.Resource{Version: "v1", Kind: "Namespace", Name: "team-b", Status: "OutOfSync"}
+	w.argo.Shared = map[string]bool{row.Key(): true}
+	w.argo.AddApp(argocd.Application{Name: "teams", Project: "default", SyncStatus: "OutOfSync",
+		Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "teams"}, Resources: []argocd.Resource{row}})
+}
+
+// compareCreated plays the controller's first comparison of an app rename creates: it lists the
+// renamed app's rows, Synced once the live objects carry its tracking.
+func (w *world) compareCreated(from string) {
+	old, err := w.argo.GetApplication(context.Background(), w.argo.Ns, from)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.argo.Shared = map[string]bool{}
+	for _, r := range old.Resources {
+		w.argo.Shared[r.Key()] = true
+	}
+	w.argo.OnCreate = func(app *argocd.Application) {
+		app.Resources = append([]argocd.Resource(nil), old.Resources...)
+		app.Refresh = "normal"
+	}
+}
+
+// stepClock makes the commands' clock advance by step at every reading, so that a wait with a
+// --timeout ends; the readings are as many on every run, so the output stays the same. The
+// elapsed times printed count readings: code that reads the clock more often changes them (by a
+// tenth of a second per two readings at 50ms), and -update shows by how much. Two waits at once
+// share the readings in no fixed order: print their elapsed times in no golden file.
+func (w *world) stepClock(step time.Duration) {
+	var mu sync.Mutex
+	t := goldenTime
+	w.now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		t = t.Add(step)
+		return t
+	}
 }
 
 // tracked adds a live object carrying app's tracking (annotation+label), and other metadata that
@@ -64,6 +140,21 @@ func (w *world) tracked(app, group, kind, namespace, name string) cluster.Ref {
 	return w.home.Add(group, kind, namespace, name,
 		map[string]string{argocd.DefaultInstanceLabelKey: app, "team": "storage"},
 		map[string]string{argocd.AnnotationTrackingID: id.String(), "note": "keep me"})
+}
+
+// fixedLengthDir is a new directory whose path has the same length on every run: tables that
+// print journal paths align the same way, whatever t.TempDir's random part.
+func fixedLengthDir(t *testing.T) string {
+	const length = 128
+	dir := t.TempDir()
+	if len(dir) > length-2 {
+		t.Fatalf("temporary directory %s is longer than %d: set TMPDIR to a shorter one", dir, length-2)
+	}
+	dir = filepath.Join(dir, strings.Repeat("w", length-len(dir)-1))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func (w *world) journalDir() string { return filepath.Join(w.dir, "journal") }

@@ -9,12 +9,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -37,7 +39,7 @@ var DefaultKinds = []Kind{
 
 // Call is one request the fake served.
 type Call struct {
-	Verb   string // read, get, patch
+	Verb   string // read, get, patch, apply
 	Ref    cluster.Ref
 	Body   string
 	DryRun bool
@@ -61,7 +63,10 @@ type Cluster struct {
 	PatchDelay time.Duration
 }
 
-var _ cluster.Objects = (*Cluster)(nil)
+var (
+	_ cluster.Objects = (*Cluster)(nil)
+	_ cluster.Applier = (*Cluster)(nil)
+)
 
 // NewCluster returns an empty cluster serving kinds (DefaultKinds when none).
 func NewCluster(name, server string, kinds ...Kind) *Cluster {
@@ -229,6 +234,24 @@ func (c *Cluster) Patch(ctx context.Context, r cluster.Ref, body []byte, dryRun 
 	return merged, nil
 }
 
+// Apply records a server-side apply of a cluster-scoped object (guard policy --apply), as an
+// "apply" call whose Body is the object; the fake keeps no admission objects, so nothing else changes.
+func (c *Cluster) Apply(_ context.Context, group, version, resource string, obj map[string]any, dryRun bool) error {
+	body, err := json.Marshal(obj)
+	if err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	name := ""
+	if meta, ok := obj["metadata"].(map[string]any); ok {
+		name, _ = meta["name"].(string)
+	}
+	ref := cluster.Ref{Group: group, Version: version, Resource: resource, Name: name}
+	c.calls = append(c.calls, Call{Verb: "apply", Ref: ref, Body: string(body), DryRun: dryRun, Result: "ok"})
+	return nil
+}
+
 func apply(m map[string]string, patch map[string]*string) map[string]string {
 	out := copyMap(m)
 	for k, v := range patch {
@@ -346,21 +369,31 @@ func (a *ArgoCD) Namespace() string { return a.Ns }
 // Cluster is the in-cluster destination's info.
 func (a *ArgoCD) Cluster() cluster.Info { return a.InCluster.Info() }
 
-// Settings returns the configured settings.
+// Settings returns the configured settings. Like the kubeconfig backend, the fake knows its
+// resource filter: none is configured, so only Argo CD's built-in exclusions apply.
 func (a *ArgoCD) Settings(_ context.Context, v *argocd.Version) (cluster.Settings, error) {
 	s := a.Config
 	if v != nil {
 		s.Version = v
 	}
-	return cluster.Settings{Settings: s}, nil
+	return cluster.Settings{Settings: s, FilterKnown: true}, nil
 }
 
-// ListApplications lists the apps in a namespace ("" for all), sorted.
+// ListApplications lists the apps in a namespace ("" for all), sorted, narrowed as the backends
+// narrow them: by label selector and by project.
 func (a *ArgoCD) ListApplications(ctx context.Context, sel cluster.Selector) ([]argocd.Application, error) {
+	match := labels.Everything()
+	if sel.LabelSelector != "" {
+		var err error
+		if match, err = labels.Parse(sel.LabelSelector); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+	}
 	a.mu.Lock()
 	var refs []string
 	for ref, app := range a.apps {
-		if sel.Namespace == "" || app.Namespace == sel.Namespace {
+		if (sel.Namespace == "" || app.Namespace == sel.Namespace) && match.Matches(labels.Set(app.Labels)) &&
+			(len(sel.Projects) == 0 || slices.Contains(sel.Projects, app.Project)) {
 			refs = append(refs, ref)
 		}
 	}

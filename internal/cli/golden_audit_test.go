@@ -1,0 +1,26 @@
+package cli
+
+import "testing"
+
+func TestGoldenAudit(t *testing.T) {
+	runGoldens(t, []goldenCase{
+		{name: "audit", args: []string{"audit"}},
+		{name: "audit-wide", args: []string{"audit", "-A", "-o", "wide"}},
+		{name: "audit-json", args: []string{"audit", "-o", "json"}},
+		{name: "audit-name", args: []string{"audit", "-A", "-o", "name"}},
+		// Exit 1: --fail-on turns unguarded deletions into findings, for CI.
+		{name: "audit-fail-on-high", args: []string{"audit", "--fail-on", "high"}},
+		{name: "audit-fail-on-any", args: []string{"audit", "apps/shop", "--fail-on", "any", "--no-headers"}},
+		// Exit 0: a guarded namespace is no finding.
+		{name: "audit-guarded", args: []string{"audit", "--fail-on", "high"}, setup: func(w *world) {
+			w.mustRun(ExitOK, "guard", "confirm", "Namespace/team-a", "Namespace/team-b", "--yes")
+		}},
+		{name: "audit-none", args: []string{"audit", "platform"}},
+		// --probe asks the API server with a dry-run DELETE, which only the lab can answer (test/e2e):
+		// the fake is no Prober. Here only its no-op path: nothing to probe.
+		{name: "audit-probe-none", args: []string{"audit", "platform", "--probe"}},
+		// Exit 2: bad input.
+		{name: "audit-bad-fail-on", args: []string{"audit", "--fail-on", "low"}},
+		{name: "audit-bad-output", args: []string{"audit", "-o", "markdown"}},
+	})
+}

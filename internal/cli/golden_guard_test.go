@@ -1,0 +1,35 @@
+package cli
+
+import "testing"
+
+func TestGoldenGuard(t *testing.T) {
+	runGoldens(t, []goldenCase{
+		// guard policy: printed for review (exit 0), previewed with --apply (exit 1), applied.
+		{name: "guard-policy", args: []string{"guard", "policy"}},
+		{name: "guard-policy-kinds", args: []string{"guard", "policy", "--kinds", "namespaces,crds,pvs", "--name", "namespaces/team-a", "--break-glass-group", "platform-admins"}},
+		{name: "guard-policy-apply-preview", args: []string{"guard", "policy", "--apply"}},
+		{name: "guard-policy-apply-yes", args: []string{"guard", "policy", "--apply", "--yes"}},
+		{name: "guard-policy-apply-dry-run-server", args: []string{"guard", "policy", "--apply", "--dry-run=server", "--cluster", "prod-eu"}},
+		// Exit 2: bad input.
+		{name: "guard-policy-yes-without-apply", args: []string{"guard", "policy", "--yes"}},
+		{name: "guard-policy-bad-kind", args: []string{"guard", "policy", "--kinds", "pods"}},
+		{name: "guard-policy-unknown-cluster", args: []string{"guard", "policy", "--apply", "--yes", "--cluster", "prod-us"}},
+
+		// guard protect and confirm: previews (exit 1), changes (exit 0), nothing to change (exit 0).
+		{name: "guard-protect-preview", args: []string{"guard", "protect", "Namespace/team-a"}},
+		{name: "guard-protect-yes", args: []string{"guard", "protect", "Namespace/team-a", "Namespace/team-b", "--yes"}},
+		{name: "guard-protect-json", args: []string{"guard", "protect", "namespaces/team-a", "-o", "json"}},
+		{name: "guard-protect-again", args: []string{"guard", "protect", "Namespace/team-a", "--yes"}, setup: func(w *world) {
+			w.mustRun(ExitOK, "guard", "protect", "Namespace/team-a", "--yes")
+		}},
+		{name: "guard-confirm-yes-yaml", args: []string{"guard", "confirm", "Namespace/team-a", "--yes", "-o", "yaml"}},
+		{name: "guard-confirm-remote", args: []string{"guard", "confirm", "ConfigMap/shop/legacy", "--cluster", remoteServer, "--yes"}},
+		{name: "guard-confirm-dry-run-server", args: []string{"guard", "confirm", "Namespace/team-a", "Namespace/team-b", "--dry-run=server", "--no-headers"}},
+		// A missing object cannot be guarded: reported Gone, nothing changed (exit 0).
+		{name: "guard-confirm-missing", args: []string{"guard", "confirm", "Namespace/nope", "--yes"}},
+		// Exit 2: bad input.
+		{name: "guard-protect-no-args", args: []string{"guard", "protect"}},
+		{name: "guard-protect-bad-resource", args: []string{"guard", "protect", "team-a"}},
+		{name: "guard-confirm-unknown-kind", args: []string{"guard", "confirm", "Widget/w", "--yes"}},
+	})
+}

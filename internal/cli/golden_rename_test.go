@@ -1,0 +1,41 @@
+package cli
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/unprune/unprune/internal/cluster"
+)
+
+func TestGoldenRename(t *testing.T) {
+	compared := func(w *world) { w.compareCreated("platform") }
+	runGoldens(t, []goldenCase{
+		// Exit 1: previews of every step.
+		{name: "rename-preview", args: []string{"rename", "platform", "platform-v2"}},
+		{name: "rename-preview-json", args: []string{"rename", "platform", "platform-v2", "-o", "json"}},
+		{name: "rename-dry-run-server", args: []string{"rename", "platform", "platform-v2", "--dry-run=server"}},
+		// Exit 0: renamed, and Argo CD shows the new app Synced on every resource.
+		{name: "rename-yes", args: []string{"rename", "platform", "platform-v2", "--yes"}, setup: compared},
+		// Exit 5: renamed, but Argo CD's controller is stopped and never compares the new app.
+		{name: "rename-not-synced", args: []string{"rename", "platform", "platform-v2", "--yes", "--timeout", "200ms"}, setup: func(w *world) {
+			w.compareCreated("platform")
+			w.argo.Stop()
+			w.stepClock(50 * time.Millisecond)
+		}},
+		// Exit 4: the tracking rewrite fails after the new app was created and the old one switched off.
+		{name: "rename-partial", args: []string{"rename", "platform", "platform-v2", "--yes"}, setup: func(w *world) {
+			w.compareCreated("platform")
+			w.home.BeforePatch = func(int, cluster.Ref, *cluster.Object) (bool, error) {
+				return false, errors.New("admission webhook \"deny.example.com\" denied the request")
+			}
+		}},
+		// Exit 3: refused, nothing changed.
+		{name: "rename-refused-out-of-sync", args: []string{"rename", "guestbook", "guestbook-v2", "--yes"}},
+		{name: "rename-refused-exists", args: []string{"rename", "platform", "guestbook", "--yes"}},
+		// Exit 2: bad input.
+		{name: "rename-bad-name", args: []string{"rename", "platform", "Platform"}},
+		{name: "rename-one-arg", args: []string{"rename", "platform"}},
+		{name: "rename-missing-app", args: []string{"rename", "nope", "new"}},
+	})
+}
