@@ -14,7 +14,6 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/guard"
-	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/parallel"
 	"github.com/unprune/unprune/internal/progress"
 	"github.com/unprune/unprune/internal/risk"
@@ -32,7 +31,6 @@ const (
 
 // Guards beyond the object's own (risk.Guard).
 const (
-	GuardPolicy      risk.Guard = "AdmissionPolicy"     // unprune's policy covers it (recognised, not probed)
 	GuardProbeDenied risk.Guard = "ProbeDenied"         // a dry-run DELETE was refused by admission or the API server
 	GuardController  risk.Guard = "ControllerForbidden" // Argo CD's controller may not delete it (RBAC)
 )
@@ -59,15 +57,6 @@ type Probe struct {
 	As string
 }
 
-// Contents is what a deletion takes with it.
-type Contents struct {
-	// Objects in a Namespace; CustomResources of a CRD; -1 when not counted.
-	Objects         int64
-	CustomResources int64
-	// Partial says some kinds could not be counted (the count is a minimum).
-	Partial string
-}
-
 // Row is one resource a prune could delete.
 type Row struct {
 	App      argocd.Application
@@ -76,7 +65,7 @@ type Row struct {
 	When     When
 	Risk     risk.Class
 	RiskWhy  string
-	Contents *Contents
+	Contents *risk.Contents
 	Guards   []risk.Guard
 	// Guarded: a hard guard stops the deletion (app-level options are soft and do not count).
 	Guarded   bool
@@ -198,7 +187,7 @@ func Run(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []arg
 // auditCluster reads one destination's rows in bulk and judges each.
 func auditCluster(ctx context.Context, objects cluster.Objects, jobs []*job, s argocd.Settings, argo cluster.ArgoCD, o Options) ([]Row, []string) {
 	var warnings []string
-	policy, warn := ReadPolicy(ctx, objects)
+	policy, warn := guard.ReadInstalled(ctx, objects)
 	if warn != "" {
 		warnings = append(warnings, warn)
 	}
@@ -236,13 +225,13 @@ func auditCluster(ctx context.Context, objects cluster.Objects, jobs []*job, s a
 	return rows, warnings
 }
 
-func judge(ctx context.Context, objects cluster.Objects, j *job, s argocd.Settings, argocdNamespace string, policy *Policy, probe bool, controllerAs string) Row {
+func judge(ctx context.Context, objects cluster.Objects, j *job, s argocd.Settings, argocdNamespace string, policy *guard.Installed, probe bool, controllerAs string) Row {
 	row := j.row
 	r := row.Resource
 	obj := risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 	if j.live != nil {
 		obj.Labels, obj.Annotations = j.live.Labels, j.live.Annotations
-		row.Contents = ContentsOf(ctx, objects, j.ref, r)
+		row.Contents = risk.ContentsOf(ctx, objects, j.ref, r)
 	}
 	row.Risk, row.RiskWhy = risk.Classify(obj, argocdNamespace)
 	row.Guards, row.Notes = risk.Guards(obj, s.Version, row.App.SyncOptions)
@@ -258,7 +247,7 @@ func judge(ctx context.Context, objects cluster.Objects, j *job, s argocd.Settin
 		}
 	}
 	if policy.Covers(r, obj.Labels) {
-		row.Guards = append(row.Guards, GuardPolicy)
+		row.Guards = append(row.Guards, guard.PolicyGuard)
 		serverGuarded = true
 	}
 	row.Guarded = objectGuarded || serverGuarded
@@ -281,125 +270,4 @@ func judge(ctx context.Context, objects cluster.Objects, j *job, s argocd.Settin
 		// Only what unprune can read for itself stands; an unprobed policy it recognises counts.
 	}
 	return row
-}
-
-// ContentsOf says what a deletion takes with it: the objects in a Namespace, the custom resources
-// of a CRD. Nil for other kinds, or when the backend cannot count.
-func ContentsOf(ctx context.Context, objects cluster.Objects, ref cluster.Ref, r argocd.Resource) *Contents {
-	counter, ok := objects.(cluster.Counter)
-	if !ok {
-		return nil
-	}
-	switch {
-	case r.Group == "" && r.Kind == "Namespace":
-		n, skipped, err := counter.CountInNamespace(ctx, r.Name)
-		c := &Contents{Objects: n, CustomResources: -1}
-		switch {
-		case err != nil:
-			c.Objects, c.Partial = -1, "not counted: "+err.Error()
-		case skipped > 0:
-			c.Partial = fmt.Sprintf("at least; %d kinds unreadable", skipped)
-		}
-		return c
-	case r.Group == "apiextensions.k8s.io" && r.Kind == "CustomResourceDefinition":
-		crd, err := objects.Get(ctx, ref)
-		c := &Contents{Objects: -1, CustomResources: -1}
-		if err == nil {
-			c.CustomResources, err = counter.CountCustomResources(ctx, crd)
-		}
-		if err != nil {
-			c.CustomResources, c.Partial = -1, "not counted: "+err.Error()
-		}
-		return c
-	}
-	return nil
-}
-
-// Policy is what audit knows of unprune's own admission policy, when it is installed and bound.
-type Policy struct {
-	resources map[string]bool // group/resource
-	names     map[string]bool // resource/name
-}
-
-func (p *Policy) Covers(r argocd.Resource, labels map[string]string) bool {
-	if p == nil {
-		return false
-	}
-	for _, k := range guard.Kinds {
-		if k.Group == r.Group && k.Kind == r.Kind && p.resources[k.Group+"/"+k.Resource] {
-			return labels[guard.ProtectLabel] == "true" || p.names[k.Resource+"/"+r.Name]
-		}
-	}
-	return false
-}
-
-// readPolicy recognises the policy `unprune guard policy` installs. Other admission policies are not
-// evaluated here: --probe asks the API server, which evaluates them all.
-func ReadPolicy(ctx context.Context, objects cluster.Objects) (*Policy, string) {
-	reader, ok := objects.(cluster.PolicyReader)
-	if !ok {
-		return nil, ""
-	}
-	pol, err := reader.GetClusterObject(ctx, guard.PolicyGroup, guard.PolicyVersion, guard.PolicyResource, guard.PolicyName)
-	if cluster.IsNotFound(err) {
-		return nil, ""
-	}
-	where := objects.Info().Name
-	if err != nil {
-		return nil, fmt.Sprintf("cluster %s: cannot read ValidatingAdmissionPolicy %s (%v): guards by admission are not shown; %v asks the API server instead", where, guard.PolicyName, err, option.Probe)
-	}
-	bind, err := reader.GetClusterObject(ctx, guard.PolicyGroup, guard.PolicyVersion, guard.BindingResource, guard.PolicyName)
-	if err != nil {
-		return nil, fmt.Sprintf("cluster %s: ValidatingAdmissionPolicy %s has no binding %s: it enforces nothing", where, guard.PolicyName, guard.PolicyName)
-	}
-	actions := stringSlice(bind, "spec", "validationActions")
-	if !hasVerb(actions, "Deny") {
-		return nil, fmt.Sprintf("cluster %s: binding %s does not Deny (actions %v): it enforces nothing", where, guard.PolicyName, actions)
-	}
-	info := &Policy{resources: map[string]bool{}, names: map[string]bool{}}
-	spec, _ := pol["spec"].(map[string]any)
-	constraints, _ := spec["matchConstraints"].(map[string]any)
-	rules, _ := constraints["resourceRules"].([]any)
-	for _, rule := range rules {
-		m, _ := rule.(map[string]any)
-		for _, g := range stringSlice(m, "apiGroups") {
-			for _, res := range stringSlice(m, "resources") {
-				info.resources[g+"/"+res] = true
-			}
-		}
-	}
-	meta, _ := pol["metadata"].(map[string]any)
-	annotations, _ := meta["annotations"].(map[string]any)
-	names, _ := annotations[guard.NamesAnnotation].(string)
-	for _, n := range strings.Split(names, ",") {
-		if n != "" {
-			info.names[n] = true
-		}
-	}
-	return info, ""
-}
-
-func stringSlice(m map[string]any, path ...string) []string {
-	var cur any = m
-	for _, p := range path {
-		mm, _ := cur.(map[string]any)
-		cur = mm[p]
-	}
-	raw, _ := cur.([]any)
-	out := make([]string, 0, len(raw))
-	for _, v := range raw {
-		if s, ok := v.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-func hasVerb(verbs []string, v string) bool {
-	for _, x := range verbs {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

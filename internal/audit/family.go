@@ -8,6 +8,7 @@ import (
 	"github.com/unprune/unprune/internal/appset"
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/risk"
 )
 
@@ -151,7 +152,7 @@ func setManager(ctx context.Context, argo cluster.ArgoCD, w argocd.Whole) (strin
 // judgeCascade reads what the app's cascade would delete and what guards it: the row is guarded
 // when a guard keeps the app from its parent, or every high-risk resource is kept.
 func judgeCascade(ctx context.Context, objects cluster.Objects, app argocd.Application, argocdNamespace string, row *Row) {
-	policy, _ := ReadPolicy(ctx, objects)
+	policy, _ := guard.ReadInstalled(ctx, objects)
 	var rows []argocd.Resource
 	var refs []cluster.Ref
 	for _, r := range app.Resources {
@@ -168,7 +169,7 @@ func judgeCascade(ctx context.Context, objects cluster.Objects, app argocd.Appli
 		obj := risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Labels: res.Object.Labels, Annotations: res.Object.Annotations}
 		guards := risk.CascadeGuards(obj, app.SyncOptions)
 		if policy.Covers(r, obj.Labels) {
-			guards = append(guards, GuardPolicy)
+			guards = append(guards, guard.PolicyGuard)
 		}
 		if len(guards) > 0 {
 			continue

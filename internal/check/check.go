@@ -10,8 +10,8 @@ import (
 	"sort"
 
 	"github.com/unprune/unprune/internal/argocd"
-	"github.com/unprune/unprune/internal/audit"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/risk"
 )
 
@@ -52,7 +52,7 @@ type Item struct {
 	OtherInstance string
 	Risk          risk.Class
 	RiskWhy       string
-	Contents      *audit.Contents
+	Contents      *risk.Contents
 	Guards        []risk.Guard
 	// Guarded: for a prune, a hard guard stops the deletion.
 	Guarded bool
@@ -94,7 +94,7 @@ func Run(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, app argoc
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("cannot read AppProject %s (%v): kinds it does not permit are not told apart", app.Project, perr))
 	}
 	targets, keys := desired(ctx, objects, s, app, project, perr == nil, manifests, &rep)
-	policy, warn := audit.ReadPolicy(ctx, objects)
+	policy, warn := guard.ReadInstalled(ctx, objects)
 	if warn != "" {
 		rep.Warnings = append(rep.Warnings, warn)
 	}
@@ -154,7 +154,7 @@ func desired(ctx context.Context, objects cluster.Objects, s cluster.Settings, a
 }
 
 // adoptions reports desired objects that exist live and are not this app's.
-func adoptions(ctx context.Context, objects cluster.Objects, s cluster.Settings, targets []target, policy *audit.Policy, argocdNamespace string, rep *Report) {
+func adoptions(ctx context.Context, objects cluster.Objects, s cluster.Settings, targets []target, policy *guard.Installed, argocdNamespace string, rep *Report) {
 	refs := make([]cluster.Ref, len(targets))
 	for i, t := range targets {
 		refs[i] = t.ref
@@ -193,7 +193,7 @@ func adoptions(ctx context.Context, objects cluster.Objects, s cluster.Settings,
 }
 
 // prunes reports objects the app tracks today that the change removes.
-func prunes(ctx context.Context, objects cluster.Objects, s cluster.Settings, keys map[string]bool, policy *audit.Policy, argocdNamespace string, rep *Report) {
+func prunes(ctx context.Context, objects cluster.Objects, s cluster.Settings, keys map[string]bool, policy *guard.Installed, argocdNamespace string, rep *Report) {
 	var rows []argocd.Resource
 	var refs []cluster.Ref
 	for _, r := range rep.App.Resources {
@@ -238,23 +238,23 @@ func prunes(ctx context.Context, objects cluster.Objects, s cluster.Settings, ke
 }
 
 // assess adds the risk of deleting the object, what goes with it and what guards it.
-func assess(ctx context.Context, objects cluster.Objects, item Item, live *cluster.Object, policy *audit.Policy, s cluster.Settings,
+func assess(ctx context.Context, objects cluster.Objects, item Item, live *cluster.Object, policy *guard.Installed, s cluster.Settings,
 	app argocd.Application, argocdNamespace string) Item {
 	r := item.Resource
 	obj := risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 	if live != nil {
 		obj.Labels, obj.Annotations = live.Labels, live.Annotations
-		item.Contents = audit.ContentsOf(ctx, objects, live.Ref, r)
+		item.Contents = risk.ContentsOf(ctx, objects, live.Ref, r)
 	}
 	item.Risk, item.RiskWhy = risk.Classify(obj, argocdNamespace)
 	var notes []string
 	item.Guards, notes = risk.Guards(obj, s.Version, app.SyncOptions)
 	item.Notes = append(item.Notes, notes...)
 	if policy.Covers(r, obj.Labels) {
-		item.Guards = append(item.Guards, audit.GuardPolicy)
+		item.Guards = append(item.Guards, guard.PolicyGuard)
 	}
 	for _, g := range item.Guards {
-		item.Guarded = item.Guarded || g.Hard() || g == audit.GuardPolicy
+		item.Guarded = item.Guarded || g.Hard() || g == guard.PolicyGuard
 	}
 	return item
 }

@@ -6,8 +6,8 @@ import (
 	"sort"
 
 	"github.com/unprune/unprune/internal/argocd"
-	"github.com/unprune/unprune/internal/audit"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/risk"
 )
 
@@ -236,7 +236,7 @@ func (d *deletion) resources(ctx context.Context, objects cluster.Objects, c *Ap
 		}
 		rows, refs = append(rows, r), append(refs, ref)
 	}
-	policy, _ := audit.ReadPolicy(ctx, objects)
+	policy, _ := guard.ReadInstalled(ctx, objects)
 	instance := c.App.Instance(d.argo.Namespace())
 	var nested []AppChange
 	for i, res := range objects.Read(ctx, refs) {
@@ -267,10 +267,10 @@ func (d *deletion) resources(ctx context.Context, objects cluster.Objects, c *Ap
 }
 
 // judge classifies one resource of a deleted app.
-func (d *deletion) judge(ctx context.Context, objects cluster.Objects, item Item, live *cluster.Object, policy *audit.Policy, c *AppChange) Item {
+func (d *deletion) judge(ctx context.Context, objects cluster.Objects, item Item, live *cluster.Object, policy *guard.Installed, c *AppChange) Item {
 	r := item.Resource
 	obj := risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Labels: live.Labels, Annotations: live.Annotations}
-	item.Contents = audit.ContentsOf(ctx, objects, live.Ref, r)
+	item.Contents = risk.ContentsOf(ctx, objects, live.Ref, r)
 	item.Risk, item.RiskWhy = risk.Classify(obj, d.argo.Namespace())
 	if c.Fate != Cascade {
 		item.Notes = append(item.Notes, "stays, still tracked by instance "+c.App.Instance(d.argo.Namespace())+": a new app of that name re-adopts it")
@@ -279,7 +279,7 @@ func (d *deletion) judge(ctx context.Context, objects cluster.Objects, item Item
 	item.Kind, item.Reason = CascadeDelete, DeletedWithApp
 	item.Guards = risk.CascadeGuards(obj, c.App.SyncOptions)
 	if policy.Covers(r, obj.Labels) {
-		item.Guards = append(item.Guards, audit.GuardPolicy)
+		item.Guards = append(item.Guards, guard.PolicyGuard)
 	}
 	for _, g := range item.Guards {
 		switch g {

@@ -111,7 +111,7 @@ func newAuditCascade(c *audit.Cascade) *AuditCascade {
 }
 
 // newAuditContents converts what a deletion takes with it; a count unprune could not read stays out.
-func newAuditContents(c *audit.Contents) *AuditContents {
+func newAuditContents(c *risk.Contents) *AuditContents {
 	if c == nil {
 		return nil
 	}

@@ -1,5 +1,6 @@
 // Package risk says how bad the deletion of an object would be, and what — if anything — would stop
-// Argo CD's prune from deleting it. It is pure: callers pass in what they read from the cluster.
+// Argo CD's prune from deleting it. It is pure — callers pass in what they read from the cluster —
+// except ContentsOf, which counts through the backend what a deletion would take with it.
 package risk
 
 import (

@@ -56,7 +56,7 @@ type Summary struct {
 type Finding struct {
 	Resource argocd.Resource
 	Why      string
-	Contents *audit.Contents
+	Contents *risk.Contents
 	Guards   []string
 }
 

@@ -31,7 +31,7 @@ func testApp(resources ...argocd.Resource) argocd.Application {
 
 func row(app argocd.Application, r argocd.Resource, when audit.When, c risk.Class, guarded bool) audit.Row {
 	return audit.Row{App: app, Resource: r, When: when, Risk: c, Guarded: guarded, RiskWhy: "why",
-		Contents: &audit.Contents{Objects: 3, CustomResources: -1}}
+		Contents: &risk.Contents{Objects: 3, CustomResources: -1}}
 }
 
 func TestSummarize(t *testing.T) {
@@ -326,14 +326,14 @@ func TestAppNamespaces(t *testing.T) {
 
 func TestContentsText(t *testing.T) {
 	for _, c := range []struct {
-		contents *audit.Contents
+		contents *risk.Contents
 		want     string
 	}{
 		{nil, ""},
-		{&audit.Contents{Objects: 12, CustomResources: -1}, " and the 12 objects in it"},
-		{&audit.Contents{Objects: 12, CustomResources: -1, Partial: "at least; 3 kinds unreadable"}, " and at least 12 objects in it"},
-		{&audit.Contents{Objects: -1, CustomResources: 4}, " and its 4 custom resources"},
-		{&audit.Contents{Objects: -1, CustomResources: -1, Partial: "not counted: forbidden"}, ""},
+		{&risk.Contents{Objects: 12, CustomResources: -1}, " and the 12 objects in it"},
+		{&risk.Contents{Objects: 12, CustomResources: -1, Partial: "at least; 3 kinds unreadable"}, " and at least 12 objects in it"},
+		{&risk.Contents{Objects: -1, CustomResources: 4}, " and its 4 custom resources"},
+		{&risk.Contents{Objects: -1, CustomResources: -1, Partial: "not counted: forbidden"}, ""},
 	} {
 		if got := contentsText(Finding{Contents: c.contents}); got != c.want {
 			t.Errorf("contentsText(%+v) = %q, want %q", c.contents, got, c.want)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/unprune/unprune/internal/audit"
 	"github.com/unprune/unprune/internal/cli"
+	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/printer"
 	"github.com/unprune/unprune/lab"
 	"github.com/unprune/unprune/lab/labtest"
@@ -111,7 +112,7 @@ func TestGuardPolicyStopsPrune(t *testing.T) {
 			// A new policy takes a moment to be enforced: poll the probe, never sleep.
 			labtest.Eventually(t, 60*time.Second, "audit --probe to see the guard enforced", func() (bool, string) {
 				row, _ := auditRow(t, env, install, p.app, kind, p.name)
-				return row.Guarded && row.Probe != nil && row.Probe.Result == string(audit.ProbeDenied) && hasGuard(row, audit.GuardPolicy), fmt.Sprintf("%+v", row)
+				return row.Guarded && row.Probe != nil && row.Probe.Result == string(audit.ProbeDenied) && hasGuard(row, guard.PolicyGuard), fmt.Sprintf("%+v", row)
 			})
 
 			op := p.app.Sync(t, true)

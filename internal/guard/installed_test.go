@@ -1,4 +1,4 @@
-package audit
+package guard
 
 import (
 	"testing"
@@ -6,12 +6,12 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 )
 
-func TestPolicyInfoCovers(t *testing.T) {
-	namespacesOnly := &Policy{
+func TestInstalledCovers(t *testing.T) {
+	namespacesOnly := &Installed{
 		resources: map[string]bool{"/namespaces": true},
 		names:     map[string]bool{"namespaces/team-a": true},
 	}
-	all := &Policy{
+	all := &Installed{
 		resources: map[string]bool{
 			"/namespaces": true, "/persistentvolumes": true, "apiextensions.k8s.io/customresourcedefinitions": true,
 		},
@@ -26,7 +26,7 @@ func TestPolicyInfoCovers(t *testing.T) {
 
 	tests := []struct {
 		name   string
-		policy *Policy
+		policy *Installed
 		res    argocd.Resource
 		labels map[string]string
 		want   bool
@@ -47,7 +47,7 @@ func TestPolicyInfoCovers(t *testing.T) {
 		{name: "namespace-named ConfigMap", policy: namespacesOnly, res: argocd.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "team-a"}, labels: protected, want: false},
 		{name: "nil policy, labelled", policy: nil, res: ns("team-b"), labels: protected, want: false},
 		{name: "nil policy, named", policy: nil, res: ns("team-a"), want: false},
-		{name: "empty policy", policy: &Policy{}, res: ns("team-a"), labels: protected, want: false},
+		{name: "empty policy", policy: &Installed{}, res: ns("team-a"), labels: protected, want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

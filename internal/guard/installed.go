@@ -1,0 +1,106 @@
+package guard
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/option"
+	"github.com/unprune/unprune/internal/risk"
+)
+
+// PolicyGuard is the guard of a resource the installed policy covers (recognised, not probed).
+const PolicyGuard risk.Guard = "AdmissionPolicy"
+
+// Installed is what unprune knows of its own admission policy (Policy) in a cluster, when it is
+// installed, bound and denies: audit and check count what it covers as guarded.
+type Installed struct {
+	resources map[string]bool // group/resource
+	names     map[string]bool // resource/name
+}
+
+// Covers reports whether the installed policy protects the resource, given its live labels.
+func (p *Installed) Covers(r argocd.Resource, labels map[string]string) bool {
+	if p == nil {
+		return false
+	}
+	for _, k := range Kinds {
+		if k.Group == r.Group && k.Kind == r.Kind && p.resources[k.Group+"/"+k.Resource] {
+			return labels[ProtectLabel] == "true" || p.names[k.Resource+"/"+r.Name]
+		}
+	}
+	return false
+}
+
+// ReadInstalled recognises the policy `unprune guard policy` installs. Other admission policies are not
+// evaluated here: --probe asks the API server, which evaluates them all.
+func ReadInstalled(ctx context.Context, objects cluster.Objects) (*Installed, string) {
+	reader, ok := objects.(cluster.PolicyReader)
+	if !ok {
+		return nil, ""
+	}
+	pol, err := reader.GetClusterObject(ctx, PolicyGroup, PolicyVersion, PolicyResource, PolicyName)
+	if cluster.IsNotFound(err) {
+		return nil, ""
+	}
+	where := objects.Info().Name
+	if err != nil {
+		return nil, fmt.Sprintf("cluster %s: cannot read ValidatingAdmissionPolicy %s (%v): guards by admission are not shown; %v asks the API server instead", where, PolicyName, err, option.Probe)
+	}
+	bind, err := reader.GetClusterObject(ctx, PolicyGroup, PolicyVersion, BindingResource, PolicyName)
+	if err != nil {
+		return nil, fmt.Sprintf("cluster %s: ValidatingAdmissionPolicy %s has no binding %s: it enforces nothing", where, PolicyName, PolicyName)
+	}
+	actions := stringSlice(bind, "spec", "validationActions")
+	if !hasVerb(actions, "Deny") {
+		return nil, fmt.Sprintf("cluster %s: binding %s does not Deny (actions %v): it enforces nothing", where, PolicyName, actions)
+	}
+	info := &Installed{resources: map[string]bool{}, names: map[string]bool{}}
+	spec, _ := pol["spec"].(map[string]any)
+	constraints, _ := spec["matchConstraints"].(map[string]any)
+	rules, _ := constraints["resourceRules"].([]any)
+	for _, rule := range rules {
+		m, _ := rule.(map[string]any)
+		for _, g := range stringSlice(m, "apiGroups") {
+			for _, res := range stringSlice(m, "resources") {
+				info.resources[g+"/"+res] = true
+			}
+		}
+	}
+	meta, _ := pol["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	names, _ := annotations[NamesAnnotation].(string)
+	for _, n := range strings.Split(names, ",") {
+		if n != "" {
+			info.names[n] = true
+		}
+	}
+	return info, ""
+}
+
+func stringSlice(m map[string]any, path ...string) []string {
+	var cur any = m
+	for _, p := range path {
+		mm, _ := cur.(map[string]any)
+		cur = mm[p]
+	}
+	raw, _ := cur.([]any)
+	out := make([]string, 0, len(raw))
+	for _, v := range raw {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func hasVerb(verbs []string, v string) bool {
+	for _, x := range verbs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
