@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/unprune/unprune/internal/argocdapi"
+	"github.com/unprune/unprune/internal/backend/argocdapi"
 	"github.com/unprune/unprune/internal/option"
 )
 

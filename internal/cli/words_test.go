@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/unprune/unprune/internal/argocd"
-	"github.com/unprune/unprune/internal/argocdapi"
+	"github.com/unprune/unprune/internal/backend/argocdapi"
 	"github.com/unprune/unprune/internal/check"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/guard"

@@ -1,8 +1,8 @@
 // Package cluster is the boundary between unprune's engine and the places it reads and changes
 // things: an Argo CD installation (its Applications, settings and refreshes) and the destination
 // clusters that hold the live objects. Two backends implement it: the Kubernetes API through the
-// user's kubeconfig (internal/kube) and Argo CD's own API (internal/argocdapi). The engine, scan,
-// audit and verify know only these interfaces.
+// user's kubeconfig (internal/backend/kube) and Argo CD's own API (internal/backend/argocdapi), and
+// clustertest fakes it in memory. The engine, scan, audit and verify know only these interfaces.
 package cluster
 
 import (

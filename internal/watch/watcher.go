@@ -20,7 +20,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/audit"
-	"github.com/unprune/unprune/internal/kube"
+	"github.com/unprune/unprune/internal/backend/kube"
 	"github.com/unprune/unprune/internal/option"
 )
 

@@ -7,7 +7,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/unprune/unprune/internal/argocd"
-	"github.com/unprune/unprune/internal/argocdapi"
+	"github.com/unprune/unprune/internal/backend/argocdapi"
 )
 
 // Via is how Argo CD and the clusters are reached.

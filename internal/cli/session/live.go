@@ -11,10 +11,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/unprune/unprune/internal/argocd"
-	"github.com/unprune/unprune/internal/argocdapi"
+	"github.com/unprune/unprune/internal/backend/argocdapi"
+	"github.com/unprune/unprune/internal/backend/kube"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
-	"github.com/unprune/unprune/internal/kube"
 	"github.com/unprune/unprune/internal/printer"
 )
 

@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/backend/kube"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
-	"github.com/unprune/unprune/internal/kube"
 )
 
 // Recorded reaches a journal entry's cluster the way the entry was written: the same kubeconfig
