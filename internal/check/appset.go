@@ -51,7 +51,7 @@ func RunSet(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, change
 	rep := Report{App: argocd.Application{Namespace: after.Namespace, Name: after.Name}, Cluster: argo.Cluster()}
 	reader, ok := argo.(SetReader)
 	if !ok {
-		return rep, fmt.Errorf("checking an ApplicationSet reads it and its Applications through the Kubernetes API: run without %v argocd", option.Via)
+		return rep, fmt.Errorf("checking an ApplicationSet reads it and its Applications through the Kubernetes API: run it with %v kube", option.Via)
 	}
 	info := &SetInfo{Namespace: after.Namespace, Name: after.Name, Policy: after.Policy(), Preserve: after.PreserveResourcesOnDeletion}
 	rep.Set = info
@@ -180,7 +180,7 @@ func parentSets(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, ma
 			continue
 		}
 		if !ok {
-			rep.Warnings = append(rep.Warnings, m.Source+": an ApplicationSet is checked through the Kubernetes API only: run check applicationset/"+m.Object.GetName()+" without "+option.Via.String()+" argocd")
+			rep.Warnings = append(rep.Warnings, m.Source+": an ApplicationSet is checked through the Kubernetes API only: run check applicationset/"+m.Object.GetName()+" with "+option.Via.String()+" kube")
 			continue
 		}
 		content := m.Object.DeepCopy().Object

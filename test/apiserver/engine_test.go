@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/backend/kube"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/journal"
-	"github.com/unprune/unprune/internal/kube"
 	"github.com/unprune/unprune/lab/labtest"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/unprune/unprune/internal/backend/kube"
 	"github.com/unprune/unprune/internal/cluster"
-	"github.com/unprune/unprune/internal/kube"
 	"github.com/unprune/unprune/lab/labtest"
 )
 

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/unprune/unprune/internal/argocdapi"
+	"github.com/unprune/unprune/internal/backend/argocdapi"
 	"github.com/unprune/unprune/internal/cli"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"

@@ -114,7 +114,7 @@ func (o *Objects) Get(ctx context.Context, r cluster.Ref) (*cluster.Object, erro
 func (o *Objects) explain(err error, what string) error {
 	if err != nil && strings.Contains(err.Error(), "not found as part of application") {
 		return fmt.Errorf("%s: Argo CD's API reaches only Application %s's resources, and this object is not one (any more): "+
-			"reach its cluster %s with your kubeconfig instead (leave out %v argocd; %v for another cluster): %w",
+			"reach its cluster %s with your kubeconfig instead (%v kube; %v for another cluster): %w",
 			what, o.app.Ref(), o.Info().Name, option.Via, option.ClusterContext, err)
 	}
 	return cluster.Explain(err, what, o.Info())
