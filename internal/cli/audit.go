@@ -146,8 +146,12 @@ func (o *AuditOptions) table(doc printer.AuditReport, rep audit.Report, apps int
 	if err := printer.AuditTable(o.Out, o.output.out, doc); err != nil {
 		return err
 	}
-	fmt.Fprintf(o.ErrOut, "%d deletions a prune could make, %d unguarded (%d high-risk). Guard them: unprune guard policy --apply; unprune guard protect|confirm RESOURCE...\n",
-		len(doc.Items), doc.Summary.Unguarded, doc.Summary.UnguardedHigh)
+	guardThem := ""
+	if doc.Summary.Unguarded > 0 {
+		guardThem = " Guard them: unprune guard policy --apply; unprune guard protect|confirm RESOURCE..."
+	}
+	fmt.Fprintf(o.ErrOut, "%d deletions a prune could make, %d unguarded (%d high-risk).%s\n",
+		len(doc.Items), doc.Summary.Unguarded, doc.Summary.UnguardedHigh, guardThem)
 	if doc.Summary.Inconclusive > 0 {
 		fmt.Fprintf(o.ErrOut, "%d probes could not judge (see PROBE with -o wide): they count as unguarded.\n", doc.Summary.Inconclusive)
 	}

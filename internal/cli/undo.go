@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -111,6 +112,9 @@ func (o *UndoOptions) Run(ctx context.Context) error {
 	path := o.Journal
 	if o.Latest {
 		if path, err = store.Latest(); err != nil {
+			if errors.Is(err, journal.ErrNoJournals) {
+				return usageError("%v: pass a JOURNAL path, or --journal-dir for another directory", err)
+			}
 			return usageError("%v (journals are in %s; pass a JOURNAL path or --journal-dir)", err, store.Dir)
 		}
 	}

@@ -193,7 +193,12 @@ func (e *Engine) readAndPlan(ctx context.Context, p *Planned, released func(uids
 	for i, objects := range order {
 		for k, it := range byObjects[objects] {
 			x := decided{it: it}
-			x.live, x.plan, x.d = decide(p.planner, it, reads[i][k], goneFromStatus)
+			gone := goneFromStatus
+			if it.Row == nil {
+				// Named on the command line (guard), not listed by an app.
+				gone = "the object does not exist; skipped"
+			}
+			x.live, x.plan, x.d = decide(p.planner, it, reads[i][k], gone)
 			all = append(all, x)
 		}
 	}

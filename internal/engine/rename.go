@@ -169,6 +169,16 @@ func (e *Engine) planRenameItems(ctx context.Context, rr *RenameRun, app argocd.
 // `if app.CascadedDeletion()`), and the pre-/post-delete finalizers run the app's deletion hooks —
 // a rename is no deletion. An Application without finalizers is removed by the API server at once,
 // and the controller never sees it being deleted. The new app gets them back last.
+// offWhy says why the old app's automation and finalizers go: it must neither sync the resources
+// back nor delete them.
+func offWhy(finalizers []string) string {
+	if len(finalizers) == 0 {
+		return "switch the old app's automated sync off (it has no finalizers), so that it can neither sync the resources back nor delete them"
+	}
+	return "switch the old app's automated sync off and remove its finalizers (" + strings.Join(finalizers, ", ") +
+		"), so that it can neither sync the resources back nor delete them"
+}
+
 func renameSteps(rr *RenameRun, old map[string]any) []*AppStep {
 	created := withoutAutomation(newApplication(old, rr.New.Name))
 	finalPatch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizersOf(old)},
@@ -176,8 +186,7 @@ func renameSteps(rr *RenameRun, old map[string]any) []*AppStep {
 	offPatch := automationOff(old, rr.oldRV)
 	return []*AppStep{
 		{Verb: "create", App: rr.New, Object: created, Why: "the new Application with the same spec, labels and annotations; automated sync off and no finalizers until it tracks the resources"},
-		{Verb: "patch", App: rr.Old, Patch: offPatch, Why: "switch the old app's automated sync off and remove its finalizers (" + strings.Join(finalizersOf(old), ", ") +
-			"), so that it can neither sync the resources back nor delete them"},
+		{Verb: "patch", App: rr.Old, Patch: offPatch, Why: offWhy(finalizersOf(old))},
 		{Verb: "delete", App: rr.Old, Why: "delete the old Application object, which has no finalizer left: Argo CD deletes none of its resources. " +
 			"This is the only DELETE unprune ever sends"},
 		{Verb: "patch", App: rr.New, Patch: finalPatch, Why: "give the new app the old one's sync policy and finalizers"},
