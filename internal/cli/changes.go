@@ -46,6 +46,10 @@ func (g *GlobalOptions) printChange(streams genericiooptions.IOStreams, output o
 	if output.out.Document() {
 		return output.out.Print(streams.Out, doc, doc.Names)
 	}
+	if len(doc.Items) == 0 {
+		// As kubectl: no rows, no header; stderr has said there is nothing to do.
+		return nil
+	}
 	if err := printer.ChangeTable(streams.Out, output.out, doc); err != nil {
 		return err
 	}
