@@ -197,13 +197,7 @@ func startCluster(ctx context.Context, st *State, bins binaries, spec clusterSpe
 	}
 	c.Server = fmt.Sprintf("https://127.0.0.1:%d", c.APIServerPort)
 	c.CAFile = filepath.Join(certDir, "apiserver.crt")
-	if err := waitFile(ctx, st, apiserver.Name, c.CAFile, 60*time.Second); err != nil {
-		return c, err
-	}
-	if c.CA, err = os.ReadFile(c.CAFile); err != nil {
-		return c, err
-	}
-	if err := waitHTTP(ctx, st, apiserver.Name, c.Server+"/readyz", c.CA, adminToken, 90*time.Second); err != nil {
+	if c.CA, err = waitServing(ctx, st, apiserver.Name, c.Server+"/readyz", c.CAFile, adminToken, 90*time.Second); err != nil {
 		return c, err
 	}
 
@@ -244,6 +238,39 @@ func startCluster(ctx context.Context, st *State, bins binaries, spec clusterSpe
 	return c, nil
 }
 
+// waitServing polls an API server's readyz with the self-signed certificate it writes into its
+// cert dir, and returns that certificate once the server answers with it. The file is read again
+// at every attempt: kube-apiserver writes it in place (client-go's cert.WriteCert, not a rename),
+// so a read as soon as it exists can see it empty or cut, and a CA read once would then never
+// verify the server (a CI run met it on a loaded machine).
+func waitServing(ctx context.Context, st *State, name, url, caFile, token string, timeout time.Duration) ([]byte, error) {
+	var ca []byte
+	err := poll(ctx, st, name, timeout, func() (bool, string) {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return false, err.Error()
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return false, caFile + " holds no certificate yet"
+		}
+		client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false, resp.Status
+		}
+		ca = pem
+		return true, ""
+	})
+	return ca, err
+}
+
 func writeKubeconfig(path, name, server string, ca []byte, user, token string) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
@@ -278,13 +305,6 @@ func waitHTTP(ctx context.Context, st *State, name, url string, ca []byte, token
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, resp.Status
-	})
-}
-
-func waitFile(ctx context.Context, st *State, name, path string, timeout time.Duration) error {
-	return poll(ctx, st, name, timeout, func() (bool, string) {
-		_, err := os.Stat(path)
-		return err == nil, fmt.Sprint(err)
 	})
 }
 
