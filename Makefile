@@ -40,9 +40,8 @@ BUILD_LDFLAGS := -X $(VERSION_PKG).version=$(GIT_VERSION) -X $(VERSION_PKG).comm
 BIN_DIR ?= bin
 
 build: ## build bin/unprune, bin/kubectl-unprune (and its kubectl_complete-unprune), bin/argocd-unprune
-	$(GO) build -ldflags '$(BUILD_LDFLAGS)' -o $(BIN_DIR)/unprune ./cmd/unprune
-	$(GO) build -ldflags '$(BUILD_LDFLAGS)' -o $(BIN_DIR)/kubectl-unprune ./cmd/kubectl-unprune
-	$(GO) build -ldflags '$(BUILD_LDFLAGS)' -o $(BIN_DIR)/argocd-unprune ./cmd/argocd-unprune
+	@mkdir -p $(BIN_DIR)
+	$(GO) build -ldflags '$(BUILD_LDFLAGS)' -o $(BIN_DIR)/ ./cmd/unprune ./cmd/kubectl-unprune ./cmd/argocd-unprune
 	install -m 0755 plugins/kubectl_complete-unprune $(BIN_DIR)/kubectl_complete-unprune
 
 # The release archives of .goreleaser.yaml built with the go command alone: every platform, the

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -45,16 +46,9 @@ func (d *Dist) Run(platforms []Platform) ([]Artifact, string, error) {
 			return nil, "", err
 		}
 		for _, p := range platforms {
-			var entries []entry
-			for _, b := range builds {
-				if !targets(b, p) {
-					continue
-				}
-				bin, err := d.build(b, p)
-				if err != nil {
-					return nil, "", err
-				}
-				entries = append(entries, entry{src: bin, dst: b.BinaryName(p), mode: 0o755})
+			entries, err := d.buildAll(builds, p)
+			if err != nil {
+				return nil, "", err
 			}
 			if len(entries) == 0 {
 				continue
@@ -118,6 +112,55 @@ func targets(b Build, p Platform) bool {
 		}
 	}
 	return false
+}
+
+// buildAll builds a platform's binaries side by side (each go build links one binary on its own;
+// linking is most of the time) and returns them in the builds' order.
+func (d *Dist) buildAll(builds []Build, p Platform) ([]entry, error) {
+	type result struct {
+		e   entry
+		err error
+	}
+	results := make([]*result, len(builds))
+	// The builds' logs interleave line by line, never within a write.
+	locked := *d
+	locked.Log = &lockedWriter{w: d.Log}
+	var wg sync.WaitGroup
+	for i, b := range builds {
+		if !targets(b, p) {
+			continue
+		}
+		results[i] = &result{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			bin, err := locked.build(b, p)
+			results[i].e, results[i].err = entry{src: bin, dst: b.BinaryName(p), mode: 0o755}, err
+		}()
+	}
+	wg.Wait()
+	var entries []entry
+	for _, r := range results {
+		if r == nil {
+			continue
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		entries = append(entries, r.e)
+	}
+	return entries, nil
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // build runs go build as goreleaser would: the build's env, flags and rendered ldflags.
