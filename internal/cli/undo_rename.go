@@ -3,10 +3,18 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/printer"
+)
+
+// How long the undo of a rename waits for a sync of the new app that began before its automation was
+// switched off, and how often it looks.
+const (
+	renameSettleTimeout = 2 * time.Minute
+	renameSettlePoll    = 200 * time.Millisecond
 )
 
 // renameUndo is the undo of a rename under way: its plan, and what the writes sent before the
@@ -42,6 +50,10 @@ func (o *UndoOptions) undoRenameBefore(ctx context.Context, j *journal.Journal) 
 	if ru.before, ok = ru.Send(ctx, ru.Before, false); !ok {
 		o.printRenameSteps(ru.Before, ru.before)
 		return ru, true, &ExitError{Code: ExitFailure, Err: fmt.Errorf("undo of the rename stopped before any tracking moved back; run it again")}
+	}
+	if err := ru.Settle(ctx, renameSettleTimeout, renameSettlePoll); err != nil {
+		o.printRenameSteps(ru.Before, ru.before)
+		return ru, true, &ExitError{Code: ExitFailure, Err: fmt.Errorf("undo of the rename stopped before any tracking moved back: %w", err)}
 	}
 	return ru, false, nil
 }

@@ -316,3 +316,50 @@ func TestRenameServerDryRunReturnsStepOutcomes(t *testing.T) {
 		t.Fatalf("rename after the dry run: %v %+v", err, done.Steps)
 	}
 }
+
+// TestRenameUndoSettlesTheNewAppsSync: a sync the new app began before the undo switched its
+// automation off would write the new app's tracking back over the restored one; the undo waits for
+// it, and gives up with a clear error when it does not end.
+func TestRenameUndoSettlesTheNewAppsSync(t *testing.T) {
+	w := renameWorld(t)
+	e := w.engine()
+	rr, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := e.ApplyRename(context.Background(), rr, DryRunNone)
+	if err != nil || !done.Done() {
+		t.Fatalf("rename: %v %+v", err, done.Steps)
+	}
+	j, _, err := w.store.Load(done.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ru, err := PlanRenameUndo(context.Background(), w.argo, j.Rename)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncing := func(on bool) {
+		app, err := w.argo.GetApplication(context.Background(), "argocd", "shop")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		app.Operation, app.OperationPhase = on, "Running"
+		w.argo.AddApp(app)
+	}
+	syncing(true)
+	if err := ru.Settle(context.Background(), 30*time.Millisecond, time.Millisecond); err == nil || !strings.Contains(err.Error(), "operation running (Running)") {
+		t.Fatalf("a sync that does not end: %v", err)
+	}
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		time.Sleep(20 * time.Millisecond) // the controller's sync, still running when the undo starts
+		syncing(false)
+	}()
+	if err := ru.Settle(context.Background(), 10*time.Second, time.Millisecond); err != nil {
+		t.Fatalf("a sync that ends: %v", err)
+	}
+	<-ended
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
@@ -17,6 +18,7 @@ import (
 type RenameUndo struct {
 	Before, After []*AppStep
 	argo          cluster.ArgoCD
+	to            AppName
 	newUID, newRV string
 	// newRead is the new Application as read when the undo was planned.
 	newRead map[string]any
@@ -29,8 +31,8 @@ func PlanRenameUndo(ctx context.Context, argo cluster.ArgoCD, r *journal.Renamed
 	if err := json.Unmarshal(r.Application, &old); err != nil {
 		return nil, fmt.Errorf("the journal's copy of Application %s is damaged: %w", r.From, err)
 	}
-	u := &RenameUndo{argo: argo}
 	from, to := AppName{Namespace: r.From.Namespace, Name: r.From.Name}, AppName{Namespace: r.To.Namespace, Name: r.To.Name}
+	u := &RenameUndo{argo: argo, to: to}
 	if _, err := argo.ApplicationObject(ctx, from.Namespace, from.Name); cluster.IsNotFound(err) {
 		created := withoutAutomation(withoutServerFields(old))
 		u.Before = append(u.Before, &AppStep{Verb: "create", App: from, Object: created,
@@ -109,4 +111,42 @@ func (u *RenameUndo) patch(ctx context.Context, s *AppStep, dryRun bool) error {
 		}
 		body = automationOff(fresh, metaString(fresh, "resourceVersion"))
 	}
+}
+
+// Settle waits, once Before has switched the new app's automated sync off, until no operation of the
+// new app is requested or running: a sync it started before — its automation was still on — goes on
+// applying the new app's manifests, and would write the new app's tracking back over the tracking
+// undo restores (the lab met it: an automated sync the rename's last step caused was still running
+// when the undo began). It polls every interval until timeout, and fails when the operation lasts
+// longer; nothing of the tracking has moved back then.
+func (u *RenameUndo) Settle(ctx context.Context, timeout, interval time.Duration) error {
+	if u.newRead == nil {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		app, err := u.argo.GetApplication(ctx, u.to.Namespace, u.to.Name)
+		if err != nil {
+			return fmt.Errorf("read Application %s/%s to see whether it is syncing: %w", u.to.Namespace, u.to.Name, err)
+		}
+		if !app.Operation {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("Application %s/%s has had an operation running (%s) for %s: once it ends, run the undo again",
+				u.to.Namespace, u.to.Name, orRunning(app.OperationPhase), timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
+
+func orRunning(phase string) string {
+	if phase == "" {
+		return "Running"
+	}
+	return phase
 }
