@@ -238,6 +238,13 @@ func (e *Engine) workers() int {
 	return 32
 }
 
+func (e *Engine) poll() time.Duration {
+	if e.Poll > 0 {
+		return e.Poll
+	}
+	return 100 * time.Millisecond
+}
+
 func (e *Engine) grace() time.Duration {
 	if e.Grace > 0 {
 		return e.Grace

@@ -61,6 +61,13 @@ func (e *Engine) ApplyRename(ctx context.Context, rr *RenameRun, mode DryRun) (*
 	if !s.step(ctx, 0, false) || !s.step(ctx, 1, false) {
 		return s.ra, nil
 	}
+	// A sync the old app began between the plan and the switch-off would write its tracking back
+	// over the rewrites: wait for it to end first.
+	if err := settle(ctx, e.ArgoCD, rr.Steps[1].App, settleTimeout, e.poll()); err != nil {
+		s.ra.Steps[2] = Decision{Outcome: OutcomeNotAttempted, Message: err.Error() + "; no tracking was rewritten: undo the journal, or run the rename again"}
+		s.ra.Steps[3] = Decision{Outcome: OutcomeNotAttempted}
+		return s.ra, nil
+	}
 	e.patchAll(ctx, rr.Planned, done, todo, false, applyMarks{rec}, OutcomeApplied)
 	if n := done.Counts()[OutcomeApplied]; n != len(todo) {
 		s.ra.Steps[2] = Decision{Outcome: OutcomeNotAttempted, Message: fmt.Sprintf("%d of %d tracking rewrites applied: the old Application is kept; undo the journal", n, len(todo))}
@@ -72,6 +79,10 @@ func (e *Engine) ApplyRename(ctx context.Context, rr *RenameRun, mode DryRun) (*
 	}
 	return s.ra, nil
 }
+
+// settleTimeout bounds how long a rename (or its undo) waits for a sync an app began before its
+// automation was switched off.
+const settleTimeout = 2 * time.Minute
 
 // Blocked reports a plan that must not be carried out: an object refused or unreadable.
 func (rr *RenameRun) Blocked() bool {

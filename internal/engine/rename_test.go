@@ -363,3 +363,40 @@ func TestRenameUndoSettlesTheNewAppsSync(t *testing.T) {
 	}
 	<-ended
 }
+
+// TestRenameWaitsForASyncTheOldAppBegan: a sync the old app began after the plan would write its
+// tracking back over the rewrites; the rename rewrites nothing until it has ended.
+func TestRenameWaitsForASyncTheOldAppBegan(t *testing.T) {
+	w := renameWorld(t)
+	e := w.engine()
+	rr, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncing := func(on bool) {
+		app, err := w.argo.GetApplication(context.Background(), "argocd", "guestbook")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		app.Operation, app.OperationPhase = on, "Running"
+		w.argo.AddApp(app)
+	}
+	syncing(true)
+	rewrittenEarly := make(chan bool, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond) // the controller's sync, still running meanwhile
+		rewrittenEarly <- w.cluster.Object(w.refs["team-a"]).Labels[argocd.DefaultInstanceLabelKey] != "guestbook"
+		syncing(false)
+	}()
+	done, err := e.ApplyRename(context.Background(), rr, DryRunNone)
+	if err != nil || !done.Done() {
+		t.Fatalf("rename: %v %+v", err, done.Steps)
+	}
+	if <-rewrittenEarly {
+		t.Error("tracking was rewritten while the old app's sync ran")
+	}
+	if o := w.cluster.Object(w.refs["team-a"]); o.Labels[argocd.DefaultInstanceLabelKey] != "shop" {
+		t.Errorf("after the sync ended: %v", o.Labels)
+	}
+}

@@ -123,18 +123,24 @@ func (u *RenameUndo) Settle(ctx context.Context, timeout, interval time.Duration
 	if u.newRead == nil {
 		return nil
 	}
+	return settle(ctx, u.argo, u.to, timeout, interval)
+}
+
+// settle waits until no operation of app is requested or running, polling every interval, and
+// fails once timeout has passed.
+func settle(ctx context.Context, argo cluster.ArgoCD, app AppName, timeout, interval time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		app, err := u.argo.GetApplication(ctx, u.to.Namespace, u.to.Name)
+		a, err := argo.GetApplication(ctx, app.Namespace, app.Name)
 		if err != nil {
-			return fmt.Errorf("read Application %s/%s to see whether it is syncing: %w", u.to.Namespace, u.to.Name, err)
+			return fmt.Errorf("read Application %s/%s to see whether it is syncing: %w", app.Namespace, app.Name, err)
 		}
-		if !app.Operation {
+		if !a.Operation {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("Application %s/%s has had an operation running (%s) for %s: once it ends, run the undo again",
-				u.to.Namespace, u.to.Name, orRunning(app.OperationPhase), timeout)
+			return fmt.Errorf("Application %s/%s has had an operation running (%s) for %s: once it ends, run again",
+				app.Namespace, app.Name, orRunning(a.OperationPhase), timeout)
 		}
 		select {
 		case <-ctx.Done():
