@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/fields"
 )
 
 // Policies of syncPolicy.applicationsSync (pkg/apis/application/v1alpha1/applicationset_types.go).
@@ -38,22 +39,22 @@ type ApplicationSet struct {
 
 // Parse reads an ApplicationSet's content (a live object or a manifest).
 func Parse(content map[string]any) (ApplicationSet, error) {
-	meta := mapAt(content, "metadata")
-	spec := mapAt(content, "spec")
-	s := ApplicationSet{Namespace: str(meta["namespace"]), Name: str(meta["name"]), UID: str(meta["uid"]), Template: mapAt(spec, "template")}
+	meta := fields.Map(content, "metadata")
+	spec := fields.Map(content, "spec")
+	s := ApplicationSet{Namespace: fields.String(meta["namespace"]), Name: fields.String(meta["name"]), UID: fields.String(meta["uid"]), Template: fields.Map(spec, "template")}
 	if s.Name == "" {
 		return s, fmt.Errorf("the ApplicationSet has no metadata.name")
 	}
 	s.GoTemplate, _ = spec["goTemplate"].(bool)
-	s.GoTemplateOptions = strs(spec["goTemplateOptions"])
-	s.TemplatePatch = str(spec["templatePatch"])
-	for _, g := range list(spec["generators"]) {
+	s.GoTemplateOptions = fields.Strings(spec["goTemplateOptions"])
+	s.TemplatePatch = fields.String(spec["templatePatch"])
+	for _, g := range fields.List(spec["generators"]) {
 		m, _ := g.(map[string]any)
 		s.Generators = append(s.Generators, m)
 	}
-	policy := mapAt(spec, "syncPolicy")
+	policy := fields.Map(spec, "syncPolicy")
 	s.PreserveResourcesOnDeletion, _ = policy["preserveResourcesOnDeletion"].(bool)
-	s.ApplicationsSync = str(policy["applicationsSync"])
+	s.ApplicationsSync = fields.String(policy["applicationsSync"])
 	return s, nil
 }
 
@@ -148,29 +149,4 @@ func Evaluate(s ApplicationSet, src Sources) Result {
 	}
 	sort.Slice(r.Apps, func(i, j int) bool { return r.Apps[i].Name < r.Apps[j].Name })
 	return r
-}
-
-func mapAt(m map[string]any, key string) map[string]any {
-	v, _ := m[key].(map[string]any)
-	return v
-}
-
-func list(v any) []any {
-	l, _ := v.([]any)
-	return l
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-func strs(v any) []string {
-	var out []string
-	for _, x := range list(v) {
-		if s, ok := x.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
 }

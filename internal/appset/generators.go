@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/unprune/unprune/internal/fields"
 )
 
 // Cluster is one of Argo CD's cluster Secrets, as the clusters generator reads it
@@ -84,14 +86,14 @@ func generate(s ApplicationSet, src Sources, g map[string]any, outer map[string]
 			return nil, nil, err
 		}
 	}
-	return params, mapAt(spec, "template"), nil
+	return params, fields.Map(spec, "template"), nil
 }
 
 // listParams: elements as they are with goTemplate, else every value a string and "values" flattened
 // to values.KEY (applicationset/generators/list.go); elementsYaml appended.
 func listParams(s ApplicationSet, spec map[string]any) ([]map[string]any, error) {
 	var out []map[string]any
-	for _, e := range list(spec["elements"]) {
+	for _, e := range fields.List(spec["elements"]) {
 		element, _ := e.(map[string]any)
 		if s.GoTemplate {
 			out = append(out, element)
@@ -121,7 +123,7 @@ func listParams(s ApplicationSet, spec map[string]any) ([]map[string]any, error)
 		}
 		out = append(out, params)
 	}
-	if y := str(spec["elementsYaml"]); y != "" {
+	if y := fields.String(spec["elementsYaml"]); y != "" {
 		var more []map[string]any
 		if err := yaml.Unmarshal([]byte(y), &more); err != nil {
 			return nil, fmt.Errorf("list elementsYaml: %w", err)
@@ -181,7 +183,7 @@ func clusterParams(s ApplicationSet, src Sources, spec map[string]any) ([]map[st
 	if len(sel) == 0 && !inCluster {
 		out = append(out, map[string]any{"name": InClusterName, "nameNormalized": InClusterName, "server": InClusterServer, "project": ""})
 	}
-	return withValues(s, out, mapAt(spec, "values"))
+	return withValues(s, out, fields.Map(spec, "values"))
 }
 
 // withValues adds a generator's values, themselves templated with each parameter set
@@ -193,7 +195,7 @@ func withValues(s ApplicationSet, params []map[string]any, values map[string]any
 	for _, p := range params {
 		rendered := map[string]any{}
 		for k, v := range values {
-			out, err := Replace(str(v), p, s)
+			out, err := Replace(fields.String(v), p, s)
 			if err != nil {
 				return nil, err
 			}
@@ -213,7 +215,7 @@ func withValues(s ApplicationSet, params []map[string]any, values map[string]any
 // matrixParams: the product of two generators, the second interpolated with each set of the first
 // (matrix.go GenerateParams). Without goTemplate a key both define differently is an error.
 func matrixParams(s ApplicationSet, src Sources, spec map[string]any) ([]map[string]any, error) {
-	gens := list(spec["generators"])
+	gens := fields.List(spec["generators"])
 	if len(gens) != 2 {
 		return nil, fmt.Errorf("a matrix needs exactly two generators, found %d", len(gens))
 	}
@@ -247,8 +249,8 @@ func matrixParams(s ApplicationSet, src Sources, spec map[string]any) ([]map[str
 // mergeParams: the first generator's sets, each overridden by the sets of the others that have the
 // same values of mergeKeys (merge.go GenerateParams).
 func mergeParams(s ApplicationSet, src Sources, spec map[string]any) ([]map[string]any, error) {
-	gens := list(spec["generators"])
-	keys := strs(spec["mergeKeys"])
+	gens := fields.List(spec["generators"])
+	keys := fields.Strings(spec["mergeKeys"])
 	if len(gens) < 2 || len(keys) == 0 {
 		return nil, fmt.Errorf("a merge needs two generators or more and mergeKeys")
 	}
@@ -315,11 +317,11 @@ func selectParams(params []map[string]any, sel map[string]any) ([]map[string]any
 
 // matches evaluates a label selector's matchLabels; matchExpressions are not implemented.
 func matches(sel map[string]any, labels map[string]string) (bool, error) {
-	if len(list(sel["matchExpressions"])) > 0 {
+	if len(fields.List(sel["matchExpressions"])) > 0 {
 		return false, fmt.Errorf("selector matchExpressions: not implemented by unprune")
 	}
-	for k, v := range mapAt(sel, "matchLabels") {
-		if labels[k] != str(v) {
+	for k, v := range fields.Map(sel, "matchLabels") {
+		if labels[k] != fields.String(v) {
 			return false, nil
 		}
 	}

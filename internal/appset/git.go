@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/unprune/unprune/internal/fields"
 	"github.com/unprune/unprune/internal/option"
 )
 
@@ -21,12 +22,12 @@ import (
 // in the flag's help.
 func gitParams(s ApplicationSet, src Sources, spec map[string]any) ([]map[string]any, error) {
 	if src.RepoDir == "" {
-		return nil, fmt.Errorf("the git generator reads %s: give a checkout of it with %v", str(spec["repoURL"]), option.RepoDir)
+		return nil, fmt.Errorf("the git generator reads %s: give a checkout of it with %v", fields.String(spec["repoURL"]), option.RepoDir)
 	}
-	prefix := str(spec["pathParamPrefix"])
+	prefix := fields.String(spec["pathParamPrefix"])
 	var params []map[string]any
 	switch {
-	case len(list(spec["directories"])) > 0:
+	case len(fields.List(spec["directories"])) > 0:
 		dirs, err := walk(src.RepoDir, true)
 		if err != nil {
 			return nil, err
@@ -38,7 +39,7 @@ func gitParams(s ApplicationSet, src Sources, spec map[string]any) ([]map[string
 		for _, d := range filterPaths(patterns, dirs) {
 			params = append(params, pathParams(d, prefix, s.GoTemplate))
 		}
-	case len(list(spec["files"])) > 0:
+	case len(fields.List(spec["files"])) > 0:
 		files, err := walk(src.RepoDir, false)
 		if err != nil {
 			return nil, err
@@ -57,7 +58,7 @@ func gitParams(s ApplicationSet, src Sources, spec map[string]any) ([]map[string
 	default:
 		return nil, fmt.Errorf("the git generator has neither directories nor files")
 	}
-	return withValues(s, params, mapAt(spec, "values"))
+	return withValues(s, params, fields.Map(spec, "values"))
 }
 
 type pathPattern struct {
@@ -69,9 +70,9 @@ type pathPattern struct {
 // not implement: refused rather than guessed.
 func pathPatterns(v any) ([]pathPattern, error) {
 	var out []pathPattern
-	for _, x := range list(v) {
+	for _, x := range fields.List(v) {
 		m, _ := x.(map[string]any)
-		p := str(m["path"])
+		p := fields.String(m["path"])
 		if strings.Contains(p, "**") {
 			return nil, fmt.Errorf("git path pattern %q: ** is not implemented by unprune", p)
 		}
@@ -188,7 +189,7 @@ func fileParams(root, file, prefix string, goTemplate bool) ([]map[string]any, e
 		if goTemplate {
 			m := pp["path"]
 			if prefix != "" {
-				m = mapAt(pp[prefix].(map[string]any), "path")
+				m = fields.Map(pp[prefix].(map[string]any), "path")
 			}
 			inner := m.(map[string]any)
 			inner["filename"] = path.Base(file)

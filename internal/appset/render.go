@@ -8,6 +8,7 @@ import (
 	"text/template"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/fields"
 )
 
 // Render renders the template with one parameter set into the Application it generates
@@ -31,11 +32,11 @@ func Render(tmpl map[string]any, params map[string]any, s ApplicationSet) (Gener
 	}
 	meta["namespace"] = s.Namespace
 	// An empty parameter set returns the template untouched, before the finalizer is added.
-	if len(params) > 0 && len(list(meta["finalizers"])) == 0 && !s.PreserveResourcesOnDeletion {
+	if len(params) > 0 && len(fields.List(meta["finalizers"])) == 0 && !s.PreserveResourcesOnDeletion {
 		meta["finalizers"] = []any{argocd.FinalizerResources}
 	}
 	content := map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Application", "metadata": meta, "spec": app["spec"]}
-	name := str(meta["name"])
+	name := fields.String(meta["name"])
 	if name == "" || strings.Contains(name, "{{") {
 		return Generated{}, fmt.Errorf("the template renders no usable name (%q)", name)
 	}

@@ -3,6 +3,8 @@ package argocd
 import (
 	"slices"
 	"strings"
+
+	"github.com/unprune/unprune/internal/fields"
 )
 
 // Finalizers on an Application that make its deletion delete its resources
@@ -90,28 +92,28 @@ type Whole struct {
 
 // ParseWhole reads the whole-app view of an Application's content (a live object or a manifest).
 func ParseWhole(content map[string]any) Whole {
-	meta := mapAt(content, "metadata")
-	spec := mapAt(content, "spec")
-	w := Whole{Namespace: str(meta["namespace"]), Name: str(meta["name"]), Finalizers: strs(meta["finalizers"]), Annotations: map[string]string{}}
-	for k, v := range mapAt(meta, "annotations") {
-		w.Annotations[k] = str(v)
+	meta := fields.Map(content, "metadata")
+	spec := fields.Map(content, "spec")
+	w := Whole{Namespace: fields.String(meta["namespace"]), Name: fields.String(meta["name"]), Finalizers: fields.Strings(meta["finalizers"]), Annotations: map[string]string{}}
+	for k, v := range fields.Map(meta, "annotations") {
+		w.Annotations[k] = fields.String(v)
 	}
-	for _, o := range list(meta["ownerReferences"]) {
+	for _, o := range fields.List(meta["ownerReferences"]) {
 		m, _ := o.(map[string]any)
 		ctrl, _ := m["controller"].(bool)
-		w.Owners = append(w.Owners, OwnerReference{APIVersion: str(m["apiVersion"]), Kind: str(m["kind"]), Name: str(m["name"]), UID: str(m["uid"]), Controller: ctrl})
+		w.Owners = append(w.Owners, OwnerReference{APIVersion: fields.String(m["apiVersion"]), Kind: fields.String(m["kind"]), Name: fields.String(m["name"]), UID: fields.String(m["uid"]), Controller: ctrl})
 	}
-	if src := mapAt(spec, "source"); len(src) > 0 {
+	if src := fields.Map(spec, "source"); len(src) > 0 {
 		w.Sources = append(w.Sources, sourceOf(src))
 	}
-	for _, s := range list(spec["sources"]) {
+	for _, s := range fields.List(spec["sources"]) {
 		m, _ := s.(map[string]any)
 		w.Sources = append(w.Sources, sourceOf(m))
 	}
-	d := mapAt(spec, "destination")
-	w.Destination = Destination{Server: str(d["server"]), Name: str(d["name"]), Namespace: str(d["namespace"])}
-	policy := mapAt(spec, "syncPolicy")
-	w.SyncOptions = strs(policy["syncOptions"])
+	d := fields.Map(spec, "destination")
+	w.Destination = Destination{Server: fields.String(d["server"]), Name: fields.String(d["name"]), Namespace: fields.String(d["namespace"])}
+	policy := fields.Map(spec, "syncPolicy")
+	w.SyncOptions = fields.Strings(policy["syncOptions"])
 	if auto, ok := policy["automated"].(map[string]any); ok {
 		enabled, set := auto["enabled"].(bool)
 		prune, _ := auto["prune"].(bool)
@@ -137,30 +139,5 @@ func (w Whole) OwnedBy(kind string) (OwnerReference, bool) {
 }
 
 func sourceOf(m map[string]any) Source {
-	return Source{RepoURL: str(m["repoURL"]), Path: str(m["path"]), Chart: str(m["chart"]), TargetRevision: str(m["targetRevision"])}
-}
-
-func mapAt(m map[string]any, key string) map[string]any {
-	v, _ := m[key].(map[string]any)
-	return v
-}
-
-func list(v any) []any {
-	l, _ := v.([]any)
-	return l
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-func strs(v any) []string {
-	var out []string
-	for _, x := range list(v) {
-		if s, ok := x.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
+	return Source{RepoURL: fields.String(m["repoURL"]), Path: fields.String(m["path"]), Chart: fields.String(m["chart"]), TargetRevision: fields.String(m["targetRevision"])}
 }

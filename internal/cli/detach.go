@@ -117,10 +117,8 @@ shows the resources released. Ctrl-C stops sending patches at once; the journal 
 
 // Validate checks arguments and flag combinations; it needs no cluster.
 func (o *DetachOptions) Validate(args []string) error {
-	for _, check := range []func() error{o.output.validate, o.change.validate, func() error { return o.selection.validate(o.GlobalOptions) }} {
-		if err := check(); err != nil {
-			return err
-		}
+	if err := firstError(o.output.validate, o.change.validate, func() error { return o.selection.validate(o.GlobalOptions) }); err != nil {
+		return err
 	}
 	strategy, err := plan.ParseStrategy(o.Strategy)
 	if err != nil {

@@ -218,6 +218,16 @@ func confirm(streams genericiooptions.IOStreams, question string) (bool, error) 
 	return answer == "y" || answer == "yes", nil
 }
 
+// firstError runs the checks in order and returns the first failure.
+func firstError(checks ...func() error) error {
+	for _, check := range checks {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // flagChanged reports whether a flag was set on the command line.
 func flagChanged(fs *pflag.FlagSet, name string) bool {
 	f := fs.Lookup(name)

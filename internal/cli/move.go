@@ -90,10 +90,8 @@ records every change; "unprune undo" moves the resources back.
 
 // Validate checks arguments and flags; it needs no cluster.
 func (o *MoveOptions) Validate(args []string) error {
-	for _, check := range []func() error{o.output.validate, o.change.validate} {
-		if err := check(); err != nil {
-			return err
-		}
+	if err := firstError(o.output.validate, o.change.validate); err != nil {
+		return err
 	}
 	switch {
 	case o.To == "":

@@ -89,10 +89,8 @@ Afterwards unprune waits until Argo CD shows NEW Synced on every resource.
 
 // Validate checks arguments and flags; it needs no cluster.
 func (o *RenameOptions) Validate(args []string) error {
-	for _, check := range []func() error{o.output.validate, o.change.validate} {
-		if err := check(); err != nil {
-			return err
-		}
+	if err := firstError(o.output.validate, o.change.validate); err != nil {
+		return err
 	}
 	switch {
 	case len(args) != 2:
