@@ -157,7 +157,7 @@ func undoPlan(j *journal.Journal, e journal.Entry, live *cluster.Object) plan.Pl
 	}
 	for _, c := range e.Changes {
 		if err := restorable(j, e, c); err != nil {
-			return refuse("ForeignTracking", "the journal would restore %s: %v; the journal may have been edited — nothing of this entry is restored", c, err)
+			return refuse("ForeignTracking", "the journal would write back %s: %v; the journal may have been edited — nothing of this entry is restored", c.Inverse(), err)
 		}
 	}
 	for _, c := range e.Changes {
