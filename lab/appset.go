@@ -40,5 +40,5 @@ func startApplicationSetController(ctx context.Context, st *State, cfg ArgoCDCon
 	}
 	// Its probe server registers no check (HealthProbeBindAddress alone, no AddHealthzCheck), so
 	// /healthz answers 404 for ever; the metrics server answers once the manager runs.
-	return waitHTTP(ctx, st, p.Name, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), nil, "", 60*time.Second)
+	return waitHTTP(ctx, st, p.Name, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), 60*time.Second)
 }

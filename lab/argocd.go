@@ -216,7 +216,7 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 	if _, err := repo.start(st.Dir); err != nil {
 		return nil, err
 	}
-	if err := waitHTTP(ctx, st, repo.Name, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[2]), nil, "", 60*time.Second); err != nil {
+	if err := waitHTTP(ctx, st, repo.Name, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[2]), 60*time.Second); err != nil {
 		return nil, err
 	}
 
@@ -244,7 +244,7 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 	if _, err := ctrl.start(st.Dir); err != nil {
 		return nil, err
 	}
-	if err := waitHTTP(ctx, st, ctrl.Name, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[3]), nil, "", 60*time.Second); err != nil {
+	if err := waitHTTP(ctx, st, ctrl.Name, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[3]), 60*time.Second); err != nil {
 		return nil, err
 	}
 	if err := startApplicationSetController(ctx, st, cfg, argocdBin, home, env, a.RepoServerPort); err != nil {
@@ -307,7 +307,7 @@ func startServer(ctx context.Context, st *State, a *ArgoCD, bin, home string, en
 		return err
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	if err := waitHTTP(ctx, st, server.Name, url+"/healthz", nil, "", 60*time.Second); err != nil {
+	if err := waitHTTP(ctx, st, server.Name, url+"/healthz", 60*time.Second); err != nil {
 		return err
 	}
 	a.ServerURL, a.ServerPort = url, port
