@@ -10,12 +10,9 @@ import (
 	"github.com/unprune/unprune/internal/printer"
 )
 
-// How long the undo of a rename waits for a sync of the new app that began before its automation was
-// switched off, and how often it looks.
-const (
-	renameSettleTimeout = 2 * time.Minute
-	renameSettlePoll    = 200 * time.Millisecond
-)
+// renameSettlePoll is how often the undo of a rename looks whether a sync of the new app that began
+// before its automation was switched off has ended (for up to engine.SettleTimeout).
+const renameSettlePoll = 200 * time.Millisecond
 
 // renameUndo is the undo of a rename under way: its plan, and what the writes sent before the
 // tracking moves back did.
@@ -51,7 +48,7 @@ func (o *UndoOptions) undoRenameBefore(ctx context.Context, j *journal.Journal) 
 		o.printRenameSteps(ru.Before, ru.before)
 		return ru, true, &ExitError{Code: ExitFailure, Err: fmt.Errorf("undo of the rename stopped before any tracking moved back; run it again")}
 	}
-	if err := ru.Settle(ctx, renameSettleTimeout, renameSettlePoll); err != nil {
+	if err := ru.Settle(ctx, engine.SettleTimeout, renameSettlePoll); err != nil {
 		o.printRenameSteps(ru.Before, ru.before)
 		return ru, true, &ExitError{Code: ExitFailure, Err: fmt.Errorf("undo of the rename stopped before any tracking moved back: %w", err)}
 	}

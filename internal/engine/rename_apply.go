@@ -63,7 +63,7 @@ func (e *Engine) ApplyRename(ctx context.Context, rr *RenameRun, mode DryRun) (*
 	}
 	// A sync the old app began between the plan and the switch-off would write its tracking back
 	// over the rewrites: wait for it to end first.
-	if err := settle(ctx, e.ArgoCD, rr.Steps[1].App, settleTimeout, e.poll()); err != nil {
+	if err := settle(ctx, e.ArgoCD, rr.Steps[1].App, SettleTimeout, e.poll()); err != nil {
 		s.ra.Steps[2] = Decision{Outcome: OutcomeNotAttempted, Message: err.Error() + "; no tracking was rewritten: undo the journal, or run the rename again"}
 		s.ra.Steps[3] = Decision{Outcome: OutcomeNotAttempted}
 		return s.ra, nil
@@ -80,9 +80,9 @@ func (e *Engine) ApplyRename(ctx context.Context, rr *RenameRun, mode DryRun) (*
 	return s.ra, nil
 }
 
-// settleTimeout bounds how long a rename (or its undo) waits for a sync an app began before its
+// SettleTimeout bounds how long a rename (or its undo) waits for a sync an app began before its
 // automation was switched off.
-const settleTimeout = 2 * time.Minute
+const SettleTimeout = 2 * time.Minute
 
 // Blocked reports a plan that must not be carried out: an object refused or unreadable.
 func (rr *RenameRun) Blocked() bool {

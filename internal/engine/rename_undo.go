@@ -140,7 +140,7 @@ func settle(ctx context.Context, argo cluster.ArgoCD, app AppName, timeout, inte
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("Application %s/%s has had an operation running (%s) for %s: once it ends, run again",
-				app.Namespace, app.Name, orRunning(a.OperationPhase), timeout)
+				app.Namespace, app.Name, orUnknown(a.OperationPhase), timeout)
 		}
 		select {
 		case <-ctx.Done():
@@ -148,11 +148,4 @@ func settle(ctx context.Context, argo cluster.ArgoCD, app AppName, timeout, inte
 		case <-time.After(interval):
 		}
 	}
-}
-
-func orRunning(phase string) string {
-	if phase == "" {
-		return "Running"
-	}
-	return phase
 }
