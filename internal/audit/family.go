@@ -66,14 +66,9 @@ func familyRows(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, app
 	return rows, warnings
 }
 
-// cascadesIntoHighRisk: the app tracks a high-risk resource its cascade would delete (a CRD never is).
+// cascadesIntoHighRisk: the app tracks a high-risk resource its cascade could delete (a CRD never is).
 func cascadesIntoHighRisk(app argocd.Application, argocdNamespace string) bool {
-	for _, r := range app.Resources {
-		if c, _ := risk.Classify(risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, argocdNamespace); c == risk.High && !r.Hook && !isCRD(r) {
-			return true
-		}
-	}
-	return false
+	return len(HighRiskByIdentity(app, argocdNamespace)) > 0
 }
 
 func isCRD(r argocd.Resource) bool {
@@ -152,32 +147,18 @@ func setManager(ctx context.Context, argo cluster.ArgoCD, w argocd.Whole) (strin
 // judgeCascade reads what the app's cascade would delete and what guards it: the row is guarded
 // when a guard keeps the app from its parent, or every high-risk resource is kept.
 func judgeCascade(ctx context.Context, objects cluster.Objects, app argocd.Application, argocdNamespace string, row *Row) {
-	policy, _ := guard.ReadInstalled(ctx, objects)
 	var rows []argocd.Resource
-	var refs []cluster.Ref
 	for _, r := range app.Resources {
-		if ref, err := objects.Resolve(ctx, r.Group, r.Kind, r.Version, r.Namespace, r.Name); err == nil && !r.Hook && !isCRD(r) {
-			rows, refs = append(rows, r), append(refs, ref)
+		if !r.Hook && !isCRD(r) {
+			rows = append(rows, r)
 		}
 	}
 	var high []string
-	for i, res := range objects.Read(ctx, refs) {
-		if res.Err != nil || len(res.Object.Owners) > 0 {
-			continue
-		}
-		r := rows[i]
-		obj := risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Labels: res.Object.Labels, Annotations: res.Object.Annotations}
-		guards := risk.CascadeGuards(obj, app.SyncOptions)
-		if policy.Covers(r, obj.Labels) {
-			guards = append(guards, guard.PolicyGuard)
-		}
-		if len(guards) > 0 {
-			continue
-		}
+	for _, t := range cascaded(ctx, objects, app, rows) {
 		row.Cascade.Resources++
-		if c, _ := risk.Classify(obj, argocdNamespace); c == risk.High {
-			row.Cascade.HighRisk = append(row.Cascade.HighRisk, r)
-			high = append(high, r.String())
+		if c, _ := risk.Classify(t.obj, argocdNamespace); c == risk.High {
+			row.Cascade.HighRisk = append(row.Cascade.HighRisk, t.res)
+			high = append(high, t.res.String())
 		}
 	}
 	for _, g := range row.Guards {
@@ -185,6 +166,79 @@ func judgeCascade(ctx context.Context, objects cluster.Objects, app argocd.Appli
 	}
 	row.Guarded = row.Guarded || len(high) == 0
 	row.RiskWhy = fmt.Sprintf("its deletion cascades (%s) into %d resource(s), high-risk: %s", row.Cascade.Finalizer, row.Cascade.Resources, orNone(strings.Join(high, ", ")))
+}
+
+// CascadeHighRisk returns the high-risk resources that deleting app would delete with it, for an app
+// that has a resources finalizer: those high-risk by identity (CRDs and hooks never go with it),
+// read live for what keeps them — an owner, Delete=false, helm's keep, unprune's admission policy.
+// Only those rows are read, so that `unprune watch` can keep the answer for every app.
+func CascadeHighRisk(ctx context.Context, objects cluster.Objects, app argocd.Application, argocdNamespace string) []argocd.Resource {
+	var out []argocd.Resource
+	for _, t := range cascaded(ctx, objects, app, HighRiskByIdentity(app, argocdNamespace)) {
+		out = append(out, t.res)
+	}
+	return out
+}
+
+// HighRiskByIdentity are the app's resources a cascade could delete that are high-risk by their
+// identity alone: what CascadeHighRisk reads.
+func HighRiskByIdentity(app argocd.Application, argocdNamespace string) []argocd.Resource {
+	var out []argocd.Resource
+	for _, r := range app.Resources {
+		if c, _ := risk.Classify(risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, argocdNamespace); c == risk.High && !r.Hook && !isCRD(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// CascadeHighRiskUnread is CascadeHighRisk when the objects cannot be read: the guards their
+// identity and the app's options show (an immortal namespace, the app's Delete=false) still keep
+// them; the others count, since what would keep them cannot be seen.
+func CascadeHighRiskUnread(app argocd.Application, argocdNamespace string) []argocd.Resource {
+	var out []argocd.Resource
+	for _, r := range HighRiskByIdentity(app, argocdNamespace) {
+		if len(risk.CascadeGuards(risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, app.SyncOptions)) == 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// target is one resource a cascade deletes, with its live labels and annotations.
+type target struct {
+	res argocd.Resource
+	obj risk.Object
+}
+
+// cascaded reads rows live and returns those the app's cascade deletes: Argo CD's finalizer deletes
+// what it tracks, except objects with an owner (the garbage collector's to delete) and those a
+// cascade guard keeps. A row that cannot be read is left out: it is not known to exist.
+func cascaded(ctx context.Context, objects cluster.Objects, app argocd.Application, rows []argocd.Resource) []target {
+	if len(rows) == 0 {
+		return nil
+	}
+	policy, _ := guard.ReadInstalled(ctx, objects)
+	var found []argocd.Resource
+	var refs []cluster.Ref
+	for _, r := range rows {
+		if ref, err := objects.Resolve(ctx, r.Group, r.Kind, r.Version, r.Namespace, r.Name); err == nil {
+			found, refs = append(found, r), append(refs, ref)
+		}
+	}
+	var out []target
+	for i, res := range objects.Read(ctx, refs) {
+		if res.Err != nil || len(res.Object.Owners) > 0 {
+			continue
+		}
+		r := found[i]
+		obj := risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Labels: res.Object.Labels, Annotations: res.Object.Annotations}
+		if len(risk.CascadeGuards(obj, app.SyncOptions)) > 0 || policy.Covers(r, obj.Labels) {
+			continue
+		}
+		out = append(out, target{res: r, obj: obj})
+	}
+	return out
 }
 
 func orNone(s string) string {

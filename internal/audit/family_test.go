@@ -92,3 +92,52 @@ func TestFamilyRows(t *testing.T) {
 		}
 	}
 }
+
+// TestCascadeHighRisk: of an app's high-risk resources, its cascade deletes those that exist, have
+// no owner and no cascade guard; CRDs and immortal namespaces never go. Unread, only what identity
+// and the app's options show keeps one.
+func TestCascadeHighRisk(t *testing.T) {
+	c := clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer, append([]clustertest.Kind{
+		{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions", Kind: "CustomResourceDefinition"},
+		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Kind: "ClusterRole"}}, clustertest.DefaultKinds...)...)
+	c.Add("", "Namespace", "", "exposed", nil, nil)
+	c.Add("", "Namespace", "", "kept", nil, map[string]string{argocd.AnnotationSyncOptions: "Prune=false,Delete=false"})
+	c.Add("", "Namespace", "", "helm", nil, map[string]string{argocd.AnnotationHelmResourcePolicy: "keep"})
+	c.Add("", "Namespace", "", "pruneonly", nil, map[string]string{argocd.AnnotationSyncOptions: "Prune=false"})
+	c.Add("", "Namespace", "", "kube-system", nil, nil)
+	owned := c.Add("", "Namespace", "", "owned", nil, nil)
+	c.Update(owned, func(o *cluster.Object) { o.Owners = []string{"Team/owned"} })
+	c.Add("apiextensions.k8s.io", "CustomResourceDefinition", "", "widgets.example.com", nil, nil)
+	c.Add("rbac.authorization.k8s.io", "ClusterRole", "", "team-admin", nil, nil)
+	c.Add("", "ConfigMap", "team", "settings", nil, nil)
+	nsRow := func(name string) argocd.Resource {
+		return argocd.Resource{Version: "v1", Kind: "Namespace", Name: name}
+	}
+	app := argocd.Application{Namespace: "argocd", Name: "team", Destination: argocd.Destination{Server: argocd.InClusterServer},
+		Resources: []argocd.Resource{nsRow("exposed"), nsRow("kept"), nsRow("helm"), nsRow("pruneonly"), nsRow("kube-system"), nsRow("owned"), nsRow("gone"),
+			{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com"},
+			{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Name: "team-admin"},
+			{Version: "v1", Kind: "ConfigMap", Namespace: "team", Name: "settings"},
+			{Version: "v1", Kind: "Namespace", Name: "hooked", Hook: true}}}
+	names := func(rs []argocd.Resource) string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Kind+"/"+r.Name)
+		}
+		return strings.Join(out, " ")
+	}
+	// Prune=false alone does not keep an object from its app's cascade (gitops-engine deletes it).
+	if got, want := names(CascadeHighRisk(context.Background(), c, app, "argocd")), "Namespace/exposed Namespace/pruneonly ClusterRole/team-admin"; got != want {
+		t.Errorf("read: %s; want %s", got, want)
+	}
+	if got, want := names(CascadeHighRiskUnread(app, "argocd")), "Namespace/exposed Namespace/kept Namespace/helm Namespace/pruneonly Namespace/owned Namespace/gone ClusterRole/team-admin"; got != want {
+		t.Errorf("unread: %s; want %s", got, want)
+	}
+	app.SyncOptions = []string{"Delete=false"}
+	if got := CascadeHighRisk(context.Background(), c, app, "argocd"); len(got) != 0 {
+		t.Errorf("with the app's Delete=false: %s; want nothing", names(got))
+	}
+	if got := CascadeHighRiskUnread(app, "argocd"); len(got) != 0 {
+		t.Errorf("unread, with the app's Delete=false: %s; want nothing", names(got))
+	}
+}
