@@ -2,24 +2,32 @@ package watch
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/audit"
 	"github.com/unprune/unprune/internal/cluster"
 )
 
 // cachingArgoCD is the installation as audit sees it during a watch: the same backend, with each
-// destination's live reads going through one cache that outlives a single evaluation.
+// destination's live reads going through one cache that outlives a single evaluation, and the
+// Applications the informers hold read from them rather than from the API server.
 type cachingArgoCD struct {
 	cluster.ArgoCD
 	size int
 	ttl  time.Duration
 	now  func() time.Time
+	// informed finds an Application in the informers' stores, always as recent as the watch knows
+	// it: a cached copy could say a finalizer is still there after the informer saw it go.
+	informed func(namespace, name string) (*cluster.Object, bool)
 
 	mu     sync.Mutex
 	caches map[string]*cachedObjects
 }
+
+var _ audit.SetReader = (*cachingArgoCD)(nil)
 
 func newCachingArgoCD(inner cluster.ArgoCD, size int, ttl time.Duration, now func() time.Time) *cachingArgoCD {
 	return &cachingArgoCD{ArgoCD: inner, size: size, ttl: ttl, now: now, caches: map[string]*cachedObjects{}}
@@ -37,9 +45,39 @@ func (a *cachingArgoCD) Destination(ctx context.Context, app argocd.Application)
 	c, ok := a.caches[key]
 	if !ok {
 		c = newCachedObjects(objects, a.size, a.ttl, a.now)
+		if objects.Info().Server == argocd.InClusterServer && a.informed != nil {
+			// The informers watch the cluster Argo CD runs in: its Applications come from them.
+			c.local = func(ref cluster.Ref) (*cluster.Object, bool) {
+				if ref.Group != "argoproj.io" || ref.Kind != "Application" {
+					return nil, false
+				}
+				return a.informed(ref.Namespace, ref.Name)
+			}
+		}
 		a.caches[key] = c
 	}
 	return c, nil
+}
+
+// GetApplication answers from the informers when they hold the app (a parent app, looked up for
+// each of its children), else asks the backend.
+func (a *cachingArgoCD) GetApplication(ctx context.Context, namespace, name string) (argocd.Application, error) {
+	if a.informed != nil {
+		if obj, ok := a.informed(namespace, name); ok {
+			return applicationOf(obj.Content)
+		}
+	}
+	return a.ArgoCD.GetApplication(ctx, namespace, name)
+}
+
+// GetApplicationSet reads an ApplicationSet, to know whether its policy deletes the apps it owns.
+// ApplicationSets are not watched (they change rarely): a changed policy shows at the next resync.
+func (a *cachingArgoCD) GetApplicationSet(ctx context.Context, namespace, name string) (map[string]any, error) {
+	reader, ok := a.ArgoCD.(audit.SetReader)
+	if !ok {
+		return nil, fmt.Errorf("this backend cannot read ApplicationSet %s/%s", namespace, name)
+	}
+	return reader.GetApplicationSet(ctx, namespace, name)
 }
 
 // Refresh is refused: the watch writes nothing to Applications.

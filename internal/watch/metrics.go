@@ -28,7 +28,7 @@ const (
 
 // seriesPerApp is how many series one Application adds: both risks of resources requiring pruning,
 // both risks of each "when" of unguarded candidates, and its cascade gauge.
-const seriesPerApp = 2 + 2*2 + 1
+const seriesPerApp = 2 + 2*3 + 1
 
 // Metrics are the watch's Prometheus metrics, in a registry of their own (no global state).
 type Metrics struct {
@@ -66,10 +66,10 @@ func NewMetrics(now func() time.Time) *Metrics {
 			Help: "Resources of an Argo CD Application that require pruning (a sync with prune deletes them), by risk of the deletion."},
 			[]string{"namespace", "application", "project", "destination", "risk"}),
 		unguarded: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricUnguarded,
-			Help: "Resources a prune would delete that no hard guard stops (audit's answer), by risk; when=now: they require pruning; when=removed_from_git: the app prunes automatically."},
+			Help: "Resources a prune would delete that no hard guard stops (audit's answer), by risk; when=now: they require pruning; when=removed_from_git: the app prunes automatically; when=app_deleted: the Application itself, which its parent app or ApplicationSet may delete with high-risk resources through its finalizer."},
 			[]string{"namespace", "application", "risk", "when"}),
 		cascade: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricCascade,
-			Help: "High-risk resources that deleting the Application would delete with it (it has Argo CD's resources finalizer); 0 without the finalizer."},
+			Help: "High-risk resources that deleting the Application would delete with it (it has Argo CD's resources finalizer), leaving out those an owner, Delete=false, helm's keep policy or unprune's admission policy keeps; 0 without the finalizer."},
 			[]string{"namespace", "application"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricErrors,
 			Help: "Evaluations that failed (stage=evaluate) or rows whose live object could not be read (stage=live_object)."},

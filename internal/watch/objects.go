@@ -26,6 +26,8 @@ type cachedObjects struct {
 	// listed are the LISTs (resource and namespace) whose objects the cache holds, for the TTL.
 	listed *lru[struct{}]
 	lists  singleflight.Group
+	// local answers reads of what the watch's informers hold (nil: nothing).
+	local func(cluster.Ref) (*cluster.Object, bool)
 }
 
 type countResult struct {
@@ -153,6 +155,11 @@ func (c *cachedObjects) fill(ctx context.Context, key string, like cluster.Ref) 
 }
 
 func (c *cachedObjects) Get(ctx context.Context, ref cluster.Ref) (*cluster.Object, error) {
+	if c.local != nil {
+		if obj, ok := c.local(ref); ok {
+			return obj, nil
+		}
+	}
 	if res, ok := c.full.get(ref.Key()); ok {
 		return res.Object, res.Err
 	}

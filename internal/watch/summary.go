@@ -18,22 +18,16 @@ const (
 var riskLabels = []string{riskHigh, riskNormal}
 
 // When label values of the unguarded-candidates metric: a prune deletes the resource at the next
-// sync with prune ("now"), or, for an app that prunes automatically, when it is removed from git.
+// sync with prune ("now"); for an app that prunes automatically, when it is removed from git; or the
+// row is the Application itself, which its parent app or ApplicationSet may delete, taking high-risk
+// resources with it through its resources finalizer (audit's WhenItsAppIsDeleted).
 const (
 	whenNow            = "now"
 	whenRemovedFromGit = "removed_from_git"
+	whenAppDeleted     = "app_deleted"
 )
 
-var whenLabels = []string{whenNow, whenRemovedFromGit}
-
-// cascadeFinalizers make deleting the Application delete its resources: Argo CD's
-// isPropagationPolicyFinalizer (pkg/apis/application/v1alpha1/types.go, names in
-// application_defaults.go, v2.14 through v3.6).
-var cascadeFinalizers = map[string]bool{
-	"resources-finalizer.argocd.argoproj.io":            true,
-	"resources-finalizer.argocd.argoproj.io/foreground": true,
-	"resources-finalizer.argocd.argoproj.io/background": true,
-}
+var whenLabels = []string{whenNow, whenRemovedFromGit, whenAppDeleted}
 
 // Summary is one app's evaluation: what the metrics show and what events are about.
 type Summary struct {
@@ -42,8 +36,8 @@ type Summary struct {
 	Pruning map[string]int
 	// Unguarded counts the prune candidates no hard guard stops, by when and risk label.
 	Unguarded map[string]map[string]int
-	// CascadeHighRisk counts the high-risk resources deleting the app would delete with it: zero
-	// when the app has no resources finalizer.
+	// CascadeHighRisk counts the high-risk resources deleting the app would delete with it
+	// (audit.CascadeHighRisk): zero when the app has no resources finalizer.
 	CascadeHighRisk int
 	// HighRiskPruning and UnguardedHighRisk are the rows events are about, by resource key.
 	HighRiskPruning   map[string]Finding
@@ -60,9 +54,9 @@ type Finding struct {
 	Guards   []string
 }
 
-// Summarize turns audit's rows for one app into its summary. It is pure: finalizers are the app's
-// metadata.finalizers, argocdNamespace marks Argo CD's own objects as high risk.
-func Summarize(app argocd.Application, finalizers []string, rows []audit.Row, argocdNamespace string) Summary {
+// Summarize turns audit's rows for one app into its summary. It is pure: cascade are the high-risk
+// resources deleting the app would delete with it.
+func Summarize(app argocd.Application, rows []audit.Row, cascade []argocd.Resource) Summary {
 	s := Summary{
 		Namespace: app.Namespace, Name: app.Name, UID: app.UID, Project: app.Project, Destination: app.Destination.String(),
 		Pruning:           map[string]int{riskHigh: 0, riskNormal: 0},
@@ -91,8 +85,9 @@ func Summarize(app argocd.Application, finalizers []string, rows []audit.Row, ar
 			when = whenNow
 		case audit.WhenRemovedFromGit:
 			when = whenRemovedFromGit
+		case audit.WhenItsAppIsDeleted:
+			when = whenAppDeleted
 		default:
-			// Whole-app rows (audit's WhenItsAppIsDeleted) are the cascade gauge's business.
 			continue
 		}
 		if when == whenNow {
@@ -108,9 +103,7 @@ func Summarize(app argocd.Application, finalizers []string, rows []audit.Row, ar
 			}
 		}
 	}
-	if cascades(finalizers) {
-		s.CascadeHighRisk = cascadeHighRisk(app, argocdNamespace)
-	}
+	s.CascadeHighRisk = len(cascade)
 	return s
 }
 
@@ -119,31 +112,6 @@ func riskLabel(c risk.Class) string {
 		return riskHigh
 	}
 	return riskNormal
-}
-
-func cascades(finalizers []string) bool {
-	for _, f := range finalizers {
-		if cascadeFinalizers[f] {
-			return true
-		}
-	}
-	return false
-}
-
-// cascadeHighRisk counts the app's resources of high risk by identity alone (no live read: it is a
-// count over every resource of every app). The namespaces the API server refuses to delete are left
-// out: a cascade cannot delete them.
-func cascadeHighRisk(app argocd.Application, argocdNamespace string) int {
-	n := 0
-	for _, r := range app.Resources {
-		if r.Group == "" && r.Kind == "Namespace" && risk.ImmortalNamespaces[r.Name] {
-			continue
-		}
-		if c, _ := risk.Classify(risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, argocdNamespace); c == risk.High {
-			n++
-		}
-	}
-	return n
 }
 
 // sortedKeys returns a map's keys in order, for events emitted in a stable order.

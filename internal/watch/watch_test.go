@@ -36,56 +36,63 @@ func row(app argocd.Application, r argocd.Resource, when audit.When, c risk.Clas
 
 func TestSummarize(t *testing.T) {
 	app := testApp(ns("a"), ns("b"), cm("c"), ns("kube-system"))
+	zero := func() map[string]map[string]int {
+		return map[string]map[string]int{"now": {"high": 0, "normal": 0}, "removed_from_git": {"high": 0, "normal": 0}, "app_deleted": {"high": 0, "normal": 0}}
+	}
+	with := func(when, r string, n int) map[string]map[string]int {
+		m := zero()
+		m[when][r] = n
+		return m
+	}
+	other := testApp()
+	other.Name = "other"
+	self := argocd.Resource{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application", Namespace: "argocd", Name: "app"}
 	cases := []struct {
 		name       string
 		rows       []audit.Row
-		finalizers []string
+		cascade    []argocd.Resource
 		pruning    map[string]int
 		unguarded  map[string]map[string]int
-		cascade    int
 		highKeys   int
 		unguardedH int
 	}{
-		{name: "nothing", pruning: map[string]int{"high": 0, "normal": 0},
-			unguarded: map[string]map[string]int{"now": {"high": 0, "normal": 0}, "removed_from_git": {"high": 0, "normal": 0}}},
+		{name: "nothing", pruning: map[string]int{"high": 0, "normal": 0}, unguarded: zero()},
 		{name: "one unguarded high, one guarded high, one normal",
 			rows: []audit.Row{
 				row(app, ns("a"), audit.Now, risk.High, false),
 				row(app, ns("b"), audit.Now, risk.High, true),
 				row(app, cm("c"), audit.Now, risk.Normal, false),
 			},
-			pruning:   map[string]int{"high": 2, "normal": 1},
-			unguarded: map[string]map[string]int{"now": {"high": 1, "normal": 1}, "removed_from_git": {"high": 0, "normal": 0}},
-			highKeys:  2, unguardedH: 1},
+			pruning: map[string]int{"high": 2, "normal": 1},
+			unguarded: func() map[string]map[string]int {
+				m := with("now", "high", 1)
+				m["now"]["normal"] = 1
+				return m
+			}(),
+			highKeys: 2, unguardedH: 1},
 		{name: "auto-prune rows count as unguarded when removed from git, not as requiring pruning",
-			rows:      []audit.Row{row(app, ns("a"), audit.WhenRemovedFromGit, risk.High, false)},
-			pruning:   map[string]int{"high": 0, "normal": 0},
-			unguarded: map[string]map[string]int{"now": {"high": 0, "normal": 0}, "removed_from_git": {"high": 1, "normal": 0}}},
-		{name: "rows of other kinds of deletion (a whole app's) are not counted here",
-			rows:      []audit.Row{row(app, ns("a"), audit.When("WhenItsAppIsDeleted"), risk.High, false)},
-			pruning:   map[string]int{"high": 0, "normal": 0},
-			unguarded: map[string]map[string]int{"now": {"high": 0, "normal": 0}, "removed_from_git": {"high": 0, "normal": 0}}},
-		{name: "resources finalizer: cascade counts high-risk resources, immortal namespaces left out",
-			finalizers: []string{"resources-finalizer.argocd.argoproj.io"},
-			pruning:    map[string]int{"high": 0, "normal": 0},
-			unguarded:  map[string]map[string]int{"now": {"high": 0, "normal": 0}, "removed_from_git": {"high": 0, "normal": 0}},
-			cascade:    2},
-		{name: "background finalizer cascades too", finalizers: []string{"resources-finalizer.argocd.argoproj.io/background"},
-			pruning:   map[string]int{"high": 0, "normal": 0},
-			unguarded: map[string]map[string]int{"now": {"high": 0, "normal": 0}, "removed_from_git": {"high": 0, "normal": 0}},
-			cascade:   2},
-		{name: "another finalizer does not cascade", finalizers: []string{"example.com/other"},
-			pruning:   map[string]int{"high": 0, "normal": 0},
-			unguarded: map[string]map[string]int{"now": {"high": 0, "normal": 0}, "removed_from_git": {"high": 0, "normal": 0}}},
+			rows:    []audit.Row{row(app, ns("a"), audit.WhenRemovedFromGit, risk.High, false)},
+			pruning: map[string]int{"high": 0, "normal": 0}, unguarded: with("removed_from_git", "high", 1)},
+		{name: "the app's own row, deletable by its parent, counts under app_deleted only",
+			rows:    []audit.Row{row(app, self, audit.WhenItsAppIsDeleted, risk.High, false)},
+			pruning: map[string]int{"high": 0, "normal": 0}, unguarded: with("app_deleted", "high", 1)},
+		{name: "a guarded whole-app row counts nowhere",
+			rows:    []audit.Row{row(app, self, audit.WhenItsAppIsDeleted, risk.High, true)},
+			pruning: map[string]int{"high": 0, "normal": 0}, unguarded: zero()},
+		{name: "another app's rows are not this app's",
+			rows:    []audit.Row{row(other, ns("a"), audit.Now, risk.High, false)},
+			pruning: map[string]int{"high": 0, "normal": 0}, unguarded: zero()},
+		{name: "the cascade is counted as given", cascade: []argocd.Resource{ns("a"), ns("b")},
+			pruning: map[string]int{"high": 0, "normal": 0}, unguarded: zero()},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := Summarize(app, c.finalizers, c.rows, "argocd")
+			s := Summarize(app, c.rows, c.cascade)
 			if fmt.Sprint(s.Pruning) != fmt.Sprint(c.pruning) || fmt.Sprint(s.Unguarded) != fmt.Sprint(c.unguarded) {
 				t.Errorf("pruning %v unguarded %v; want %v %v", s.Pruning, s.Unguarded, c.pruning, c.unguarded)
 			}
-			if s.CascadeHighRisk != c.cascade || len(s.HighRiskPruning) != c.highKeys || len(s.UnguardedHighRisk) != c.unguardedH {
-				t.Errorf("cascade %d, high %d, unguarded high %d; want %d %d %d", s.CascadeHighRisk, len(s.HighRiskPruning), len(s.UnguardedHighRisk), c.cascade, c.highKeys, c.unguardedH)
+			if s.CascadeHighRisk != len(c.cascade) || len(s.HighRiskPruning) != c.highKeys || len(s.UnguardedHighRisk) != c.unguardedH {
+				t.Errorf("cascade %d, high %d, unguarded high %d; want %d %d %d", s.CascadeHighRisk, len(s.HighRiskPruning), len(s.UnguardedHighRisk), len(c.cascade), c.highKeys, c.unguardedH)
 			}
 			if s.Destination != argocd.InClusterServer || s.Project != "default" {
 				t.Errorf("labels: %+v", s)
@@ -102,7 +109,7 @@ func (r *recorder) Eventf(_ runtime.Object, _, reason, format string, args ...an
 }
 
 func summary(app argocd.Application, rows ...audit.Row) Summary {
-	return Summarize(app, nil, rows, "argocd")
+	return Summarize(app, rows, nil)
 }
 
 func TestEventsOnTransitionsOnly(t *testing.T) {
@@ -198,7 +205,7 @@ func TestMetricsCardinalityAndDeletion(t *testing.T) {
 		app := testApp()
 		app.Name = fmt.Sprintf("app-%d", i)
 		// However many rows an app has, it adds the same series.
-		m.Set(app.Ref(), Summarize(app, nil, rows(app, i*10), "argocd"), time.Millisecond)
+		m.Set(app.Ref(), Summarize(app, rows(app, i*10), nil), time.Millisecond)
 	}
 	if got := appSeries(t, m); got != 50*seriesPerApp {
 		t.Fatalf("%d per-app series for 50 apps, want %d", got, 50*seriesPerApp)
@@ -206,7 +213,7 @@ func TestMetricsCardinalityAndDeletion(t *testing.T) {
 	// Project change: the old series go, the count stays.
 	app := testApp()
 	app.Name, app.Project = "app-1", "other"
-	m.Set(app.Ref(), Summarize(app, nil, nil, "argocd"), time.Millisecond)
+	m.Set(app.Ref(), Summarize(app, nil, nil), time.Millisecond)
 	if got := appSeries(t, m); got != 50*seriesPerApp {
 		t.Fatalf("%d series after a project change, want %d", got, 50*seriesPerApp)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"sort"
 	"sync"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/audit"
 	"github.com/unprune/unprune/internal/backend/kube"
+	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/option"
 )
 
@@ -86,6 +89,7 @@ func newWatcher(ctx context.Context, cfg Config, m *Metrics, log *logger) (*watc
 		return nil, err
 	}
 	w.informers()
+	w.argo.informed = w.informedApplication
 	return w, nil
 }
 
@@ -117,8 +121,14 @@ func (w *watcher) informers() {
 		_ = inf.SetTransform(trimApplication)
 		_ = inf.AddIndexers(cache.Indexers{indexProject: projectIndex})
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    w.enqueue,
-			UpdateFunc: func(_, obj any) { w.enqueue(obj) },
+			AddFunc: func(obj any) {
+				w.enqueue(obj)
+				w.enqueueChildren(nil, obj)
+			},
+			UpdateFunc: func(old, obj any) {
+				w.enqueue(obj)
+				w.enqueueChildren(old, obj)
+			},
 			DeleteFunc: w.enqueue,
 		})
 		w.apps = append(w.apps, inf)
@@ -181,6 +191,65 @@ func (w *watcher) enqueue(obj any) {
 	if w.ns.enabled(ns) {
 		w.queue.Add(key)
 	}
+}
+
+// enqueueChildren re-evaluates the child Applications an app of apps tracks when what decides
+// their whole-app rows changed on the parent: whether it prunes automatically, or which children it
+// tracks (audit's familyRow). Status updates that change neither do not touch the children.
+func (w *watcher) enqueueChildren(old, obj any) {
+	before, after := parentOf(old), parentOf(obj)
+	if old != nil && before.autoPrune == after.autoPrune && slices.Equal(before.children, after.children) {
+		return
+	}
+	for _, key := range append(before.children, after.children...) {
+		w.enqueue(cache.ExplicitKey(key))
+	}
+}
+
+// parent is what a parent app's children's rows depend on.
+type parent struct {
+	autoPrune bool
+	children  []string
+}
+
+func parentOf(obj any) parent {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return parent{}
+	}
+	var p parent
+	p.autoPrune, _, _ = unstructured.NestedBool(u.Object, "spec", "syncPolicy", "automated", "prune")
+	resources, _, _ := unstructured.NestedSlice(u.Object, "status", "resources")
+	for _, r := range resources {
+		m, _ := r.(map[string]any)
+		if m["group"] == "argoproj.io" && m["kind"] == "Application" {
+			ns, _ := m["namespace"].(string)
+			name, _ := m["name"].(string)
+			p.children = append(p.children, ns+"/"+name)
+		}
+	}
+	sort.Strings(p.children)
+	return p
+}
+
+// informedApplication is an Application as the informers hold it, as a live object.
+func (w *watcher) informedApplication(namespace, name string) (*cluster.Object, bool) {
+	u, ok := w.get(namespace + "/" + name)
+	if !ok {
+		return nil, false
+	}
+	ref := cluster.Ref{Group: kube.GVRApplication.Group, Version: kube.GVRApplication.Version, Resource: kube.GVRApplication.Resource,
+		Kind: "Application", Namespace: namespace, Name: name, Namespaced: true}
+	return kube.FromContent(ref, u.Object), true
+}
+
+// applicationOf parses an Application as the informers hold it.
+func applicationOf(content map[string]any) (argocd.Application, error) {
+	data, err := json.Marshal(content)
+	if err != nil {
+		return argocd.Application{}, err
+	}
+	return argocd.ParseApplication(data)
 }
 
 // settingsChanged re-reads the tracking settings from argocd-cm and re-evaluates every app: the
@@ -261,11 +330,7 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 		w.events.forget(key, ns, name)
 		return nil
 	}
-	data, err := json.Marshal(u.Object)
-	if err != nil {
-		return err
-	}
-	app, err := argocd.ParseApplication(data)
+	app, err := applicationOf(u.Object)
 	if err != nil {
 		return err
 	}
@@ -274,10 +339,23 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	sum := Summarize(app, u.GetFinalizers(), rep.Rows, w.cfg.ArgoCDNamespace)
+	sum := Summarize(app, rep.Rows, w.cascade(ctx, app, u.GetFinalizers()))
 	w.metrics.Set(key, sum, w.now().Sub(start))
 	now, check := w.events.observe(key, sum)
 	return w.events.send(ctx, now, check)
+}
+
+// cascade is what deleting the app deletes with it, of high risk: nothing without a resources
+// finalizer. When its destination cannot be reached, it is judged without reading the objects.
+func (w *watcher) cascade(ctx context.Context, app argocd.Application, finalizers []string) []argocd.Resource {
+	if argocd.CascadeFinalizer(finalizers) == "" {
+		return nil
+	}
+	objects, err := w.argo.Destination(ctx, app)
+	if err != nil {
+		return audit.CascadeHighRiskUnread(app, w.cfg.ArgoCDNamespace)
+	}
+	return audit.CascadeHighRisk(ctx, objects, app, w.cfg.ArgoCDNamespace)
 }
 
 func (w *watcher) now() time.Time {

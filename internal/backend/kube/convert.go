@@ -26,7 +26,8 @@ func fromMeta(r cluster.Ref, m *metav1.PartialObjectMetadata) *cluster.Object {
 	return obj
 }
 
-func fromMap(r cluster.Ref, content map[string]any) *cluster.Object {
+// FromContent is the object a full read of content gives: its metadata, and content itself.
+func FromContent(r cluster.Ref, content map[string]any) *cluster.Object {
 	u := &unstructured.Unstructured{Object: content}
 	obj := &cluster.Object{
 		Ref: r, UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion(),

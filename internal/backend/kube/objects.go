@@ -169,7 +169,7 @@ func (o *Objects) Get(ctx context.Context, r cluster.Ref) (*cluster.Object, erro
 	if err != nil {
 		return nil, cluster.Explain(err, "get "+r.String(), o.Clients.Info)
 	}
-	obj := fromMap(r, content)
+	obj := FromContent(r, content)
 	return obj, nil
 }
 
