@@ -79,8 +79,14 @@ test-unit: ## pure and command tests (no lab), the krew manifest checked by krew
 	cd test/krew && $(GO) test -count=1 ./...
 	cd test/prometheus && $(GO) test -count=1 ./...
 
-test-lab: lab-build ## tests against the real API server and real Argo CD
-	$(GO) test -count=1 -tags lab -timeout 45m ./lab/... ./test/apiserver/ ./test/e2e/
+# TestWatch keeps what the watch served in the lab; test/prometheus then evaluates the alerts on
+# that very scrape (and checks the committed fixture it uses without the lab still has its shape).
+WATCH_SCRAPE := $(LAB_DIR)/watch-lab.prom
+
+test-lab: lab-build ## tests against the real API server and real Argo CD, then the alerts on the lab's metrics
+	@mkdir -p $(LAB_DIR) && rm -f $(WATCH_SCRAPE)
+	UNPRUNE_WATCH_SCRAPE=$(WATCH_SCRAPE) $(GO) test -count=1 -tags lab -timeout 45m ./lab/... ./test/apiserver/ ./test/e2e/
+	cd test/prometheus && UNPRUNE_WATCH_SCRAPE=$(WATCH_SCRAPE) $(GO) test -count=1 ./...
 
 test: vet test-unit test-lab ## the whole suite, as CI runs it
 

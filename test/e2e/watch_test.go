@@ -330,7 +330,9 @@ func TestWatch(t *testing.T) {
 	leader.waitMetric(t, 10*time.Second, "unprune_unguarded_prune_candidates", map[string]string{"application": guarded.Name, "risk": "high", "when": "now"}, 0)
 	leader.waitMetric(t, 10*time.Second, "unprune_unguarded_prune_candidates", map[string]string{"application": exposed.Name, "risk": "high", "when": "now"}, 1)
 	wantOneEvent(t, env, guarded, watch.ReasonHighRiskRequiresPruning, "Namespace/"+guardedNS, "It is guarded (AdmissionPolicy)")
+	child, team := watchFamily(t, env, install, leader)
 	saveScrape(t, leader)
+	guardCascade(t, env, leader, child, team)
 
 	// The leader dies without a word: the follower takes over once the lease runs out, and announces
 	// nothing again.
@@ -380,6 +382,52 @@ func TestWatch(t *testing.T) {
 
 	checkOnlyEventsAndLeaseWritten(t, follower, leader)
 	stopGracefully(t, env, follower, ns)
+}
+
+// watchFamily makes an app of apps whose parent prunes automatically and whose child, with the
+// resources finalizer, deploys a team's Namespace: one commit to the parent deletes the child and,
+// with it, the Namespace. The watch shows the child's whole-app row unguarded and the Namespace in
+// its cascade, as audit does.
+func watchFamily(t *testing.T, env *labtest.Env, install *labtest.Install, p *watchProc) (child, team string) {
+	t.Helper()
+	parent := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, AutoPrune: true})
+	teamRepo := labtest.NewRepo(t)
+	team, child = labtest.UniqueName("team"), labtest.UniqueName("child")
+	t.Cleanup(func() {
+		_ = env.Dynamic.Resource(labtest.GVRApplication).Namespace(install.Namespace()).Delete(context.Background(), child, metav1.DeleteOptions{})
+		env.DeleteNamespace(team)
+	})
+	teamRepo.Write(t, "manifests/team.yaml", teamManifests(team))
+	teamRepo.Commit(t, "the team")
+	parent.Repo.Write(t, parent.Path+"/child.yaml", childApplication(child, install.Namespace(), teamRepo.URL, "manifests", team, true))
+	rev := parent.Repo.Commit(t, "a child app")
+	parent.RefreshUntil(t, 2*time.Minute, "to sync the child Application", func(s labtest.Status) bool {
+		_, listed := s.Find("Application", child)
+		return s.Revision == rev && listed
+	})
+	waitTeam(t, env, team)
+	labels := map[string]string{"application": child, "namespace": install.Namespace()}
+	// The child's status lists the Namespace once its controller compared it: the watch sees it
+	// then, with no other change needed.
+	p.waitMetric(t, 30*time.Second, "unprune_cascade_high_risk_resources", labels, 1)
+	p.waitMetric(t, 10*time.Second, "unprune_unguarded_prune_candidates", map[string]string{"application": child, "risk": "high", "when": "app_deleted"}, 1)
+	row, ok := familyAuditRow(t, env, install, child)
+	if !ok || row.Cascade == nil || len(row.Cascade.HighRisk) != 1 || row.Guarded {
+		t.Fatalf("audit of %s: %+v (found %v); want the same answer as the watch: one unguarded high-risk resource in its cascade", child, row, ok)
+	}
+	return child, team
+}
+
+// guardCascade annotates the team's Namespace Delete=false: Argo CD's cascade keeps it, and the watch
+// says so within its live cache's TTL and a resync.
+func guardCascade(t *testing.T, env *labtest.Env, p *watchProc, child, team string) {
+	t.Helper()
+	if _, err := env.Kube.CoreV1().Namespaces().Patch(labtest.Context(t), team, types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"argocd.argoproj.io/sync-options":"Delete=false"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.waitMetric(t, 20*time.Second, "unprune_cascade_high_risk_resources", map[string]string{"application": child}, 0)
+	p.waitMetric(t, 10*time.Second, "unprune_unguarded_prune_candidates", map[string]string{"application": child, "risk": "high", "when": "app_deleted"}, 0)
 }
 
 // TestWatchRemoteDestination: Applications deploying to another cluster than Argo CD's are judged

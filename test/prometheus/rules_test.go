@@ -19,11 +19,62 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// scrapeFile is what `unprune watch` served in the lab (TestWatch with UNPRUNE_WATCH_SCRAPE set):
-// two apps whose Namespace requires pruning, one guarded by unprune's admission policy.
-const scrapeFile = "testdata/watch-lab.prom"
+// fixture is what `unprune watch` served in the lab's TestWatch: two apps whose Namespace requires
+// pruning, one guarded by unprune's admission policy, and an app of apps' child whose deletion would
+// take its Namespace. It lets the alerts be tested without the lab; `make test-lab` tests them on the
+// scrape of that very run as well (UNPRUNE_WATCH_SCRAPE), and rewriting the fixture is copying it.
+const fixture = "testdata/watch-lab.prom"
 
-var wantAlerts = []string{"UnpruneHighRiskRequiresPruning", "UnpruneUnguardedHighRiskPrune", "UnpruneWatchDown"}
+var wantAlerts = []string{"UnpruneHighRiskRequiresPruning", "UnpruneUnguardedHighRiskPrune", "UnpruneUnguardedHighRiskCascade", "UnpruneWatchDown"}
+
+// scrapes are the scrapes the alerts are evaluated on, by name: the fixture, and the lab's of this
+// run when UNPRUNE_WATCH_SCRAPE names it (then it must exist: TestWatch wrote it).
+func scrapes(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{"fixture": fixture}
+	if lab := os.Getenv("UNPRUNE_WATCH_SCRAPE"); lab != "" {
+		if _, err := os.Stat(lab); err != nil {
+			t.Fatalf("UNPRUNE_WATCH_SCRAPE: %v: the lab's TestWatch did not save its scrape", err)
+		}
+		out["lab"] = lab
+	}
+	return out
+}
+
+// shape is what of a scrape the alerts and dashboards depend on: each unprune_ series' name, label
+// names, and the values of the labels that enumerate (risk, when, stage).
+func shape(t *testing.T, path string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "unprune_") {
+			continue
+		}
+		name, rest, _ := strings.Cut(line[:strings.LastIndexByte(line, ' ')], "{")
+		var labels []string
+		for _, pair := range strings.Split(strings.TrimSuffix(rest, "}"), ",") {
+			k, v, _ := strings.Cut(pair, "=")
+			if k == "risk" || k == "when" || k == "stage" {
+				k += "=" + v
+			}
+			if k != "" {
+				labels = append(labels, k)
+			}
+		}
+		sort.Strings(labels)
+		seen[name+"{"+strings.Join(labels, ",")+"}"] = true
+	}
+	var out []string
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
 
 // rules parses deploy/prometheus's PrometheusRule's groups with Prometheus's rule parser.
 func rules(t *testing.T) map[string]rulefmt.Rule {
@@ -77,11 +128,11 @@ func TestRulesParse(t *testing.T) {
 }
 
 // series is one sample of the scrape as a promqltest load line.
-func loadScript(t *testing.T, instances []string, drop func(name string, labels string) bool) string {
+func loadScript(t *testing.T, scrape string, instances []string, drop func(name string, labels string) bool) string {
 	t.Helper()
-	f, err := os.Open(scrapeFile)
+	f, err := os.Open(scrape)
 	if err != nil {
-		t.Fatalf("%v: run TestWatch in the lab with UNPRUNE_WATCH_SCRAPE=$PWD/test/prometheus/%s", err, scrapeFile)
+		t.Fatalf("%v: run TestWatch in the lab with UNPRUNE_WATCH_SCRAPE=$PWD/test/prometheus/%s", err, fixture)
 	}
 	defer f.Close()
 	var b strings.Builder
@@ -146,9 +197,9 @@ func eval(t *testing.T, script, expr string) []string {
 
 // stuck returns the apps of the scrape whose metric with extra labels is above 0, as the alert's
 // by (namespace, application) labels print.
-func stuck(t *testing.T, metric, extra string) []string {
+func stuck(t *testing.T, scrape, metric, extra string) []string {
 	t.Helper()
-	raw, err := os.ReadFile(scrapeFile)
+	raw, err := os.ReadFile(scrape)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,17 +223,33 @@ func label(line, name string) string {
 
 // TestAlertsOnLabScrape evaluates each alert's expression with Prometheus's engine over what the
 // watch served in the lab, scraped from two replicas (as the ServiceMonitor scrapes them): each app
-// fires once; the guarded app fires the first alert but not the unguarded one; the watch-down alert
-// is silent while a replica is up and leads, and fires when none is scraped or none leads.
+// fires once; the guarded app fires the first alert but not the unguarded one; the child whose
+// deletion cascades fires the cascade alert; the watch-down alert is silent while a replica is up
+// and leads, and fires when none is scraped or none leads. With the lab's scrape of this run, the
+// fixture must still have its shape.
 func TestAlertsOnLabScrape(t *testing.T) {
 	rs := rules(t)
-	two := loadScript(t, []string{"10.0.0.1:8080", "10.0.0.2:8080"}, nil)
-	high := stuck(t, "unprune_resources_requiring_pruning", `risk="high"`)
-	unguarded := stuck(t, "unprune_unguarded_prune_candidates", `risk="high",when="now"`)
-	if len(high) < 2 || len(unguarded) < 1 || len(unguarded) >= len(high) {
-		t.Fatalf("the scrape should hold stuck apps, one of them guarded: high %v, unguarded %v", high, unguarded)
+	all := scrapes(t)
+	for name, scrape := range all {
+		t.Run(name, func(t *testing.T) { alertsOn(t, rs, scrape) })
 	}
-	for alert, want := range map[string][]string{"UnpruneHighRiskRequiresPruning": high, "UnpruneUnguardedHighRiskPrune": unguarded} {
+	if lab, ok := all["lab"]; ok {
+		if got, want := shape(t, fixture), shape(t, lab); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("the fixture's series are not the lab's: copy %s to test/prometheus/%s\nfixture: %v\nlab:     %v", lab, fixture, got, want)
+		}
+	}
+}
+
+func alertsOn(t *testing.T, rs map[string]rulefmt.Rule, scrape string) {
+	two := loadScript(t, scrape, []string{"10.0.0.1:8080", "10.0.0.2:8080"}, nil)
+	high := stuck(t, scrape, "unprune_resources_requiring_pruning", `risk="high"`)
+	unguarded := stuck(t, scrape, "unprune_unguarded_prune_candidates", `risk="high",when="now"`)
+	cascade := stuck(t, scrape, "unprune_unguarded_prune_candidates", `risk="high",when="app_deleted"`)
+	if len(high) < 2 || len(unguarded) < 1 || len(unguarded) >= len(high) || len(cascade) < 1 {
+		t.Fatalf("the scrape should hold stuck apps, one of them guarded, and a cascade: high %v, unguarded %v, cascade %v", high, unguarded, cascade)
+	}
+	for alert, want := range map[string][]string{"UnpruneHighRiskRequiresPruning": high, "UnpruneUnguardedHighRiskPrune": unguarded,
+		"UnpruneUnguardedHighRiskCascade": cascade} {
 		if got := eval(t, two, rs[alert].Expr); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s fires for %v, want %v", alert, got, want)
 		}
@@ -191,11 +258,11 @@ func TestAlertsOnLabScrape(t *testing.T) {
 	if got := eval(t, two, down); len(got) != 0 {
 		t.Errorf("UnpruneWatchDown fires with both replicas up: %v", got)
 	}
-	noScrape := loadScript(t, []string{"10.0.0.1:8080"}, func(string, string) bool { return true })
+	noScrape := loadScript(t, scrape, []string{"10.0.0.1:8080"}, func(string, string) bool { return true })
 	if got := eval(t, noScrape+"  unrelated_metric 1+0x20\n", down); len(got) != 1 {
 		t.Errorf("UnpruneWatchDown with nothing scraped: %v, want it to fire", got)
 	}
-	noLeader := loadScript(t, []string{"10.0.0.1:8080"}, func(name, _ string) bool { return name == "unprune_leader" })
+	noLeader := loadScript(t, scrape, []string{"10.0.0.1:8080"}, func(name, _ string) bool { return name == "unprune_leader" })
 	if got := eval(t, noLeader, down); len(got) != 1 {
 		t.Errorf("UnpruneWatchDown with no leader: %v, want it to fire", got)
 	}
