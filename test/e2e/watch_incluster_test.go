@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -154,14 +152,8 @@ func clusterCA(t *testing.T, env *labtest.Env) []byte {
 // token, the cluster's CA and the pod's namespace.
 func serviceAccountVolume(t *testing.T, env *labtest.Env, namespace, name string) string {
 	t.Helper()
-	seconds := int64(3600)
-	tr, err := env.Kube.CoreV1().ServiceAccounts(namespace).CreateToken(labtest.Context(t), name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := labtest.TempDir(t)
-	for file, content := range map[string][]byte{"token": []byte(tr.Status.Token), "ca.crt": clusterCA(t, env), "namespace": []byte(namespace)} {
+	for file, content := range map[string][]byte{"token": []byte(serviceAccountToken(t, env, namespace, name)), "ca.crt": clusterCA(t, env), "namespace": []byte(namespace)} {
 		if err := os.WriteFile(filepath.Join(dir, file), content, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -325,18 +317,6 @@ func checkPodProcess(t *testing.T, p *watchProc, uid int64) {
 	if want := fmt.Sprintf("\nUid:\t%d\t%d\t", uid, uid); !strings.Contains(string(status), want) {
 		t.Errorf("PID %d does not run as the pod's user %d:\n%s", pid, uid, status)
 	}
-}
-
-func waitReady(t *testing.T, p *watchProc) {
-	t.Helper()
-	labtest.Eventually(t, 60*time.Second, p.name+" to be ready", func() (bool, string) {
-		resp, err := http.Get("http://" + p.addr + "/readyz")
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
 }
 
 // waitLeading checks the replica says it serves metrics and leads as its pod's name, and that the

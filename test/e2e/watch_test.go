@@ -103,15 +103,9 @@ func applyShippedRBAC(t *testing.T, env *labtest.Env, namespace string, componen
 // with nothing else in it.
 func serviceAccountKubeconfig(t *testing.T, env *labtest.Env, namespace, name string) string {
 	t.Helper()
-	seconds := int64(3600)
-	tr, err := env.Kube.CoreV1().ServiceAccounts(namespace).CreateToken(labtest.Context(t), name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["lab"] = &clientcmdapi.Cluster{Server: env.REST.Host, CertificateAuthorityData: env.REST.CAData, CertificateAuthority: env.REST.CAFile}
-	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.AuthInfos["sa"] = &clientcmdapi.AuthInfo{Token: serviceAccountToken(t, env, namespace, name)}
 	cfg.Contexts["sa"] = &clientcmdapi.Context{Cluster: "lab", AuthInfo: "sa", Namespace: namespace}
 	cfg.CurrentContext = "sa"
 	path := filepath.Join(labtest.TempDir(t), name+".kubeconfig")
@@ -119,6 +113,19 @@ func serviceAccountKubeconfig(t *testing.T, env *labtest.Env, namespace, name st
 		t.Fatal(err)
 	}
 	return path
+}
+
+// serviceAccountToken mints an hour's token for the ServiceAccount (TokenRequest), as the kubelet
+// does for a pod.
+func serviceAccountToken(t *testing.T, env *labtest.Env, namespace, name string) string {
+	t.Helper()
+	seconds := int64(3600)
+	tr, err := env.Kube.CoreV1().ServiceAccounts(namespace).CreateToken(labtest.Context(t), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
 }
 
 func buildUnprune(t *testing.T) string {
@@ -165,7 +172,14 @@ func startWatch(t *testing.T, bin, kubeconfig, namespace, name string, extra ...
 		p.addr = m[1]
 		return true, ""
 	})
-	labtest.Eventually(t, 60*time.Second, name+" to be ready", func() (bool, string) {
+	waitReady(t, p)
+	return p
+}
+
+// waitReady waits until the replica answers /readyz: its informers synced and argocd-cm read.
+func waitReady(t *testing.T, p *watchProc) {
+	t.Helper()
+	labtest.Eventually(t, 60*time.Second, p.name+" to be ready", func() (bool, string) {
 		resp, err := http.Get("http://" + p.addr + "/readyz")
 		if err != nil {
 			return false, err.Error()
@@ -173,7 +187,6 @@ func startWatch(t *testing.T, bin, kubeconfig, namespace, name string, extra ...
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, resp.Status
 	})
-	return p
 }
 
 // sample is one line of a scrape.
