@@ -25,12 +25,20 @@ type cachingArgoCD struct {
 
 	mu     sync.Mutex
 	caches map[string]*cachedObjects
+	// sets are the ApplicationSets read, for the TTL: every app a set generates names it, at each of
+	// its status changes.
+	sets *lru[setResult]
+}
+
+type setResult struct {
+	content map[string]any
+	err     error
 }
 
 var _ audit.SetReader = (*cachingArgoCD)(nil)
 
 func newCachingArgoCD(inner cluster.ArgoCD, size int, ttl time.Duration, now func() time.Time) *cachingArgoCD {
-	return &cachingArgoCD{ArgoCD: inner, size: size, ttl: ttl, now: now, caches: map[string]*cachedObjects{}}
+	return &cachingArgoCD{ArgoCD: inner, size: size, ttl: ttl, now: now, caches: map[string]*cachedObjects{}, sets: newLRU[setResult](size/10+1, ttl, now)}
 }
 
 // Destination returns the app's destination with its cache; destinations are few (one per cluster).
@@ -70,14 +78,23 @@ func (a *cachingArgoCD) GetApplication(ctx context.Context, namespace, name stri
 	return a.ArgoCD.GetApplication(ctx, namespace, name)
 }
 
-// GetApplicationSet reads an ApplicationSet, to know whether its policy deletes the apps it owns.
-// ApplicationSets are not watched (they change rarely): a changed policy shows at the next resync.
+// GetApplicationSet reads an ApplicationSet, to know whether its policy deletes the apps it owns,
+// through a cache with the live objects' TTL. ApplicationSets are not watched (they change rarely):
+// a changed policy shows at the next evaluation of each app after the TTL.
 func (a *cachingArgoCD) GetApplicationSet(ctx context.Context, namespace, name string) (map[string]any, error) {
 	reader, ok := a.ArgoCD.(audit.SetReader)
 	if !ok {
 		return nil, fmt.Errorf("this backend cannot read ApplicationSet %s/%s", namespace, name)
 	}
-	return reader.GetApplicationSet(ctx, namespace, name)
+	key := namespace + "/" + name
+	if r, ok := a.sets.get(key); ok {
+		return r.content, r.err
+	}
+	content, err := reader.GetApplicationSet(ctx, namespace, name)
+	if ctx.Err() == nil {
+		a.sets.put(key, setResult{content: content, err: err})
+	}
+	return content, err
 }
 
 // Refresh is refused: the watch writes nothing to Applications.

@@ -115,3 +115,34 @@ func TestWholeAppRowsReadTheInformers(t *testing.T) {
 		t.Errorf("cascade %v; want Namespace/team", got)
 	}
 }
+
+// countingSets is a backend whose ApplicationSet reads are counted.
+type countingSets struct {
+	cluster.ArgoCD
+	reads int
+}
+
+func (c *countingSets) GetApplicationSet(context.Context, string, string) (map[string]any, error) {
+	c.reads++
+	return map[string]any{"spec": map[string]any{}}, nil
+}
+
+// TestApplicationSetsAreReadOncePerTTL: the apps a set generates name it at every status change;
+// the set is read once per TTL, not once per evaluation.
+func TestApplicationSetsAreReadOncePerTTL(t *testing.T) {
+	now := time.Unix(0, 0)
+	inner := &countingSets{}
+	a := newCachingArgoCD(inner, 100, time.Minute, func() time.Time { return now })
+	for range 50 {
+		if _, err := a.GetApplicationSet(context.Background(), "argocd", "teams"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(2 * time.Minute)
+	if _, err := a.GetApplicationSet(context.Background(), "argocd", "teams"); err != nil {
+		t.Fatal(err)
+	}
+	if inner.reads != 2 {
+		t.Errorf("%d reads for 51 evaluations across one TTL; want 2", inner.reads)
+	}
+}
