@@ -134,7 +134,7 @@ func compareSet(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, be
 		c := &changes[0]
 		for _, a := range res.Apps {
 			if !isOwned[a.Name] && w.SameTarget(a.Whole) {
-				c.RenamedTo, c.Fix = a.Name, renameFix(*c, true)
+				c.RenamedTo, c.Fix = a.Name, renameFix(option.Program(ctx), *c, true)
 			}
 		}
 		if c.Fate == Cascade && after.PreserveResourcesOnDeletion && !before.PreserveResourcesOnDeletion {

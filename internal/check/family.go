@@ -8,6 +8,7 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/guard"
+	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/risk"
 )
 
@@ -98,7 +99,7 @@ func family(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, manife
 		changes := d.app(ctx, objects, it.Resource.Namespace, it.Resource.Name, by, nil)
 		if w, ok := renamedTo(ctx, objects, it.Resource, added); ok {
 			changes[0].RenamedTo = w.Name
-			changes[0].Fix = renameFix(changes[0], false)
+			changes[0].Fix = renameFix(option.Program(ctx), changes[0], false)
 		}
 		rep.Apps = append(rep.Apps, changes...)
 	}
@@ -152,7 +153,7 @@ func renamedTo(ctx context.Context, objects cluster.Objects, r argocd.Resource, 
 }
 
 // renameFix says how to rename without the deletion window.
-func renameFix(c AppChange, generated bool) string {
+func renameFix(program string, c AppChange, generated bool) string {
 	switch {
 	case c.Fate != Cascade:
 		return "no resource is deleted; the new app adopts them (their tracking names the old instance until its first sync)"
@@ -164,7 +165,7 @@ func renameFix(c AppChange, generated bool) string {
 	// again), so the parent's own git carries the fix.
 	return fmt.Sprintf("first merge a commit that only drops the resources finalizer from %s's manifest and let the parent sync it; "+
 		"then merge the rename: the old app goes without deleting anything and %s adopts its resources at its first sync "+
-		"(for an app no parent manages, `unprune rename %s %s` does it in one step)", c.App.Ref(), c.RenamedTo, c.App.Ref(), c.RenamedTo)
+		"(for an app no parent manages, `%s rename %s %s` does it in one step)", c.App.Ref(), c.RenamedTo, program, c.App.Ref(), c.RenamedTo)
 }
 
 // deletion follows one app's deletion through its finalizer and into the apps it deletes.

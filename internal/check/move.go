@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -19,13 +20,13 @@ const Moved Reason = "MovedBetweenApps"
 // MoveRecipe is what to run so that the object changes apps without a deletion window: mark it in
 // the app it leaves before the merge (so that app cannot prune it), then hand it over once the app
 // it joins lists it.
-func MoveRecipe(from, to string, res argocd.Resource) []string {
+func MoveRecipe(ctx context.Context, from, to string, res argocd.Resource) []string {
 	prepare := moveCommand(from, to, res, option.Flag(option.Prepare), option.Flag(option.Yes))
 	move := moveCommand(from, to, res, option.Flag(option.Yes))
 	return []string{
-		fmt.Sprintf("before merging: %v", prepare),
+		"before merging: " + prepare.In(ctx),
 		"merge the change, and wait until " + to + " lists the resource (OutOfSync, shared with " + from + ")",
-		fmt.Sprintf("then: %v", move),
+		"then: " + move.In(ctx),
 	}
 }
 
@@ -53,13 +54,13 @@ func appRef(a argocd.Application, controllerNamespace string) string {
 // NoteMoves adds the move recipe to every adoption of an object another app tracks: if the same
 // change removes it from that app, it is a move, and the other app may prune it before this one
 // takes it over.
-func NoteMoves(rep *Report, controllerNamespace string) {
+func NoteMoves(ctx context.Context, rep *Report, controllerNamespace string) {
 	for i := range rep.Items {
 		it := &rep.Items[i]
 		if it.Kind != Adoption || it.Reason != TrackedByOtherApp || it.OtherInstance == "" {
 			continue
 		}
-		recipe := MoveRecipe(appOf(it.OtherInstance, controllerNamespace), appRef(rep.App, controllerNamespace), it.Resource)
+		recipe := MoveRecipe(ctx, appOf(it.OtherInstance, controllerNamespace), appRef(rep.App, controllerNamespace), it.Resource)
 		it.Notes = append(it.Notes, "if this change also removes it from "+appOf(it.OtherInstance, controllerNamespace)+
 			", that app prunes it before this one takes it over; move it instead: "+strings.Join(recipe, "; "))
 	}
@@ -69,7 +70,7 @@ func NoteMoves(rep *Report, controllerNamespace string) {
 // and an Adoption of the same object (same cluster, same resource) by another app from it become one
 // Move item, in the adopting app's report, carrying the recipe; the Prune leaves the first app's
 // report. Everything else is kept as it is, in order.
-func FoldMoves(reps []Report, controllerNamespace string) []Report {
+func FoldMoves(ctx context.Context, reps []Report, controllerNamespace string) []Report {
 	type prune struct{ rep, item int }
 	prunes := map[string]prune{}
 	for r, rep := range reps {
@@ -94,7 +95,7 @@ func FoldMoves(reps []Report, controllerNamespace string) []Report {
 			m := &out[r].Items[i]
 			m.Kind, m.Reason = Move, Moved
 			m.Notes = append([]string{fmt.Sprintf("moved from %s to %s by this change: %s would prune it, %s adopt it", from, to, from, to)},
-				MoveRecipe(from, to, it.Resource)...)
+				MoveRecipe(ctx, from, to, it.Resource)...)
 		}
 	}
 	for r := range out {

@@ -1,12 +1,14 @@
 package check
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/option"
 )
 
 func TestFoldMoves(t *testing.T) {
@@ -23,7 +25,7 @@ func TestFoldMoves(t *testing.T) {
 		// the same object name on another cluster is another object: not a move
 		{Kind: Adoption, Reason: TrackedByOtherApp, OtherInstance: "shop-old", Resource: other, Cluster: remote},
 	}}
-	out := FoldMoves([]Report{a, b}, "argocd")
+	out := FoldMoves(context.Background(), []Report{a, b}, "argocd")
 	if len(out[0].Items) != 1 || out[0].Items[0].Resource != other {
 		t.Fatalf("the source app's report: %+v", out[0].Items)
 	}
@@ -49,8 +51,8 @@ func TestNoteMoves(t *testing.T) {
 		{Kind: Adoption, Reason: TrackedByOtherApp, OtherInstance: "team_shop-old", Resource: cm},
 		{Kind: Adoption, Reason: Untracked, Resource: cm},
 	}}
-	NoteMoves(&rep, "argocd")
-	want := "unprune move team/shop-old ConfigMap/shop/settings <To> shop <Prepare> <Yes>"
+	NoteMoves(option.WithProgram(context.Background(), "kubectl unprune"), &rep, "argocd")
+	want := "kubectl unprune move team/shop-old ConfigMap/shop/settings <To> shop <Prepare> <Yes>"
 	if n := rep.Items[0].Notes; len(n) != 1 || !strings.Contains(n[0], want) {
 		t.Errorf("notes %q, want the recipe %q", n, want)
 	}

@@ -148,7 +148,7 @@ func (o *AuditOptions) table(doc printer.AuditReport, rep audit.Report, apps int
 	}
 	guardThem := ""
 	if doc.Summary.Unguarded > 0 {
-		guardThem = " Guard them: unprune guard policy --apply; unprune guard protect|confirm RESOURCE..."
+		guardThem = fmt.Sprintf(" Guard them: %[1]s guard policy --apply; %[1]s guard protect|confirm RESOURCE...", o.program)
 	}
 	fmt.Fprintf(o.ErrOut, "%d deletions a prune could make, %d unguarded (%d high-risk).%s\n",
 		len(doc.Items), doc.Summary.Unguarded, doc.Summary.UnguardedHigh, guardThem)

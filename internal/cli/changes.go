@@ -9,6 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/unprune/unprune/internal/engine"
+	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/printer"
 )
 
@@ -81,7 +82,7 @@ func (g *GlobalOptions) applyConfirmed(ctx context.Context, streams genericioopt
 		return mode, nil, failure(err)
 	}
 	if done.Journal != "" {
-		fmt.Fprintf(streams.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", done.Journal, done.Journal)
+		fmt.Fprintf(streams.ErrOut, "Journal: %s (undo with: %s undo %s)\n", done.Journal, option.Program(ctx), done.Journal)
 	}
 	return mode, done, nil
 }

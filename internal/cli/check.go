@@ -160,7 +160,7 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return failure(err)
 	}
-	check.NoteMoves(&rep, argo.Namespace())
+	check.NoteMoves(ctx, &rep, argo.Namespace())
 	if len(o.also) > 0 {
 		return o.runAlso(ctx, argo, rep, len(manifests))
 	}

@@ -63,11 +63,11 @@ func (o *CheckOptions) runAlso(ctx context.Context, argo cluster.ArgoCD, first c
 		if err != nil {
 			return failure(err)
 		}
-		check.NoteMoves(&rep, argo.Namespace())
+		check.NoteMoves(ctx, &rep, argo.Namespace())
 		reps = append(reps, rep)
 		manifests += len(ms)
 	}
-	reps = check.FoldMoves(reps, argo.Namespace())
+	reps = check.FoldMoves(ctx, reps, argo.Namespace())
 	if o.output.out.Document() {
 		return o.printList(argo, reps)
 	}

@@ -22,6 +22,8 @@ type goldenCase struct {
 	setup func(w *world)
 	// keep cuts the output down to what the case is about (a completion script's first line).
 	keep func(r result) result
+	// binary runs the case as a plugin (kubectl-unprune, argocd-unprune) instead of unprune.
+	binary string
 }
 
 // runGoldens runs the cases, each as a subtest with its golden file. "{{ .JournalDir }}" and
@@ -39,7 +41,11 @@ func runGoldens(t *testing.T, cases []goldenCase) {
 				a = strings.ReplaceAll(a, "{{ .JournalDir }}", w.journalDir())
 				args[i] = strings.ReplaceAll(a, "{{ .Dir }}", w.dir)
 			}
-			r := runIn(t, w, NameUnprune, tc.stdin, args...)
+			binary := tc.binary
+			if binary == "" {
+				binary = NameUnprune
+			}
+			r := runIn(t, w, binary, tc.stdin, args...)
 			if tc.keep != nil {
 				r = tc.keep(r)
 			}

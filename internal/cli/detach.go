@@ -256,7 +256,7 @@ func (o *DetachOptions) finish(r engine.Result, verified bool) error {
 	}
 	doc := o.report(r)
 	if !o.output.out.Document() {
-		fmt.Fprint(o.Out, printer.VerificationText(doc))
+		fmt.Fprint(o.Out, printer.VerificationText(o.program, doc))
 		switch doc.Mode {
 		case string(engine.ModePreview):
 			if doc.Summary.Planned > 0 && doc.Summary.Refused+doc.Summary.Failed == 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
+	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/printer"
 )
 
@@ -136,7 +137,7 @@ func execute(ctx context.Context, name string, root *cobra.Command, args []strin
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	err := root.ExecuteContext(ctx)
+	err := root.ExecuteContext(option.WithProgram(ctx, displayName(name)))
 	var e *ExitError
 	if err != nil && !(errors.As(err, &e) && e.Err == nil) {
 		fmt.Fprintln(streams.ErrOut, "error:", printer.Line(speak(name, err)))

@@ -6,6 +6,7 @@ func TestGoldenAudit(t *testing.T) {
 	runGoldens(t, []goldenCase{
 		{name: "audit", args: []string{"audit"}},
 		{name: "audit-wide", args: []string{"audit", "-A", "-o", "wide"}},
+		{name: "audit-kubectl-plugin", binary: NameKubectlPlugin, args: []string{"audit", "-A"}},
 		{name: "audit-json", args: []string{"audit", "-o", "json"}},
 		{name: "audit-name", args: []string{"audit", "-A", "-o", "name"}},
 		// Exit 1: --fail-on turns unguarded deletions into findings, for CI.

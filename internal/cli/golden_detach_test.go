@@ -42,6 +42,9 @@ func TestGoldenDetach(t *testing.T) {
 			w.argo.Stop()
 			w.stepClock(50 * time.Millisecond)
 		}},
+		// Run as a plugin, the command lines it recommends are the plugin's: krew installs no unprune.
+		{name: "detach-yes-kubectl-plugin", binary: NameKubectlPlugin, args: []string{"detach", "guestbook", "--all", "--yes"}},
+		{name: "detach-help-kubectl-plugin", binary: NameKubectlPlugin, args: []string{"detach", "--help"}},
 		// Exit 2: bad input.
 		{name: "detach-no-args", args: []string{"detach"}},
 		{name: "detach-no-resources", args: []string{"detach", "guestbook"}},

@@ -7,6 +7,7 @@ func TestGoldenScan(t *testing.T) {
 		{name: "scan", args: []string{"scan"}},
 		{name: "scan-json", args: []string{"scan", "-o", "json"}},
 		{name: "scan-wide", args: []string{"scan", "-o", "wide"}},
+		{name: "scan-argocd-plugin", binary: NameArgoCDPlugin, args: []string{"scan", "--server", "argocd.example", "--auth-token", "t"}},
 		{name: "scan-no-headers", args: []string{"scan", "--no-headers"}},
 		{name: "scan-all-namespaces-yaml", args: []string{"scan", "-A", "-o", "yaml"}},
 		{name: "scan-all-namespaces", args: []string{"scan", "-A"}},

@@ -28,6 +28,8 @@ var goldenTime = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // result is what one run of a command tree printed and returned.
 type result struct {
+	// program is how the user ran it: unprune, or a plugin as its host's subcommand.
+	program               string
 	stdin, stdout, stderr string
 	code                  int
 }
@@ -48,7 +50,7 @@ func runIn(t *testing.T, w *world, name, stdin string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	code := execute(ctx, name, newRootCommand(name, g), full, streams)
-	return result{stdin: stdin, stdout: out.String(), stderr: errOut.String(), code: code}
+	return result{program: displayName(name), stdin: stdin, stdout: out.String(), stderr: errOut.String(), code: code}
 }
 
 // goldenVars are the values that differ per run or per machine, longest first so that a value
@@ -68,7 +70,7 @@ func goldenVars(w *world) [][2]string {
 // tool's version, the Go toolchain) as template placeholders, as flux2's golden files have them.
 func golden(t *testing.T, w *world, file string, r result, args ...string) {
 	t.Helper()
-	got := "$ unprune " + strings.Join(args, " ") + "\n"
+	got := "$ " + r.program + " " + strings.Join(args, " ") + "\n"
 	if r.stdin != "" {
 		got += "--- stdin\n" + r.stdin
 	}

@@ -147,7 +147,7 @@ func (o *GuardPolicyOptions) Run(ctx context.Context) error {
 	if dryRun {
 		return Silent(ExitFindings)
 	}
-	fmt.Fprintln(o.ErrOut, "The policy is enforced within seconds; `unprune audit --probe` shows when it is.")
+	fmt.Fprintf(o.ErrOut, "The policy is enforced within seconds; `%s audit --probe` shows when it is.\n", o.program)
 	return nil
 }
 
@@ -252,7 +252,7 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 		}
 	}
 	if j := r.Done().Journal; j != "" {
-		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", j, j)
+		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: %s undo %s)\n", j, o.program, j)
 	}
 	info := objects.Info()
 	doc := printer.NewChangeReport("GuardReport", o.metadata(&info), nil, r)

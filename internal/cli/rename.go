@@ -168,7 +168,7 @@ func (o *RenameOptions) Run(ctx context.Context) error {
 		return failure(err)
 	}
 	if j := res.done.Journal; j != "" {
-		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: unprune undo %s)\n", j, j)
+		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: %s undo %s)\n", j, o.program, j)
 	}
 	wait := o.Wait && mode == engine.DryRunNone && res.done.Done()
 	if wait {
@@ -198,12 +198,12 @@ func (o *RenameOptions) finish(res *renameResult, verified bool) error {
 	code, msg := runExit(doc.ChangeReport, verified)
 	if s := doc.Summary; code == ExitFailure && appWritten(res.done) {
 		// runExit counts only the tracking rewrites: the Application writes before them were made.
-		code, msg = ExitPartial, fmt.Sprintf("%d of %d tracking rewrites failed (see above) after the Application writes above were made; undo with: unprune undo %s",
-			s.Failed+s.NotAttempted, s.Total, doc.Journal)
+		code, msg = ExitPartial, fmt.Sprintf("%d of %d tracking rewrites failed (see above) after the Application writes above were made; undo with: %s undo %s",
+			s.Failed+s.NotAttempted, s.Total, o.program, doc.Journal)
 	}
 	if i := failedStep(res.done); i >= 0 && code == ExitOK {
 		failed, d := res.rr.Steps[i], res.done.Steps[i]
-		code, msg = ExitPartial, fmt.Sprintf("%s %s failed: %s; undo with: unprune undo %s", failed.Verb, failed.App.Namespace+"/"+failed.App.Name, d.Message, doc.Journal)
+		code, msg = ExitPartial, fmt.Sprintf("%s %s failed: %s; undo with: %s undo %s", failed.Verb, failed.App.Namespace+"/"+failed.App.Name, d.Message, o.program, doc.Journal)
 	}
 	// runExit already says 1 for a preview with tracking to rewrite; the line is due either way.
 	if doc.Mode == string(engine.ModePreview) && !res.rr.Blocked() && (code == ExitOK || code == ExitFindings) {
@@ -265,7 +265,7 @@ func (o *RenameOptions) print(res *renameResult) error {
 	if err := printer.ChangeTable(o.Out, o.output.out, doc.ChangeReport); err != nil {
 		return err
 	}
-	fmt.Fprint(o.Out, printer.VerificationText(doc.ChangeReport))
+	fmt.Fprint(o.Out, printer.VerificationText(o.program, doc.ChangeReport))
 	if doc.Mode == string(engine.ModePreview) {
 		return printDiffs(o.Out, o.ErrOut, o.getenv("KUBECTL_EXTERNAL_DIFF"), res.rr.Planned)
 	}

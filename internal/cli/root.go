@@ -10,6 +10,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -66,6 +67,8 @@ type GlobalOptions struct {
 	session session.Session
 	// installed is the installation connect reached, for the reports that describe it.
 	installed installation
+	// program is how the user runs this binary, for the command lines messages recommend.
+	program string
 }
 
 // installation is an Argo CD installation and its settings, as connect read them.
@@ -83,6 +86,17 @@ const (
 	displayArgoCD     = "argocd unprune"
 )
 
+// displayName is how the user runs binary name: a plugin as its host command's subcommand.
+func displayName(name string) string {
+	switch name {
+	case NameKubectlPlugin:
+		return displayKubectl
+	case NameArgoCDPlugin:
+		return displayArgoCD
+	}
+	return name
+}
+
 // NewRootCommand builds a fresh command tree. name is the binary (unprune, kubectl-unprune or
 // argocd-unprune): plugins name themselves as their host shows them, in help, errors and completion.
 func NewRootCommand(name string, streams genericiooptions.IOStreams) *cobra.Command {
@@ -97,6 +111,7 @@ func newGlobalOptions(name string, streams genericiooptions.IOStreams) *GlobalOp
 		Burst:       2000,
 		Via:         ViaKube,
 		streams:     streams,
+		program:     displayName(name),
 	}
 	if name == NameArgoCDPlugin {
 		// As an argocd plugin, --server is the Argo CD server's, as for the argocd CLI.
@@ -132,8 +147,7 @@ and puts guards in place.
 	}
 	switch name {
 	case NameKubectlPlugin, NameArgoCDPlugin:
-		display := map[string]string{NameKubectlPlugin: displayKubectl, NameArgoCDPlugin: displayArgoCD}[name]
-		cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: display}
+		cmd.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: displayName(name)}
 		// A completion script generated here would be registered for kubectl (or argocd) itself and
 		// replace that command's own: plugins complete through kubectl_complete-unprune instead
 		// (kubectl 1.26+), which calls this binary's hidden __complete command.
@@ -166,7 +180,25 @@ and puts guards in place.
 		NewWatchCommand(g, streams),
 		NewVersionCommand(g, streams),
 	)
+	if g.program != NameUnprune {
+		nameTheProgram(cmd, g.program)
+	}
 	return cmd
+}
+
+// nameTheProgram rewrites the help's command lines, written for the standalone binary, as a plugin
+// is run: its examples' lines and the commands its text quotes ("unprune undo" reverses it).
+func nameTheProgram(cmd *cobra.Command, program string) {
+	example := regexp.MustCompile(`(?m)^(\s*)` + NameUnprune + ` `)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Example = example.ReplaceAllString(c.Example, "${1}"+program+" ")
+		c.Long = strings.ReplaceAll(c.Long, `"`+NameUnprune+` `, `"`+program+` `)
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(cmd)
 }
 
 // addVerbosity adds kubectl's -v: client-go logs each request from level 6 on.

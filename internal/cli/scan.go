@@ -113,8 +113,8 @@ func (o *ScanOptions) Run(ctx context.Context) error {
 		if err := printer.ScanTable(o.Out, o.output.out, doc); err != nil {
 			return err
 		}
-		fmt.Fprintf(o.ErrOut, "%d of %d Applications have resources that require pruning. Release them with: unprune detach APP --all\n",
-			doc.Summary.StuckApplications, len(apps))
+		fmt.Fprintf(o.ErrOut, "%d of %d Applications have resources that require pruning. Release them with: %s detach APP --all\n",
+			doc.Summary.StuckApplications, len(apps), o.program)
 	}
 	if len(rep.Findings) > 0 {
 		return Silent(ExitFindings)

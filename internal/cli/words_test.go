@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -101,7 +102,7 @@ func TestMessagesBelowSpellOptions(t *testing.T) {
 	_, policyErr := guard.Policy(guard.PolicyOptions{Names: []string{"pvs/data"}})
 	_, outputErr := printer.ParseOutput("json", false, true)
 	tests := []struct{ got, want string }{
-		{strings.Join(check.MoveRecipe("shop-old", "team/shop", cm), "; "),
+		{strings.Join(check.MoveRecipe(context.Background(), "shop-old", "team/shop", cm), "; "),
 			"before merging: unprune move shop-old ConfigMap/shop/settings --to team/shop --prepare --yes; " +
 				"merge the change, and wait until team/shop lists the resource (OutOfSync, shared with shop-old); " +
 				"then: unprune move shop-old ConfigMap/shop/settings --to team/shop --yes"},

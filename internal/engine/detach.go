@@ -146,7 +146,7 @@ func (e *Engine) resolveForced(ctx context.Context, app argocd.Application, obje
 			if destErr != nil {
 				return nil, invalid("%v", destErr)
 			}
-			return nil, unknownResource(app, arg)
+			return nil, unknownResource(ctx, app, arg)
 		}
 		ref, err := objects.Resolve(ctx, arg.Group, arg.Kind, "", arg.Namespace, arg.Name)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/plan"
 	"github.com/unprune/unprune/internal/verify"
 )
@@ -58,7 +59,7 @@ func (e *Engine) PlanMove(ctx context.Context, req MoveRequest) (*Planned, error
 		return nil, err
 	}
 	dst.Objects = src.Objects
-	rows, err := moveRows(from, to, req)
+	rows, err := moveRows(ctx, from, to, req)
 	if err != nil {
 		return nil, err
 	}
@@ -134,11 +135,11 @@ func (e *Engine) sameDestination(ctx context.Context, from, to argocd.Applicatio
 
 // moveRows picks the rows of From to move: the named ones, or with All those To declares (every
 // non-hook row with Prepare, before To declares anything).
-func moveRows(from, to argocd.Application, req MoveRequest) ([]argocd.Resource, error) {
+func moveRows(ctx context.Context, from, to argocd.Application, req MoveRequest) ([]argocd.Resource, error) {
 	if !req.All {
 		rows, unknown := selectRows(from, req.Resources, false)
 		if len(unknown) > 0 {
-			return nil, invalid("Application %s lists no resource %s: name resources as `unprune scan` or `argocd app resources` print them", from.Ref(), Quote(unknown[0].Raw))
+			return nil, invalid("Application %s lists no resource %s: name resources as `%s scan` or `argocd app resources` print them", from.Ref(), Quote(unknown[0].Raw), option.Program(ctx))
 		}
 		return rows, nil
 	}

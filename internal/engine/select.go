@@ -8,6 +8,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/option"
 )
 
 // AppName names an Application; an empty Namespace means Argo CD's own.
@@ -112,7 +113,7 @@ func selectRows(app argocd.Application, args []ResourceArg, all bool) (rows []ar
 }
 
 // unknownResource explains an argument the app lists no row for, with a few candidates.
-func unknownResource(app argocd.Application, arg ResourceArg) error {
+func unknownResource(ctx context.Context, app argocd.Application, arg ResourceArg) error {
 	var names []string
 	for _, r := range app.Pruning() {
 		names = append(names, Quote(r.String()))
@@ -122,7 +123,7 @@ func unknownResource(app argocd.Application, arg ResourceArg) error {
 		const show = 5
 		more := ""
 		if len(names) > show {
-			more = fmt.Sprintf(" … and %d more (unprune scan lists them all)", len(names)-show)
+			more = fmt.Sprintf(" … and %d more (%s scan lists them all)", len(names)-show, option.Program(ctx))
 			names = names[:show]
 		}
 		hint = "its resources requiring pruning include " + strings.Join(names, ", ") + more

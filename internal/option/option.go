@@ -160,7 +160,10 @@ type Setting struct {
 // Flag is a boolean option given alone.
 func Flag(n Name) Setting { return Setting{Name: n} }
 
-func (c Command) String() string {
+// String renders the command line for the standalone binary.
+func (c Command) String() string { return c.render(program) }
+
+func (c Command) render(program string) string {
 	parts := append([]string{program}, c.Path...)
 	parts = append(parts, c.Args...)
 	for _, s := range c.Options {

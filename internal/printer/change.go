@@ -216,7 +216,7 @@ func keyList(keys []Field) string {
 }
 
 // VerificationText is the human summary of what Argo CD showed.
-func VerificationText(doc ChangeReport) string {
+func VerificationText(program string, doc ChangeReport) string {
 	var b strings.Builder
 	for _, a := range doc.Summary.Applications {
 		v := a.Verification
@@ -240,7 +240,7 @@ func VerificationText(doc ChangeReport) string {
 			}
 		case !v.Compared:
 			fmt.Fprintf(&b, "Application %s: Argo CD has not compared it since the change (%.1fs): its controller is busy or stopped. "+
-				"The release shows when it does: unprune scan %s\n", ref, v.ElapsedSeconds, ref)
+				"The release shows when it does: %s scan %s\n", ref, v.ElapsedSeconds, program, ref)
 		default:
 			fmt.Fprintf(&b, "Application %s is still %s after %.1fs.\n", ref, orNone(v.SyncStatus), v.ElapsedSeconds)
 			for _, r := range v.StillListed {
