@@ -140,7 +140,7 @@ func (o *AuditOptions) table(doc printer.AuditReport, rep audit.Report, apps int
 		fmt.Fprintln(o.ErrOut, "app-level sync options:", printer.Line(s))
 	}
 	if len(doc.Items) == 0 {
-		fmt.Fprintf(o.ErrOut, "No prune would delete anything (%d Applications audited in %s).\n", apps, scope)
+		fmt.Fprintf(o.ErrOut, "No prune would delete anything (%s audited in %s).\n", printer.Count(apps, "Application"), scope)
 		return nil
 	}
 	if err := printer.AuditTable(o.Out, o.output.out, doc); err != nil {
@@ -150,8 +150,8 @@ func (o *AuditOptions) table(doc printer.AuditReport, rep audit.Report, apps int
 	if doc.Summary.Unguarded > 0 {
 		guardThem = fmt.Sprintf(" Guard them: %[1]s guard policy --apply; %[1]s guard protect|confirm RESOURCE...", o.program)
 	}
-	fmt.Fprintf(o.ErrOut, "%d deletions a prune could make, %d unguarded (%d high-risk).%s\n",
-		len(doc.Items), doc.Summary.Unguarded, doc.Summary.UnguardedHigh, guardThem)
+	fmt.Fprintf(o.ErrOut, "%s a prune could make, %d unguarded (%d high-risk).%s\n",
+		printer.Count(len(doc.Items), "deletion"), doc.Summary.Unguarded, doc.Summary.UnguardedHigh, guardThem)
 	if doc.Summary.Inconclusive > 0 {
 		fmt.Fprintf(o.ErrOut, "%d probes could not judge (see PROBE with -o wide): they count as unguarded.\n", doc.Summary.Inconclusive)
 	}

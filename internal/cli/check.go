@@ -186,16 +186,17 @@ func (o *CheckOptions) print(argo cluster.ArgoCD, rep check.Report, manifests in
 	case o.output.out.Document():
 		err = o.output.out.Print(o.Out, doc, doc.Names)
 	case len(doc.Items) == 0 && len(doc.Applications) == 0:
-		fmt.Fprintf(o.ErrOut, "The change makes Argo CD adopt no existing object and prune nothing (%d manifests).\n", manifests)
+		fmt.Fprintf(o.ErrOut, "The change makes Argo CD adopt no existing object and prune nothing (%s).\n", printer.Count(manifests, "manifest"))
 	default:
 		err = printer.CheckTable(o.Out, o.output.out, doc)
 		printer.CheckMoves(o.ErrOut, doc)
 		if len(doc.Applications) == 0 {
-			fmt.Fprintf(o.ErrOut, "%d adoptions, %d prunes, %d high-risk.\n", doc.Summary.Adoptions, doc.Summary.Prunes, doc.Summary.High)
+			fmt.Fprintf(o.ErrOut, "%s, %s, %d high-risk.\n", printer.Count(doc.Summary.Adoptions, "adoption"), printer.Count(doc.Summary.Prunes, "prune"), doc.Summary.High)
 			break
 		}
-		fmt.Fprintf(o.ErrOut, "%d adoptions, %d prunes, %d apps deleted (%d resources with them), %d high-risk.\n",
-			doc.Summary.Adoptions, doc.Summary.Prunes, doc.Summary.AppsDeleted, doc.Summary.CascadeDeletions, doc.Summary.High)
+		fmt.Fprintf(o.ErrOut, "%s, %s, %s deleted (%s with them), %d high-risk.\n",
+			printer.Count(doc.Summary.Adoptions, "adoption"), printer.Count(doc.Summary.Prunes, "prune"), printer.Count(doc.Summary.AppsDeleted, "app"),
+			printer.Count(doc.Summary.CascadeDeletions, "resource"), doc.Summary.High)
 	}
 	if err != nil {
 		return err

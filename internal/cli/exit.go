@@ -96,7 +96,7 @@ func runExit(doc printer.ChangeReport, verify bool) (int, string) {
 	case notDone > 0 && changed > 0:
 		return ExitPartial, fmt.Sprintf("%d of %d objects changed, %d failed; the journal %s says which", changed, s.Total, notDone, doc.Journal)
 	case s.Refused > 0 && changed > 0:
-		return ExitPartial, fmt.Sprintf("%d objects changed, %d left alone by a safety rule (see above)", changed, s.Refused)
+		return ExitPartial, fmt.Sprintf("%s changed, %d left alone by a safety rule (see above)", printer.Count(changed, "object"), s.Refused)
 	case notDone > 0:
 		return ExitFailure, fmt.Sprintf("%d of %d objects failed (see above); nothing was changed", notDone, s.Total)
 	case s.Refused > 0:

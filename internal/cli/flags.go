@@ -188,7 +188,7 @@ func listApps(ctx context.Context, g *GlobalOptions, argo cluster.ArgoCD, names 
 		}
 		apps = append(apps, app)
 	}
-	return apps, fmt.Sprintf("%d named Applications", len(apps)), nil
+	return apps, printer.Count(len(apps), "named Application"), nil
 }
 
 func fixedCompletion(values ...string) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {

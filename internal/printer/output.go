@@ -245,3 +245,12 @@ func names[T any](items []T, line func(T) string) []string {
 	}
 	return out
 }
+
+// Count is n and the noun, singular for one: "1 deletion", "2 deletions" (every noun the messages
+// count takes an s).
+func Count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}

@@ -56,7 +56,7 @@ func RenameSteps(w io.Writer, doc RenameReport) {
 	for i, s := range doc.Steps {
 		n++
 		if i == 2 {
-			fmt.Fprintf(w, "%d. rewrite the tracking of %d resources to %s (below)\n", n, doc.Summary.Total, Safe(doc.To.Name))
+			fmt.Fprintf(w, "%d. rewrite the tracking of %s to %s (below)\n", n, Count(doc.Summary.Total, "resource"), Safe(doc.To.Name))
 			n++
 		}
 		line := fmt.Sprintf("%d. %s Application %s/%s: %s [%s]", n, s.Verb, Safe(s.Application.Namespace), Safe(s.Application.Name), s.Why, s.Outcome)
