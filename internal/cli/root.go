@@ -183,7 +183,33 @@ and puts guards in place.
 	if g.program != NameUnprune {
 		nameTheProgram(cmd, g.program)
 	}
+	refuseUnknownShells(cmd, streams)
 	return cmd
+}
+
+// refuseUnknownShells makes `completion SHELL` for a shell cobra cannot write a script for bad
+// input: cobra's command prints its help and exits 0, and `source <(unprune completion tcsh)` then
+// sources help text.
+func refuseUnknownShells(root *cobra.Command, streams genericiooptions.IOStreams) {
+	// cobra's completion commands take the root's output when they are made, not when they run.
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	root.InitDefaultCompletionCmd()
+	c, _, err := root.Find([]string{"completion"})
+	if err != nil || c == root {
+		return // the plugins have none
+	}
+	var shells []string
+	for _, sub := range c.Commands() {
+		shells = append(shells, sub.Name())
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		return usageError("no completion for shell %q: name one of %s", args[0], strings.Join(shells, ", "))
+	}
 }
 
 // nameTheProgram rewrites the help's command lines, written for the standalone binary, as a plugin
