@@ -117,3 +117,25 @@ func printDiffs(out, errOut io.Writer, external string, planned *engine.Planned)
 	}
 	return nil
 }
+
+// The lines after a run that changed nothing on purpose, saying what to run next.
+const (
+	previewOnly  = "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes."
+	serverDryRun = "Server-side dry run: the API server accepted every patch; nothing was changed. Apply: --yes."
+)
+
+// sayMode writes, after a preview with changes to make and nothing refused, or a server-side dry
+// run the API server accepted whole, that nothing was changed and how to go on.
+func sayMode(w io.Writer, doc printer.ChangeReport) {
+	s := doc.Summary
+	switch doc.Mode {
+	case string(engine.ModePreview):
+		if s.Planned > 0 && s.Refused+s.Failed == 0 {
+			fmt.Fprintln(w, previewOnly)
+		}
+	case string(engine.ModeServerDryRun):
+		if s.Failed == 0 && s.Refused == 0 {
+			fmt.Fprintln(w, serverDryRun)
+		}
+	}
+}

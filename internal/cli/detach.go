@@ -257,16 +257,7 @@ func (o *DetachOptions) finish(r engine.Result, verified bool) error {
 	doc := o.report(r)
 	if !o.output.out.Document() {
 		fmt.Fprint(o.Out, printer.VerificationText(o.program, doc))
-		switch doc.Mode {
-		case string(engine.ModePreview):
-			if doc.Summary.Planned > 0 && doc.Summary.Refused+doc.Summary.Failed == 0 {
-				fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
-			}
-		case string(engine.ModeServerDryRun):
-			if doc.Summary.Failed == 0 {
-				fmt.Fprintln(o.ErrOut, "Server-side dry run: the API server accepted every patch; nothing was changed. Apply: --yes.")
-			}
-		}
+		sayMode(o.ErrOut, doc)
 	}
 	if err := r.Done().JournalErr; err != nil {
 		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", err)

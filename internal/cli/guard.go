@@ -118,7 +118,7 @@ func (o *GuardPolicyOptions) Run(ctx context.Context) error {
 	if !o.Apply || o.change.dryRun == engine.DryRunClient {
 		fmt.Fprint(o.Out, strings.Join(docs, "---\n"))
 		if o.Apply {
-			fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
+			fmt.Fprintln(o.ErrOut, previewOnly)
 			return Silent(ExitFindings)
 		}
 		return nil
@@ -269,6 +269,7 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 				return err
 			}
 		}
+		sayMode(o.ErrOut, doc)
 	}
 	code, msg := runExit(doc, false)
 	if msg != "" {

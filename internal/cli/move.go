@@ -181,9 +181,7 @@ func (o *MoveOptions) finish(r engine.Result, verified bool) error {
 	doc := o.report(r)
 	if !o.output.out.Document() {
 		fmt.Fprint(o.Out, printer.VerificationText(o.program, doc))
-		if doc.Mode == string(engine.ModePreview) && doc.Summary.Planned > 0 && doc.Summary.Refused+doc.Summary.Failed == 0 {
-			fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
-		}
+		sayMode(o.ErrOut, doc)
 	}
 	if err := r.Done().JournalErr; err != nil {
 		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", err)

@@ -209,8 +209,11 @@ func (o *RenameOptions) finish(res *renameResult, verified bool) error {
 	if doc.Mode == string(engine.ModePreview) && !res.rr.Blocked() && (code == ExitOK || code == ExitFindings) {
 		code = ExitFindings
 		if !o.output.out.Document() {
-			fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Check with the API server: --dry-run=server. Apply: --yes.")
+			fmt.Fprintln(o.ErrOut, previewOnly)
 		}
+	}
+	if doc.Mode == string(engine.ModeServerDryRun) && !res.rr.Blocked() && (code == ExitOK || code == ExitFindings) && !o.output.out.Document() {
+		fmt.Fprintln(o.ErrOut, serverDryRun)
 	}
 	if msg != "" {
 		return &ExitError{Code: code, Err: errors.New(msg)}
