@@ -242,7 +242,7 @@ func (e *Engine) poll() time.Duration {
 	if e.Poll > 0 {
 		return e.Poll
 	}
-	return 100 * time.Millisecond
+	return verify.DefaultPoll
 }
 
 func (e *Engine) grace() time.Duration {

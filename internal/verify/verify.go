@@ -109,10 +109,13 @@ func judgeAdopted(app argocd.Application, moved []argocd.Resource, patchedAt tim
 	return o
 }
 
+// DefaultPoll is how often an app is read while waiting for Argo CD.
+const DefaultPoll = 100 * time.Millisecond
+
 // Options tune Wait.
 type Options struct {
 	Timeout time.Duration
-	// Poll is how often the app is read; 0 means 100ms.
+	// Poll is how often the app is read; 0 means DefaultPoll.
 	Poll time.Duration
 	// Reask is how long to wait for a comparison before asking for a refresh again; 0 means 10s.
 	// Every refresh makes the controller resolve the git revision again, so it is not hammered.
@@ -128,7 +131,7 @@ func Wait(ctx context.Context, argo cluster.ArgoCD, app argocd.Application, rele
 		now = time.Now
 	}
 	if opts.Poll <= 0 {
-		opts.Poll = 100 * time.Millisecond
+		opts.Poll = DefaultPoll
 	}
 	if opts.Reask <= 0 {
 		opts.Reask = 10 * time.Second
