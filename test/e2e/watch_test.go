@@ -397,6 +397,39 @@ func TestWatch(t *testing.T) {
 	stopGracefully(t, env, follower, ns)
 }
 
+// TestWatchAcrossReleases: the watch reads each release line's tracking as audit does. On Argo CD
+// v2.14 with label tracking and v3.0 with annotation+label, one replica as the shipped
+// ServiceAccount counts the incident's Namespace, announces it once, and counts it no more once
+// detach released it.
+func TestWatchAcrossReleases(t *testing.T) {
+	bin := buildUnprune(t)
+	for _, cfg := range []lab.ArgoCDConfig{{Version: "v2.14.11", Tracking: "label"}, {Version: "v3.0.23", Tracking: "annotation+label"}} {
+		t.Run(cfg.Version+"/"+cfg.Tracking, func(t *testing.T) {
+			t.Parallel()
+			env := labtest.Get(t)
+			install := env.ArgoCD(t, cfg)
+			ns := install.Namespace()
+			p := startWatch(t, bin, serviceAccountKubeconfig(t, env, ns, applyShippedRBAC(t, env, ns)), ns, "replica",
+				"--leader-elect=false", "--argocd-version", cfg.Version)
+			app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
+			precious := labtest.UniqueName("precious")
+			t.Cleanup(func() { env.DeleteNamespace(precious) })
+			app.Incident(t, precious, nil)
+			high := map[string]string{"application": app.Name, "namespace": app.Namespace, "risk": "high"}
+			p.waitMetric(t, 10*time.Second, "unprune_resources_requiring_pruning", high, 1)
+			p.waitMetric(t, 10*time.Second, "unprune_unguarded_prune_candidates", map[string]string{"application": app.Name, "risk": "high", "when": "now"}, 1)
+			wantOneEvent(t, env, app, watch.ReasonHighRiskRequiresPruning, "Namespace/"+precious,
+				fmt.Sprintf("unprune detach %s/%s Namespace/%s --yes", app.Namespace, app.Name, precious))
+			r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+ns, "detach", app.Namespace+"/"+app.Name, "Namespace/"+precious, "--yes")
+			if r.Code != cli.ExitOK {
+				t.Fatalf("detach exit %d", r.Code)
+			}
+			p.waitMetric(t, 10*time.Second, "unprune_resources_requiring_pruning", high, 0)
+			checkOnlyEventsAndLeaseWritten(t, p)
+		})
+	}
+}
+
 // watchFamily makes an app of apps whose parent prunes automatically and whose child, with the
 // resources finalizer, deploys a team's Namespace: one commit to the parent deletes the child and,
 // with it, the Namespace. The watch shows the child's whole-app row unguarded and the Namespace in
