@@ -113,6 +113,30 @@ func waitAppGone(t *testing.T, env *labtest.Env, namespace, name string) {
 	})
 }
 
+// appOfApps makes a parent app with automated prune whose git holds a child Application (with the
+// resources finalizer or not) deploying a team's Namespace and its two ConfigMaps, and waits until
+// both synced. The child and the Namespace are deleted after the test.
+func appOfApps(t *testing.T, env *labtest.Env, install *labtest.Install, finalizer bool) (parent *labtest.App, child, team string) {
+	t.Helper()
+	parent = install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, AutoPrune: true})
+	teamRepo := labtest.NewRepo(t)
+	team, child = labtest.UniqueName("team"), labtest.UniqueName("child")
+	t.Cleanup(func() {
+		_ = env.Dynamic.Resource(labtest.GVRApplication).Namespace(install.Namespace()).Delete(context.Background(), child, metav1.DeleteOptions{})
+		env.DeleteNamespace(team)
+	})
+	teamRepo.Write(t, "manifests/team.yaml", teamManifests(team))
+	teamRepo.Commit(t, "the team")
+	parent.Repo.Write(t, parent.Path+"/child.yaml", childApplication(child, install.Namespace(), teamRepo.URL, "manifests", team, finalizer))
+	rev := parent.Repo.Commit(t, "a child app")
+	parent.RefreshUntil(t, 2*time.Minute, "to sync the child Application", func(s labtest.Status) bool {
+		_, listed := s.Find("Application", child)
+		return s.Revision == rev && listed
+	})
+	waitTeam(t, env, team)
+	return parent, child, team
+}
+
 // TestFamilyAppOfApps: a parent with automated prune drops a child Application. With the
 // resources finalizer, check predicts the cascade — the namespace, counted, high risk, --fail-on
 // high failing — and after the push Argo CD deletes the namespace; without it, check predicts the
@@ -124,22 +148,7 @@ func TestFamilyAppOfApps(t *testing.T) {
 	for _, finalizer := range []bool{true, false} {
 		t.Run(fmt.Sprintf("finalizer=%v", finalizer), func(t *testing.T) {
 			t.Parallel()
-			parent := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, AutoPrune: true})
-			teamRepo := labtest.NewRepo(t)
-			team, child := labtest.UniqueName("team"), labtest.UniqueName("child")
-			t.Cleanup(func() {
-				_ = env.Dynamic.Resource(labtest.GVRApplication).Namespace(install.Namespace()).Delete(context.Background(), child, metav1.DeleteOptions{})
-				env.DeleteNamespace(team)
-			})
-			teamRepo.Write(t, "manifests/team.yaml", teamManifests(team))
-			teamRepo.Commit(t, "the team")
-			parent.Repo.Write(t, parent.Path+"/child.yaml", childApplication(child, install.Namespace(), teamRepo.URL, "manifests", team, finalizer))
-			rev := parent.Repo.Commit(t, "a child app")
-			parent.RefreshUntil(t, 2*time.Minute, "to sync the child Application", func(s labtest.Status) bool {
-				_, listed := s.Find("Application", child)
-				return s.Revision == rev && listed
-			})
-			waitTeam(t, env, team)
+			parent, child, team := appOfApps(t, env, install, finalizer)
 
 			doc, code := familyCheck(t, env, install, parent.Name, "--manifests", render(t, parent, nil, "child.yaml"), "--fail-on", "high")
 			a, ok := findApp(doc, child)

@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -262,38 +261,7 @@ func startInPod(t *testing.T, bin, saFiles string, pod podContainer, host, port 
 	p.cmd = exec.Command("unshare", append([]string{"-m", "--propagation", "private", "sh", "-c", script, saFiles, bin}, pod.args...)...)
 	p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = env, p.log, p.log
 	t.Logf("%s: %s %q", p.name, strings.Join(env, " "), pod.args)
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { err := p.cmd.Wait(); close(exited); p.done <- err }()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(10 * time.Second):
-				_ = p.cmd.Process.Kill()
-			}
-		}
-		t.Logf("--- log of %s\n%s", p.name, p.log.String())
-	})
-	labtest.Eventually(t, 30*time.Second, p.name+" to serve metrics", func() (bool, string) {
-		select {
-		case <-exited:
-			t.Fatalf("%s exited before serving metrics:\n%s", p.name, p.log.String())
-		default:
-		}
-		m := servingRE.FindStringSubmatch(p.log.String())
-		if m == nil {
-			return false, p.log.String()
-		}
-		p.addr = m[1]
-		return true, ""
-	})
-	waitReady(t, p)
+	p.start(t)
 	checkPodProcess(t, p, pod.uid)
 	return p
 }

@@ -149,22 +149,38 @@ func startWatch(t *testing.T, bin, kubeconfig, namespace, name string, extra ...
 		"--resync-period", "5s", "--live-cache-ttl", "2s"}
 	p.cmd = exec.Command(bin, append(args, extra...)...)
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	p.start(t)
+	return p
+}
+
+// start runs the replica's command, stops it at the test's end (SIGTERM, then SIGKILL after 10 s)
+// and logs its output then, and waits until it serves metrics and is ready.
+func (p *watchProc) start(t *testing.T) {
+	t.Helper()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { p.done <- p.cmd.Wait() }()
+	exited := make(chan struct{})
+	go func() { err := p.cmd.Wait(); close(exited); p.done <- err }()
 	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
+		select {
+		case <-exited:
+		default:
 			_ = p.cmd.Process.Signal(syscall.SIGTERM)
 			select {
-			case <-p.done:
+			case <-exited:
 			case <-time.After(10 * time.Second):
 				_ = p.cmd.Process.Kill()
 			}
 		}
-		t.Logf("--- log of %s\n%s", name, p.log.String())
+		t.Logf("--- log of %s\n%s", p.name, p.log.String())
 	})
-	labtest.Eventually(t, 30*time.Second, name+" to serve metrics", func() (bool, string) {
+	labtest.Eventually(t, 30*time.Second, p.name+" to serve metrics", func() (bool, string) {
+		select {
+		case <-exited:
+			t.Fatalf("%s exited before serving metrics:\n%s", p.name, p.log.String())
+		default:
+		}
 		m := servingRE.FindStringSubmatch(p.log.String())
 		if m == nil {
 			return false, p.log.String()
@@ -173,7 +189,6 @@ func startWatch(t *testing.T, bin, kubeconfig, namespace, name string, extra ...
 		return true, ""
 	})
 	waitReady(t, p)
-	return p
 }
 
 // waitReady waits until the replica answers /readyz: its informers synced and argocd-cm read.
@@ -436,22 +451,7 @@ func TestWatchAcrossReleases(t *testing.T) {
 // its cascade, as audit does.
 func watchFamily(t *testing.T, env *labtest.Env, install *labtest.Install, p *watchProc) (child, team string) {
 	t.Helper()
-	parent := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, AutoPrune: true})
-	teamRepo := labtest.NewRepo(t)
-	team, child = labtest.UniqueName("team"), labtest.UniqueName("child")
-	t.Cleanup(func() {
-		_ = env.Dynamic.Resource(labtest.GVRApplication).Namespace(install.Namespace()).Delete(context.Background(), child, metav1.DeleteOptions{})
-		env.DeleteNamespace(team)
-	})
-	teamRepo.Write(t, "manifests/team.yaml", teamManifests(team))
-	teamRepo.Commit(t, "the team")
-	parent.Repo.Write(t, parent.Path+"/child.yaml", childApplication(child, install.Namespace(), teamRepo.URL, "manifests", team, true))
-	rev := parent.Repo.Commit(t, "a child app")
-	parent.RefreshUntil(t, 2*time.Minute, "to sync the child Application", func(s labtest.Status) bool {
-		_, listed := s.Find("Application", child)
-		return s.Revision == rev && listed
-	})
-	waitTeam(t, env, team)
+	_, child, team = appOfApps(t, env, install, true)
 	labels := map[string]string{"application": child, "namespace": install.Namespace()}
 	// The child's status lists the Namespace once its controller compared it: the watch sees it
 	// then, with no other change needed.
