@@ -67,6 +67,17 @@ func (a *cachingArgoCD) Destination(ctx context.Context, app argocd.Application)
 	return c, nil
 }
 
+// forget drops an object of the cluster Argo CD runs in from its cache: the watch saw it change.
+func (a *cachingArgoCD) forget(key string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, c := range a.caches {
+		if c.Info().Server == argocd.InClusterServer {
+			c.forget(key)
+		}
+	}
+}
+
 // GetApplication answers from the informers when they hold the app (a parent app, looked up for
 // each of its children), else asks the backend.
 func (a *cachingArgoCD) GetApplication(ctx context.Context, namespace, name string) (argocd.Application, error) {

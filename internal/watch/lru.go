@@ -72,6 +72,16 @@ func (c *lru[V]) put(key string, value V) {
 	}
 }
 
+// remove drops key.
+func (c *lru[V]) remove(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[key]; ok {
+		c.order.Remove(el)
+		delete(c.entries, key)
+	}
+}
+
 func (c *lru[V]) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -170,6 +170,13 @@ func (c *cachedObjects) Get(ctx context.Context, ref cluster.Ref) (*cluster.Obje
 	return obj, err
 }
 
+// forget drops what the cache holds of an object (by cluster.Ref.Key), so that the next read asks
+// the API server.
+func (c *cachedObjects) forget(key string) {
+	c.meta.remove(key)
+	c.full.remove(key)
+}
+
 func (c *cachedObjects) Patch(context.Context, cluster.Ref, []byte, bool) (*cluster.Object, error) {
 	return nil, errReadOnly
 }

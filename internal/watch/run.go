@@ -101,6 +101,8 @@ func (w *watcher) start(ctx context.Context, wg *sync.WaitGroup, ready *atomic.B
 	for _, f := range w.factories {
 		f.Start(ctx.Done())
 	}
+	// Not waited for: the guards' informers only make changes show sooner.
+	w.watchGuards(ctx, wg, w.meta)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -43,6 +44,9 @@ type watcher struct {
 	argo    *cachingArgoCD
 	kube    kubernetes.Interface
 	dyn     dynamic.Interface
+	meta    metadata.Interface
+	// listers are the apps listing each object whose guards the watch watches.
+	listers *listers
 	queue   workqueue.TypedRateLimitingInterface[string]
 	ns      appNamespaces
 
@@ -74,7 +78,7 @@ func newWatcher(ctx context.Context, cfg Config, m *Metrics, log *logger) (*watc
 			ArgoCDCredentials: cfg.ArgoCDCredentials, FromContext: cfg.FromContext, Options: opts, FieldManager: kube.FieldManager}
 	}
 	w := &watcher{
-		cfg: cfg, log: log, metrics: m, kube: kc, dyn: clients.Dynamic,
+		cfg: cfg, log: log, metrics: m, kube: kc, dyn: clients.Dynamic, meta: clients.Metadata, listers: newListers(),
 		argo:  newCachingArgoCD(argo, cfg.CacheSize, cfg.CacheTTL, cfg.Now),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "applications"}),
 	}
@@ -326,6 +330,7 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 	u, ok := w.get(key)
 	if !ok {
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
+		w.listers.track(key, nil)
 		w.metrics.Delete(key)
 		w.events.forget(key, ns, name)
 		return nil
@@ -334,6 +339,7 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
+	w.listers.track(key, app.Resources)
 	start := w.now()
 	rep, err := audit.Run(ctx, w.argo, *s, []argocd.Application{app}, audit.Options{})
 	if err != nil {

@@ -326,8 +326,11 @@ func TestWatch(t *testing.T) {
 	sa := applyShippedRBAC(t, env, ns)
 	kubeconfig := serviceAccountKubeconfig(t, env, ns, sa)
 	bin := buildUnprune(t)
-	a := startWatch(t, bin, kubeconfig, ns, "replica-a")
-	b := startWatch(t, bin, kubeconfig, ns, "replica-b")
+	// Neither a resync nor the live cache's expiry may stand in for what the watch watches: a guard
+	// removed from a Namespace, Delete=false added to one, must show at once.
+	slow := []string{"--resync-period", "10m", "--live-cache-ttl", "10m"}
+	a := startWatch(t, bin, kubeconfig, ns, "replica-a", slow...)
+	b := startWatch(t, bin, kubeconfig, ns, "replica-b", slow...)
 	labtest.Eventually(t, 2*testLeaseDuration, "one leader", func() (bool, string) {
 		l := leaders(t, a, b)
 		return len(l) == 1, fmt.Sprintf("%d leaders", len(l))
@@ -396,7 +399,7 @@ func TestWatch(t *testing.T) {
 
 	// The guarded Namespace loses its protection: the new leader says so, once.
 	unprotectNamespace(env, guardedNS)
-	follower.waitMetric(t, 15*time.Second, "unprune_unguarded_prune_candidates", map[string]string{"application": guarded.Name, "risk": "high", "when": "now"}, 1)
+	follower.waitMetric(t, 10*time.Second, "unprune_unguarded_prune_candidates", map[string]string{"application": guarded.Name, "risk": "high", "when": "now"}, 1)
 	wantOneEvent(t, env, guarded, watch.ReasonUnguardedHighRiskPrune, "Namespace/"+guardedNS, "nothing guards it any more",
 		"unprune guard protect Namespace/"+guardedNS+" --yes")
 
@@ -465,14 +468,14 @@ func watchFamily(t *testing.T, env *labtest.Env, install *labtest.Install, p *wa
 }
 
 // guardCascade annotates the team's Namespace Delete=false: Argo CD's cascade keeps it, and the watch
-// says so within its live cache's TTL and a resync.
+// says so as soon as it sees the Namespace change.
 func guardCascade(t *testing.T, env *labtest.Env, p *watchProc, child, team string) {
 	t.Helper()
 	if _, err := env.Kube.CoreV1().Namespaces().Patch(labtest.Context(t), team, types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"argocd.argoproj.io/sync-options":"Delete=false"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	p.waitMetric(t, 20*time.Second, "unprune_cascade_high_risk_resources", map[string]string{"application": child}, 0)
+	p.waitMetric(t, 10*time.Second, "unprune_cascade_high_risk_resources", map[string]string{"application": child}, 0)
 	p.waitMetric(t, 10*time.Second, "unprune_unguarded_prune_candidates", map[string]string{"application": child, "risk": "high", "when": "app_deleted"}, 0)
 }
 

@@ -1,0 +1,129 @@
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
+)
+
+// TestListersFollowEachAppsStatus: an app is re-evaluated for the watched objects its status lists
+// now, not those it listed before; namespaced and unwatched kinds are not tracked.
+func TestListersFollowEachAppsStatus(t *testing.T) {
+	l := newListers()
+	crd := argocd.Resource{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "widgets.example.com"}
+	l.track("argocd/a", []argocd.Resource{ns("team"), crd, cm("settings"), {Group: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "admin"}})
+	l.track("argocd/b", []argocd.Resource{ns("team")})
+	team, widgets := objectKey("", "Namespace", "team"), objectKey("apiextensions.k8s.io", "CustomResourceDefinition", "widgets.example.com")
+	if got := fmt.Sprint(l.appsOf(team), l.appsOf(widgets)); got != "[argocd/a argocd/b] [argocd/a]" {
+		t.Errorf("listers %s", got)
+	}
+	l.track("argocd/a", []argocd.Resource{ns("other")})
+	l.track("argocd/b", nil)
+	if got := fmt.Sprint(l.appsOf(team), l.appsOf(widgets), l.appsOf(objectKey("", "Namespace", "other"))); got != "[] [] [argocd/a]" {
+		t.Errorf("after the statuses changed: %s", got)
+	}
+	if len(l.byObj) != 1 || len(l.ofApp) != 1 {
+		t.Errorf("stale entries kept: %v %v", l.byObj, l.ofApp)
+	}
+}
+
+func TestGuardChanged(t *testing.T) {
+	meta := func(labels, annotations map[string]string, rv string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: labels, Annotations: annotations, ResourceVersion: rv}}
+	}
+	protected := map[string]string{"unprune.dev/protected": "true"}
+	keep := map[string]string{argocd.AnnotationSyncOptions: "Delete=false"}
+	for _, c := range []struct {
+		name     string
+		old, obj any
+		want     bool
+	}{
+		{"a status update", meta(protected, keep, "1"), meta(protected, keep, "2"), false},
+		{"the protection label removed", meta(protected, keep, "1"), meta(nil, keep, "2"), true},
+		{"Delete=false added", meta(protected, nil, "1"), meta(protected, keep, "2"), true},
+		{"not metadata", "x", meta(nil, nil, "2"), true},
+	} {
+		if got := guardChanged(c.old, c.obj); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestForgetReadsAgain: an object the watch saw change is read from the API server at the next
+// evaluation, however fresh the cache's copy.
+func TestForgetReadsAgain(t *testing.T) {
+	inner := newListingObjects(1, 1)
+	c := newCachedObjects(inner, 100, time.Hour, nil)
+	refs := []cluster.Ref{configMapRef("ns-0", "cm-0")}
+	c.Read(t.Context(), refs)
+	c.Read(t.Context(), refs)
+	if got := inner.reads.Load(); got != 1 {
+		t.Fatalf("%d reads before forget; want 1 (the second from the cache)", got)
+	}
+	c.forget(refs[0].Key())
+	c.Read(t.Context(), refs)
+	if got := inner.reads.Load(); got != 2 {
+		t.Errorf("%d reads after forget; want 2", got)
+	}
+}
+
+// TestGuardsWithoutWatchRights: a ServiceAccount that may not watch a guard kind (RBAC from before
+// the watch watched them) gets one line saying what that costs, and the informer stops instead of
+// retrying; the other kind still runs.
+func TestGuardsWithoutWatchRights(t *testing.T) {
+	scheme := metadatafake.NewTestScheme()
+	_ = metav1.AddMetaToScheme(scheme)
+	mc := metadatafake.NewSimpleMetadataClient(scheme)
+	mc.PrependReactor("list", "namespaces", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "", errors.New("RBAC: watch not granted"))
+	})
+	out := &syncWriter{}
+	w := &watcher{cfg: Config{Resync: time.Minute, CacheTTL: 30 * time.Second}, log: &logger{out: out}, listers: newListers(),
+		argo: newCachingArgoCD(nil, 10, time.Minute, nil)}
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	w.watchGuards(ctx, &wg, mc)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "may not watch namespaces") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning after 10s; log:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	if n := strings.Count(out.String(), "may not watch"); n != 1 {
+		t.Errorf("%d warnings; want 1 (namespaces only):\n%s", n, out.String())
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
