@@ -298,7 +298,12 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	w.listers.track(key, app.Resources)
+	// The guards' informers watch the cluster Argo CD runs in: only its apps list their objects.
+	var listed []argocd.Resource
+	if app.Destination.InCluster() {
+		listed = app.Resources
+	}
+	w.listers.track(key, listed)
 	start := w.now()
 	rep, err := audit.Run(ctx, w.argo, *s, []argocd.Application{app}, audit.Options{})
 	if err != nil {
