@@ -22,9 +22,10 @@ type guardKind struct {
 	kind string
 }
 
-// guardKinds are the kinds the issue's risk classes turn on, the incident's above all: a guard added
-// to or removed from one of them (unprune's protection label, Prune=false, Delete=false) re-evaluates
-// at once every app whose status lists it. Other kinds' guards show within the live cache's TTL, at
+// guardKinds are the kinds whose risk the watch judges by what they hold (a Namespace's objects, a
+// CRD's custom resources), the incident's kind above all: a guard added to or removed from one
+// (unprune's protection label, Prune=false, Delete=false) re-evaluates at once every app whose
+// status lists it. Other kinds' guards show within the live cache's TTL, at
 // the app's next evaluation. Metadata only: their labels and annotations are all a guard is.
 var guardKinds = []guardKind{
 	{gvr: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, kind: "Namespace"},
@@ -36,16 +37,16 @@ func objectKey(group, kind, name string) string { return group + "/" + kind + "/
 
 // listers remembers which apps list which watched objects, to re-evaluate them when one changes.
 type listers struct {
-	mu     sync.Mutex
-	byObj  map[string]map[string]bool
-	ofApp  map[string][]string
-	watchd map[string]bool // group/kind watched
+	mu    sync.Mutex
+	byObj map[string]map[string]bool
+	ofApp map[string][]string
+	kinds map[string]bool // GROUP/KIND of the watched kinds
 }
 
 func newListers() *listers {
-	l := &listers{byObj: map[string]map[string]bool{}, ofApp: map[string][]string{}, watchd: map[string]bool{}}
+	l := &listers{byObj: map[string]map[string]bool{}, ofApp: map[string][]string{}, kinds: map[string]bool{}}
 	for _, k := range guardKinds {
-		l.watchd[k.gvr.Group+"/"+k.kind] = true
+		l.kinds[k.gvr.Group+"/"+k.kind] = true
 	}
 	return l
 }
@@ -54,7 +55,7 @@ func newListers() *listers {
 func (l *listers) track(app string, resources []argocd.Resource) {
 	var keys []string
 	for _, r := range resources {
-		if r.Namespace == "" && l.watchd[r.Group+"/"+r.Kind] {
+		if r.Namespace == "" && l.kinds[r.Group+"/"+r.Kind] {
 			keys = append(keys, objectKey(r.Group, r.Kind, r.Name))
 		}
 	}
