@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -352,16 +353,50 @@ func TestRenameUndoSettlesTheNewAppsSync(t *testing.T) {
 	if err := ru.Settle(context.Background(), 30*time.Millisecond, time.Millisecond); err == nil || !strings.Contains(err.Error(), "operation running (Running)") {
 		t.Fatalf("a sync that does not end: %v", err)
 	}
-	ended := make(chan struct{})
+	// The controller's sync ends once the undo has been seen waiting for it.
+	polled := pollWatcher(w.argo, "shop")
+	ru, err = PlanRenameUndo(context.Background(), polled, j.Rename)
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() {
-		defer close(ended)
-		time.Sleep(20 * time.Millisecond) // the controller's sync, still running when the undo starts
+		<-polled.waiting
 		syncing(false)
 	}()
 	if err := ru.Settle(context.Background(), 10*time.Second, time.Millisecond); err != nil {
 		t.Fatalf("a sync that ends: %v", err)
 	}
-	<-ended
+}
+
+// polledWhileSyncing is the installation, closing waiting once one app has been read with its
+// operation running several times in a row: whoever reads it is polling, waiting for the sync.
+type polledWhileSyncing struct {
+	cluster.ArgoCD
+	app     string
+	reads   int
+	once    sync.Once
+	waiting chan struct{}
+}
+
+// pollsBeforeEnd is how many reads of a syncing app show a wait: more than any step reads an app
+// once on its way.
+const pollsBeforeEnd = 5
+
+func pollWatcher(argo cluster.ArgoCD, app string) *polledWhileSyncing {
+	return &polledWhileSyncing{ArgoCD: argo, app: app, waiting: make(chan struct{})}
+}
+
+func (p *polledWhileSyncing) GetApplication(ctx context.Context, namespace, name string) (argocd.Application, error) {
+	app, err := p.ArgoCD.GetApplication(ctx, namespace, name)
+	if err == nil && name == p.app {
+		if p.reads++; !app.Operation {
+			p.reads = 0
+		}
+		if p.reads >= pollsBeforeEnd {
+			p.once.Do(func() { close(p.waiting) })
+		}
+	}
+	return app, err
 }
 
 // TestRenameWaitsForASyncTheOldAppBegan: a sync the old app began after the plan would write its
@@ -383,9 +418,13 @@ func TestRenameWaitsForASyncTheOldAppBegan(t *testing.T) {
 		w.argo.AddApp(app)
 	}
 	syncing(true)
+	// The controller's sync ends once the rename has been seen waiting for it; what the tracking
+	// says then is what the rename did while the sync ran.
+	polled := pollWatcher(w.argo, "guestbook")
+	e.ArgoCD = polled
 	rewrittenEarly := make(chan bool, 1)
 	go func() {
-		time.Sleep(50 * time.Millisecond) // the controller's sync, still running meanwhile
+		<-polled.waiting
 		rewrittenEarly <- w.cluster.Object(w.refs["team-a"]).Labels[argocd.DefaultInstanceLabelKey] != "guestbook"
 		syncing(false)
 	}()
@@ -393,8 +432,13 @@ func TestRenameWaitsForASyncTheOldAppBegan(t *testing.T) {
 	if err != nil || !done.Done() {
 		t.Fatalf("rename: %v %+v", err, done.Steps)
 	}
-	if <-rewrittenEarly {
-		t.Error("tracking was rewritten while the old app's sync ran")
+	select {
+	case early := <-rewrittenEarly:
+		if early {
+			t.Error("tracking was rewritten while the old app's sync ran")
+		}
+	default:
+		t.Fatal("the rename ended without waiting for the old app's sync")
 	}
 	if o := w.cluster.Object(w.refs["team-a"]); o.Labels[argocd.DefaultInstanceLabelKey] != "shop" {
 		t.Errorf("after the sync ended: %v", o.Labels)
