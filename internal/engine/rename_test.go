@@ -133,10 +133,9 @@ func TestRenameRefusals(t *testing.T) {
 	}
 }
 
-// Undo of a rename: the old app comes back (automation and finalizers only after it tracks the
-// resources again), the tracking moves back, the new app goes (finalizers off before the delete).
-func TestRenameUndo(t *testing.T) {
-	w := renameWorld(t)
+// renameGuestbook renames guestbook to shop and returns its journal and what it keeps for the undo.
+func renameGuestbook(t *testing.T, w *world) (string, *journal.Renamed) {
+	t.Helper()
 	e := w.engine()
 	rr, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
 	if err != nil {
@@ -150,7 +149,27 @@ func TestRenameUndo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ru, err := PlanRenameUndo(context.Background(), w.argo, j.Rename)
+	return done.Journal, j.Rename
+}
+
+// setSyncing plays the controller: an operation of app starts running, or ends. It may run on
+// another goroutine than the test's.
+func setSyncing(t *testing.T, w *world, app string, on bool) {
+	a, err := w.argo.GetApplication(context.Background(), "argocd", app)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	a.Operation, a.OperationPhase = on, "Running"
+	w.argo.AddApp(a)
+}
+
+// Undo of a rename: the old app comes back (automation and finalizers only after it tracks the
+// resources again), the tracking moves back, the new app goes (finalizers off before the delete).
+func TestRenameUndo(t *testing.T) {
+	w := renameWorld(t)
+	journalPath, renamed := renameGuestbook(t, w)
+	ru, err := PlanRenameUndo(context.Background(), w.argo, renamed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +180,7 @@ func TestRenameUndo(t *testing.T) {
 	if before, ok := ru.Send(context.Background(), ru.Before, false); !ok {
 		t.Fatalf("before: %+v", before)
 	}
-	u := w.undo(done.Journal, w.argo)
+	u := w.undo(journalPath, w.argo)
 	if got := u.Counts()[OutcomeRestored]; got != 2 {
 		t.Fatalf("restored %d: %v", got, outcomes(u.plan.Planned, u.Applied))
 	}
@@ -323,39 +342,19 @@ func TestRenameServerDryRunReturnsStepOutcomes(t *testing.T) {
 // it, and gives up with a clear error when it does not end.
 func TestRenameUndoSettlesTheNewAppsSync(t *testing.T) {
 	w := renameWorld(t)
-	e := w.engine()
-	rr, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
+	_, renamed := renameGuestbook(t, w)
+	ru, err := PlanRenameUndo(context.Background(), w.argo, renamed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := e.ApplyRename(context.Background(), rr, DryRunNone)
-	if err != nil || !done.Done() {
-		t.Fatalf("rename: %v %+v", err, done.Steps)
-	}
-	j, _, err := w.store.Load(done.Journal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ru, err := PlanRenameUndo(context.Background(), w.argo, j.Rename)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syncing := func(on bool) {
-		app, err := w.argo.GetApplication(context.Background(), "argocd", "shop")
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		app.Operation, app.OperationPhase = on, "Running"
-		w.argo.AddApp(app)
-	}
+	syncing := func(on bool) { setSyncing(t, w, "shop", on) }
 	syncing(true)
 	if err := ru.Settle(context.Background(), 30*time.Millisecond, time.Millisecond); err == nil || !strings.Contains(err.Error(), "operation running (Running)") {
 		t.Fatalf("a sync that does not end: %v", err)
 	}
 	// The controller's sync ends once the undo has been seen waiting for it.
 	polled := pollWatcher(w.argo, "shop")
-	ru, err = PlanRenameUndo(context.Background(), polled, j.Rename)
+	ru, err = PlanRenameUndo(context.Background(), polled, renamed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -408,15 +407,7 @@ func TestRenameWaitsForASyncTheOldAppBegan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	syncing := func(on bool) {
-		app, err := w.argo.GetApplication(context.Background(), "argocd", "guestbook")
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		app.Operation, app.OperationPhase = on, "Running"
-		w.argo.AddApp(app)
-	}
+	syncing := func(on bool) { setSyncing(t, w, "guestbook", on) }
 	syncing(true)
 	// The controller's sync ends once the rename has been seen waiting for it; what the tracking
 	// says then is what the rename did while the sync ran.
