@@ -91,39 +91,28 @@ func TestGuardsWithoutWatchRights(t *testing.T) {
 	mc.PrependReactor("list", "namespaces", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "", errors.New("RBAC: watch not granted"))
 	})
-	out := &syncWriter{}
+	out := &strings.Builder{}
 	w := &watcher{cfg: Config{Resync: time.Minute, CacheTTL: 30 * time.Second}, log: &logger{out: out}, listers: newListers(),
 		argo: newCachingArgoCD(nil, 10, time.Minute, nil)}
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
+	// The logger's lock keeps its lines whole; holding it, the test reads them whole too.
+	logged := func() string {
+		w.log.mu.Lock()
+		defer w.log.mu.Unlock()
+		return out.String()
+	}
 	w.watchGuards(ctx, &wg, mc)
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "may not watch namespaces") {
+	for !strings.Contains(logged(), "may not watch namespaces") {
 		if time.Now().After(deadline) {
-			t.Fatalf("no warning after 10s; log:\n%s", out.String())
+			t.Fatalf("no warning after 10s; log:\n%s", logged())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	cancel()
 	wg.Wait()
-	if n := strings.Count(out.String(), "may not watch"); n != 1 {
-		t.Errorf("%d warnings; want 1 (namespaces only):\n%s", n, out.String())
+	if n := strings.Count(logged(), "may not watch"); n != 1 {
+		t.Errorf("%d warnings; want 1 (namespaces only):\n%s", n, logged())
 	}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
