@@ -309,17 +309,24 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	sum := Summarize(app, rep.Rows, w.cascade(ctx, app, u.GetFinalizers()))
+	sum := Summarize(app, rep.Rows, w.cascade(ctx, app, u.GetFinalizers(), rep.Rows))
 	w.metrics.Set(key, sum, w.now().Sub(start))
 	now, check := w.events.observe(key, sum)
 	return w.events.send(ctx, now, check)
 }
 
 // cascade is what deleting the app deletes with it, of high risk: nothing without a resources
-// finalizer. When its destination cannot be reached, it is judged without reading the objects.
-func (w *watcher) cascade(ctx context.Context, app argocd.Application, finalizers []string) []argocd.Resource {
+// finalizer. audit's whole-app row has judged it already when a parent or ApplicationSet may delete
+// the app; otherwise it is judged here, without reading the objects when their cluster cannot be
+// reached.
+func (w *watcher) cascade(ctx context.Context, app argocd.Application, finalizers []string, rows []audit.Row) []argocd.Resource {
 	if argocd.CascadeFinalizer(finalizers) == "" {
 		return nil
+	}
+	for _, r := range rows {
+		if r.Cascade != nil && r.App.Ref() == app.Ref() {
+			return r.Cascade.HighRisk
+		}
 	}
 	objects, err := w.argo.Destination(ctx, app)
 	if err != nil {
