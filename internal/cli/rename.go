@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,6 +22,8 @@ type RenameOptions struct {
 	Force   bool
 	Wait    bool
 	Timeout time.Duration
+	// KeepReleaseName pins helm.releaseName to APP's name on NEW's Helm sources that have none.
+	KeepReleaseName bool
 
 	change changeFlags
 	output outputFlags
@@ -30,7 +31,7 @@ type RenameOptions struct {
 
 // NewRenameCommand builds `unprune rename`.
 func NewRenameCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &RenameOptions{GlobalOptions: g, IOStreams: streams, Wait: true, Timeout: 2 * time.Minute}
+	o := &RenameOptions{GlobalOptions: g, IOStreams: streams, Wait: true, Timeout: 2 * time.Minute, KeepReleaseName: true}
 	cmd := &cobra.Command{
 		Use:   "rename APP NEW",
 		Short: "Rename an Application without deleting or recreating any of its resources",
@@ -80,6 +81,7 @@ Afterwards unprune waits until Argo CD shows NEW Synced on every resource.
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.Force, "force", false, "rename an app that is not Synced (the plan says so)")
+	f.BoolVar(&o.KeepReleaseName, "keep-release-name", o.KeepReleaseName, "give NEW's Helm sources without a helm.releaseName APP's name as their release name, so that charts render the same objects")
 	f.BoolVar(&o.Wait, "wait", o.Wait, "after renaming, wait until Argo CD shows the new app Synced on every resource")
 	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for Argo CD")
 	o.change.add(cmd)
@@ -108,7 +110,10 @@ func (o *RenameOptions) Validate(args []string) error {
 	if err := validateAppName(args[1]); err != nil {
 		return err
 	}
-	o.Request = engine.RenameRequest{App: apps[0], NewName: args[1], Force: o.Force}
+	if apps[0].Name == args[1] {
+		return usageError("NEW %s is APP's name already: name the app it should become", printer.Safe(args[1]))
+	}
+	o.Request = engine.RenameRequest{App: apps[0], NewName: args[1], Force: o.Force, KeepReleaseName: o.KeepReleaseName}
 	return nil
 }
 
@@ -137,140 +142,20 @@ func (o *RenameOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rr, err := e.PlanRename(ctx, o.Request)
+	e.CheckTimeout = o.Timeout
+	c, err := e.PlanRename(ctx, o.Request)
 	var refused *engine.RefusedError
-	if errors.As(err, &refused) {
-		if refused.Code == engine.RefuseNotSynced {
-			return &ExitError{Code: ExitRefused, Err: fmt.Errorf("%w, or pass --force to rename it as it is; nothing was changed", refused.Err)}
-		}
-		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("%w; nothing was changed", refused.Err)}
+	if errors.As(err, &refused) && refused.Code == engine.RefuseNotSynced {
+		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("%w, or pass --force to rename it as it is; nothing was changed", refused.Err)}
 	}
 	if err != nil {
 		return engineError(err)
 	}
-	res := &renameResult{rr: rr}
-	if o.Force && rr.Apps[0].App.SyncStatus != "Synced" {
-		res.warnings = append(res.warnings, fmt.Sprintf("--force: %s is %s, not Synced; the new app shows the same differences", rr.Apps[0].Ref(), rr.Apps[0].App.SyncStatus))
+	if o.Force && c.Apps[0].App.SyncStatus != "Synced" {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("--force: %s is %s, not Synced; the new app shows the same differences", c.Apps[0].Ref(), c.Apps[0].App.SyncStatus))
 	}
-	mode := o.change.dryRun
-	if !rr.Blocked() && mode == engine.DryRunClient && interactive(o.IOStreams) && !o.output.out.Document() {
-		if err := o.print(res); err != nil {
-			return err
-		}
-		ok, err := confirm(o.IOStreams, fmt.Sprintf("Rename %s to %s? [y/N] ", rr.Apps[0].Ref(), rr.Apps[1].Ref()))
-		if err != nil || !ok {
-			fmt.Fprintln(o.ErrOut, "Nothing was changed.")
-			return Silent(ExitFindings)
-		}
-		mode = engine.DryRunNone
-	}
-	if res.done, err = e.ApplyRename(ctx, rr, mode); err != nil {
-		return failure(err)
-	}
-	if j := res.done.Journal; j != "" {
-		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: %s undo %s)\n", j, o.program, j)
-	}
-	wait := o.Wait && mode == engine.DryRunNone && res.done.Done()
-	if wait {
-		fmt.Fprintf(o.ErrOut, "Waiting up to %s for Argo CD to show %s Synced on every resource...\n", o.Timeout, rr.Apps[1].Ref())
-		res.verified = e.VerifyRename(ctx, rr, res.done, o.Timeout)
-	}
-	return o.finish(res, wait)
-}
-
-// renameResult is a rename's run, phase by phase: the plan, what was sent (nil in a preview), what
-// Argo CD showed, and the command line's own warnings.
-type renameResult struct {
-	rr       *engine.RenameRun
-	done     *engine.RenameApplied
-	verified engine.Verified
-	warnings []string
-}
-
-func (o *RenameOptions) finish(res *renameResult, verified bool) error {
-	if err := o.print(res); err != nil {
-		return err
-	}
-	doc := o.report(res)
-	if res.done != nil && res.done.JournalErr != nil {
-		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", res.done.JournalErr)
-	}
-	code, msg := runExit(doc.ChangeReport, verified)
-	if s := doc.Summary; code == ExitFailure && appWritten(res.done) {
-		// runExit counts only the tracking rewrites: the Application writes before them were made.
-		code, msg = ExitPartial, fmt.Sprintf("%d of %d tracking rewrites failed (see above) after the Application writes above were made; undo with: %s undo %s",
-			s.Failed+s.NotAttempted, s.Total, o.program, doc.Journal)
-	}
-	if i := failedStep(res.done); i >= 0 && code == ExitOK {
-		failed, d := res.rr.Steps[i], res.done.Steps[i]
-		code, msg = ExitPartial, fmt.Sprintf("%s %s failed: %s; undo with: %s undo %s", failed.Verb, failed.App.Namespace+"/"+failed.App.Name, d.Message, o.program, doc.Journal)
-	}
-	// runExit already says 1 for a preview with tracking to rewrite; the line is due either way.
-	if doc.Mode == string(engine.ModePreview) && !res.rr.Blocked() && (code == ExitOK || code == ExitFindings) {
-		code = ExitFindings
-		if !o.output.out.Document() {
-			fmt.Fprintln(o.ErrOut, previewOnly)
-		}
-	}
-	if doc.Mode == string(engine.ModeServerDryRun) && !res.rr.Blocked() && (code == ExitOK || code == ExitFindings) && !o.output.out.Document() {
-		fmt.Fprintln(o.ErrOut, serverDryRun)
-	}
-	if msg != "" {
-		return &ExitError{Code: code, Err: errors.New(msg)}
-	}
-	return Silent(code)
-}
-
-func failedStep(done *engine.RenameApplied) int {
-	if done == nil {
-		return -1
-	}
-	return done.FailedStep()
-}
-
-// appWritten reports whether a rename changed an Application object (created the new one, or
-// switched the old one's automation off).
-func appWritten(done *engine.RenameApplied) bool {
-	if done == nil || done.Mode != engine.ModeApply {
-		return false
-	}
-	for _, d := range done.Steps {
-		if d.Outcome == engine.OutcomeApplied {
-			return true
-		}
-	}
-	return false
-}
-
-// report is the rename's document; the command line's warnings come after the plan's.
-func (o *RenameOptions) report(res *renameResult) printer.RenameReport {
-	argo := o.installed.argo
-	info := argo.Cluster()
-	r := engine.Result{Planned: res.rr.Planned, Verified: res.verified}
-	var steps []engine.Decision
-	if res.done != nil {
-		r.Applied, steps = res.done.Applied, res.done.Steps
-	}
-	doc := printer.NewRenameReport(o.metadata(&info), printer.NewArgoCD(argo.Namespace(), o.installed.settings.Settings), res.rr, r, steps)
-	doc.Warnings = append(slices.Clip(doc.Warnings), res.warnings...)
-	return doc
-}
-
-func (o *RenameOptions) print(res *renameResult) error {
-	doc := o.report(res)
-	if o.output.out.Document() {
-		return o.output.out.Print(o.Out, doc, doc.Names)
-	}
-	for _, w := range doc.Warnings {
-		fmt.Fprintln(o.ErrOut, "warning:", printer.Line(w))
-	}
-	printer.RenameSteps(o.Out, doc)
-	if err := printer.ChangeTable(o.Out, o.output.out, doc.ChangeReport); err != nil {
-		return err
-	}
-	fmt.Fprint(o.Out, printer.VerificationText(o.program, doc.ChangeReport))
-	if doc.Mode == string(engine.ModePreview) {
-		return printDiffs(o.Out, o.ErrOut, o.getenv("KUBECTL_EXTERNAL_DIFF"), res.rr.Planned)
-	}
-	return nil
+	return o.runChange(ctx, o.IOStreams, o.output, o.change.dryRun, e, c, changeCommand{kind: "RenameReport", argo: true,
+		question: fmt.Sprintf("Rename %s to %s? [y/N] ", c.Apps[0].Ref(), c.Apps[1].Ref()),
+		wait:     o.Wait, timeout: o.Timeout,
+		waitLine: fmt.Sprintf("Waiting up to %s for Argo CD to show %s Synced on every resource...", o.Timeout, c.Apps[1].Ref())})
 }

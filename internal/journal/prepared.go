@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
 )
 
 // Command and strategies of `unprune move` journals. A move journal holds the same kind of entries
@@ -17,9 +18,12 @@ const (
 
 // Preparation is what a `move --prepare` journal wrote on one object's sync-options annotation.
 type Preparation struct {
-	Path   string
-	At     time.Time
-	Change Change
+	Path string
+	At   time.Time
+	// Object is the object marked, and Cluster the Name of its cluster in the journal.
+	Object  ObjectRef
+	Cluster cluster.Info
+	Change  Change
 }
 
 // Preparations finds, by object UID, the newest applied, not undone entry of the `move --prepare`
@@ -44,7 +48,8 @@ func (s *Store) Preparations(app AppRef) map[string]Preparation {
 					at = j.CreatedAt
 				}
 				if prev, seen := out[e.Object.UID]; !seen || at.After(prev.At) {
-					out[e.Object.UID] = Preparation{Path: path, At: at, Change: c}
+					info, _ := j.ClusterOf(e)
+					out[e.Object.UID] = Preparation{Path: path, At: at, Object: e.Object, Cluster: info, Change: c}
 				}
 			}
 		}
