@@ -15,7 +15,6 @@ const RefuseMarkReverted RefusalCode = "MarkRevertedByArgoCD"
 // object at every sync, marks included.
 const RefuseReplacedBySync RefusalCode = "ReplacedBySync"
 
-
 // ManifestSets says how Argo CD's own apply writes the annotation key on the object, or "" when it
 // does not. Then Argo CD resets whatever else is put there: its diff is a three-way merge with the
 // manifest (gitops-engine pkg/diff), so a changed value shows the object OutOfSync, and the next
