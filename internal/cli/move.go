@@ -41,21 +41,27 @@ APP2 takes the resources over, APP deletes them. Do it in two steps:
 
   1. unprune move APP RESOURCE... --to APP2 --prepare
      merges Prune=false,Delete=false into each resource's argocd.argoproj.io/sync-options (what
-     "detach --strategy keep" merges), so that APP can neither prune it nor cascade-delete it.
+     "detach --strategy keep" merges), so that APP can neither prune it nor cascade-delete it, and
+     shows that Argo CD's comparison of APP does not see the marks (a mark Argo CD sees it writes
+     back over). Refused when the resource's manifest sets that annotation, or Argo CD applies it
+     server-side, or APP syncs with Replace=true: the refusal says what holds instead.
   2. Commit: remove the manifests from APP's source, add them to APP2's. Wait until APP2 lists the
      resources (OutOfSync, with a shared-resource warning: APP still tracks them).
   3. unprune move APP RESOURCE... --to APP2
-     rewrites each resource's tracking (instance label and/or tracking-id annotation, as Argo CD
-     writes them for APP2) and takes off exactly the sync options step 1 added (found through its
-     journal; without one the options are left alone, and the report says so).
+     once APP2's comparison shows it declares them, rewrites each resource's tracking (instance
+     label and/or tracking-id annotation, as Argo CD writes them for APP2); once APP2's comparison
+     shows it still declares them and APP's no longer lists them to prune, takes off exactly the
+     sync options step 1 added (found through its journal; without one the options are left
+     alone, and the report says so). When APP2's automated sync took a resource over already, only
+     the marks are taken off (with --all: every resource a prepare of APP marked).
 
 The move is refused (exit 3, nothing changed) unless APP2 declares every resource (its status lists
 it, not as requiring pruning: otherwise APP2 would prune it) and APP no longer does (it lists it as
 requiring pruning: otherwise APP's next sync takes it back). Both apps must deploy to the same
 cluster. Hooks, objects with owners, objects being deleted, objects of another installation and
-copies whose tracking names another object are refused as by detach. Afterwards unprune refreshes
-both apps and waits until APP no longer lists the resources and APP2 shows them Synced. A journal
-records every change; "unprune undo" moves the resources back.
+copies whose tracking names another object are refused as by detach. A check that fails after a
+change puts it back as the journal says. Afterwards unprune waits until APP no longer lists the
+resources and APP2 shows them Synced. "unprune undo" moves the resources back.
 
 ` + exitCodesHelp,
 		Example: `  # Before the commit: keep APP from pruning what will move

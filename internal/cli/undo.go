@@ -45,9 +45,13 @@ cluster of --argocd-context, else --context; or through Argo CD's API with --via
 refuses the entry when it cannot. Journals others can write are refused, as ssh refuses loose keys.
 These checks catch mistakes and stale journals; whoever runs as you can still edit a journal.
 
-Without --yes this is a preview; --dry-run=server asks the API server. Guard and keep journals
-restore no tracking and need no Argo CD; after a restore, the journal's Applications get a refresh
-when Argo CD is reachable.
+Putting back what lets an app delete waits for that app's comparison: tracking given back to an app
+with automated prune, or a guard against prune (Prune=false, Prune=confirm, the protection label)
+taken off an object such an app tracks, is restored only once Argo CD shows that the app declares the
+object (else it would prune it at once: exit 3 for it, saying so). Undo asks Argo CD for that where
+it can; guard and keep journals restore no tracking and need it for nothing else. The undo of a rename
+writes the Applications back too. Without --yes this is a preview; --dry-run=server asks the API
+server. After a restore, the journal's Applications get a refresh when Argo CD is reachable.
 
 ` + exitCodesHelp,
 		Example: `  # Journals, newest first
