@@ -16,10 +16,13 @@ SERVER ?=
 LAB_DIR ?= $(CURDIR)/.lab
 export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES KCM REMOTE SERVER LAB_DIR
 
-# Components `make test` needs: the control plane and every Argo CD version the lab runs.
-LAB_COMPONENTS := etcd kubernetes argocd-v3.6.1 argocd-v3.0.23 argocd-v2.14.11
-# What `make demo` needs: the control plane and the one Argo CD version it runs.
-DEMO_COMPONENTS := etcd kubernetes argocd-$(ARGOCD_VERSION)
+# Components `make test` needs: the control plane and every Argo CD version the lab runs, each with
+# the helm and kustomize its repo-server runs (lab/modules/argocd-VERSION/repo-server-tools).
+LAB_ARGOCD_VERSIONS := v3.6.1 v3.0.23 v2.14.11
+repo_server_tools = $(strip $(shell sed 's/\#.*//' lab/modules/argocd-$(1)/repo-server-tools 2>/dev/null))
+LAB_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_VERSIONS),argocd-$(v) $(call repo_server_tools,$(v)))
+# What `make demo` needs: the control plane and the one Argo CD version it runs, with its repo-server's tools.
+DEMO_COMPONENTS = etcd kubernetes argocd-$(ARGOCD_VERSION) $(call repo_server_tools,$(ARGOCD_VERSION))
 
 .PHONY: help deps build dist docs lab-build lab-up lab-down lab-status test test-unit test-lab demo bench fuzz vet
 

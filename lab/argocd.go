@@ -114,14 +114,54 @@ type ArgoCD struct {
 // stops them). The releases in between are not built by the lab.
 func repoServerTakesClientCAPath(version string) bool { return !newerVersion("v3.6.0", version) }
 
-// startArgoCD installs an Argo CD's cluster-side objects and starts its processes.
-func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins binaries, cfg ArgoCDConfig) (*ArgoCD, error) {
+// RepoServerTools names the lab/build.sh components an Argo CD release's repo-server runs with: the
+// helm and the kustomize its image carries, at the versions the release pins in hack/tool-versions.sh.
+// They are listed in lab/modules/argocd-<version>/repo-server-tools, which the Makefile reads too.
+func RepoServerTools(root, version string) ([]string, error) {
+	file := filepath.Join(root, "lab", "modules", "argocd-"+version, "repo-server-tools")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("the helm and kustomize of Argo CD %s: %w", version, err)
+	}
+	var tools []string
+	helm, kustomize := 0, 0
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "helm-v"):
+			helm++
+		case strings.HasPrefix(line, "kustomize-v"):
+			kustomize++
+		default:
+			return nil, fmt.Errorf("%s: %q is neither a helm-v… nor a kustomize-v… component", file, line)
+		}
+		tools = append(tools, line)
+	}
+	if helm != 1 || kustomize != 1 {
+		return nil, fmt.Errorf("%s names %d helm and %d kustomize components; it must name one of each", file, helm, kustomize)
+	}
+	return tools, nil
+}
+
+// startArgoCD installs an Argo CD's cluster-side objects and starts its processes; tools are its
+// repo-server's components (RepoServerTools), which bins holds.
+func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins binaries, cfg ArgoCDConfig, tools []string) (*ArgoCD, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	dir := bins.ArgoCD[cfg.Version]
 	if dir == "" {
 		return nil, fmt.Errorf("argocd %s was not built", cfg.Version)
+	}
+	toolDirs := make([]string, 0, len(tools))
+	for _, t := range tools {
+		if bins.Tools[t] == "" {
+			return nil, fmt.Errorf("%s, for Argo CD %s's repo-server, was not built", t, cfg.Version)
+		}
+		toolDirs = append(toolDirs, bins.Tools[t])
 	}
 	dyn, err := dynamic.NewForConfig(restCfg)
 	if err != nil {
@@ -178,8 +218,9 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 
 	// The repo-server execs helper scripts by name (git-verify-wrapper.sh in v3); they sit beside the
 	// binary in the build cache.
+	path := dir + string(os.PathListSeparator) + os.Getenv("PATH")
 	env := []string{
-		"PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH"),
+		"PATH=" + path,
 		"HOME=" + filepath.Join(home, "home"),
 		"TMPDIR=" + filepath.Join(home, "tmp"),
 		"ARGOCD_GPG_ENABLED=false",
@@ -206,11 +247,14 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 		// It otherwise insists on a client CA file for mTLS; the empty value turns that off.
 		repoArgs = append(repoArgs, "--client-ca-path=")
 	}
+	// Argo CD's image carries helm and kustomize on the PATH; the repo-server, which renders every
+	// manifest, runs them by name (util/helm/cmd.go, util/kustomize/kustomize.go).
+	repoEnv := withEnv(env, "PATH", strings.Join(append(toolDirs, path), string(os.PathListSeparator)))
 	repo := process{
 		Name: cfg.component("repo-server"),
 		Path: argocdBin,
 		Args: repoArgs,
-		Env:  append([]string{"ARGOCD_BINARY_NAME=argocd-repo-server"}, env...),
+		Env:  append([]string{"ARGOCD_BINARY_NAME=argocd-repo-server"}, repoEnv...),
 		Dir:  home,
 	}
 	if _, err := repo.start(st.Dir); err != nil {

@@ -4,7 +4,9 @@
 #   lab/build.sh COMPONENT...     prints "COMPONENT=<dir>" for each, the folder holding its binaries
 #
 # Components: etcd, kubernetes (kube-apiserver + kube-controller-manager), argocd-v3.6.1, argocd-v3.0.23,
-# argocd-v2.14.11.
+# argocd-v2.14.11, and the helm and kustomize each Argo CD release's repo-server runs with
+# (lab/modules/argocd-*/repo-server-tools names them): helm-v4.3.1, helm-v3.17.1, helm-v3.16.3,
+# kustomize-v5.8.2, kustomize-v5.6.0, kustomize-v5.4.3. Each has its module in lab/modules/COMPONENT.
 #
 # The cache lives outside the work tree (UNPRUNE_LAB_CACHE, default ~/.cache/unprune/lab) so a fresh
 # clone, a later session or CI reuses it. Each entry is keyed by the component's go.mod, go.sum, the
@@ -45,6 +47,31 @@ ldflags() {
 		local v=${1#argocd-v}
 		echo "-X github.com/argoproj/argo-cd/v${v%%.*}/common.version=$v"
 		;;
+	helm-v*)
+		# What helm's Makefile stamps on a release: the version (else `helm version` says only "v3.16")
+		# and, in v3, the Kubernetes version its capabilities default to, 1.<client-go's minor>
+		# (client-go v0.31.1: 1.31; Argo CD passes --kube-version anyway). Not the git commit: a
+		# module zip does not carry it.
+		local v=${1#helm-} major=${1#helm-v}
+		major=${major%%.*}
+		local pkg=helm.sh/helm/v$major
+		local f="-X $pkg/internal/version.version=$v -X $pkg/internal/version.gitTreeState=clean"
+		if [ "$major" = 3 ]; then
+			local cg
+			cg=$(awk '$1 == "k8s.io/client-go" { print $2 }' "$here/modules/$1/go.mod")
+			cg=${cg#v0.}
+			for p in pkg/lint/rules pkg/chartutil; do
+				f+=" -X $pkg/$p.k8sVersionMajor=1 -X $pkg/$p.k8sVersionMinor=${cg%%.*}"
+			done
+		fi
+		echo "$f"
+		;;
+	kustomize-v*)
+		# The release tag, as kustomize's release build stamps it: `kustomize version` prints
+		# v5.6.0, and Argo CD parses `kustomize version --short` ("{kustomize/v5.6.0  …}") to pick
+		# flags by version (util/kustomize/kustomize.go, getSemver). Unstamped it says "(devel)".
+		echo "-X sigs.k8s.io/kustomize/api/provenance.version=kustomize/${1#kustomize-}"
+		;;
 	esac
 }
 
@@ -56,7 +83,11 @@ key() {
 		GOTOOLCHAIN=$(toolchain "$comp") go env GOVERSION
 		# The component's recipe is part of the key: a change to it must not reuse an old binary.
 		sed -n "/^recipe_${comp//[-.]/_}()/,/^}/p" "$0"
-		case $comp in argocd-*) sed -n '/^recipe_argocd()/,/^}/p' "$0" ;; esac
+		case $comp in
+		argocd-*) sed -n '/^recipe_argocd()/,/^}/p' "$0" ;;
+		helm-*) sed -n '/^recipe_helm()/,/^}/p' "$0" ;;
+		kustomize-*) sed -n '/^recipe_kustomize()/,/^}/p' "$0" ;;
+		esac
 	} | sha256sum | cut -c1-16
 }
 
@@ -112,10 +143,44 @@ prune_stale() {
 	done
 }
 
+# helm and kustomize, which Argo CD's image carries for its repo-server: one component per version,
+# the versions each release pins in hack/tool-versions.sh. Built with cgo off, as the release binaries
+# that image installs are.
+recipe_helm() {
+	local out=$1 major=$2; shift 2
+	CGO_ENABLED=0 go build "$@" -o "$out/helm" "helm.sh/helm/v$major/cmd/helm"
+}
+
+recipe_kustomize() {
+	local out=$1; shift
+	CGO_ENABLED=0 go build "$@" -o "$out/kustomize" sigs.k8s.io/kustomize/kustomize/v5
+}
+
+# One function a version, each closing on a line of its own: key() takes a recipe up to the first line
+# that starts with "}", so a one-line function would carry whatever follows it into the key.
+recipe_helm_v4_3_1() {
+	recipe_helm "$1" 4 "${@:2}"
+}
+recipe_helm_v3_17_1() {
+	recipe_helm "$1" 3 "${@:2}"
+}
+recipe_helm_v3_16_3() {
+	recipe_helm "$1" 3 "${@:2}"
+}
+recipe_kustomize_v5_8_2() {
+	recipe_kustomize "$@"
+}
+recipe_kustomize_v5_6_0() {
+	recipe_kustomize "$@"
+}
+recipe_kustomize_v5_4_3() {
+	recipe_kustomize "$@"
+}
+
 build_one() {
 	local comp=$1 mod=$here/modules/$1
 	if [ ! -f "$mod/go.mod" ] || ! declare -F "recipe_${comp//[-.]/_}" >/dev/null; then
-		echo "lab/build: unknown component $comp (known: etcd kubernetes argocd-v3.6.1 argocd-v3.0.23 argocd-v2.14.11)" >&2
+		echo "lab/build: unknown component $comp (known: $(cd "$here/modules" && echo *))" >&2
 		exit 2
 	fi
 	local out=$cache/$comp-$(key "$comp")
@@ -143,7 +208,8 @@ build_one() {
 	echo "$comp=$out"
 }
 
-[ $# -gt 0 ] || set -- etcd kubernetes argocd-v3.6.1 argocd-v3.0.23 argocd-v2.14.11
+[ $# -gt 0 ] || set -- etcd kubernetes argocd-v3.6.1 argocd-v3.0.23 argocd-v2.14.11 \
+	helm-v4.3.1 helm-v3.17.1 helm-v3.16.3 kustomize-v5.8.2 kustomize-v5.6.0 kustomize-v5.4.3
 mkdir -p "$cache"
 for c in "$@"; do
 	build_one "$c"

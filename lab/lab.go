@@ -142,7 +142,11 @@ func Up(ctx context.Context, root string, cfg Config) (*State, error) {
 	}
 	components := []string{"etcd", "kubernetes"}
 	if cfg.ArgoCD != nil {
-		components = append(components, "argocd-"+cfg.ArgoCD.Version)
+		tools, err := RepoServerTools(root, cfg.ArgoCD.Version)
+		if err != nil {
+			return nil, err
+		}
+		components = append(append(components, "argocd-"+cfg.ArgoCD.Version), tools...)
 	}
 	bins, err := Build(ctx, root, components...)
 	if err != nil {
@@ -186,7 +190,11 @@ func (s *State) AddArgoCD(ctx context.Context, root string, cfg ArgoCDConfig) (*
 			return nil, fmt.Errorf("an Argo CD is already installed in namespace %s", cfg.Namespace)
 		}
 	}
-	bins, err := Build(ctx, root, "argocd-"+cfg.Version)
+	tools, err := RepoServerTools(root, cfg.Version)
+	if err != nil {
+		return nil, err
+	}
+	bins, err := Build(ctx, root, append([]string{"argocd-" + cfg.Version}, tools...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +202,7 @@ func (s *State) AddArgoCD(ctx context.Context, root string, cfg ArgoCDConfig) (*
 	if err != nil {
 		return nil, err
 	}
-	a, err := startArgoCD(ctx, s, restCfg, bins, cfg)
+	a, err := startArgoCD(ctx, s, restCfg, bins, cfg, tools)
 	if err != nil {
 		_ = stopArgoCD(s, ArgoCD{Config: cfg})
 		return nil, err
@@ -247,6 +255,8 @@ type binaries struct {
 	Etcd       string
 	Kubernetes string
 	ArgoCD     map[string]string // by version
+	// Tools are the other components (helm-v3.17.1, kustomize-v5.6.0 …), by component name.
+	Tools map[string]string
 }
 
 // Build runs lab/build.sh, which builds the components or finds them in the cache outside the work tree.
@@ -258,7 +268,7 @@ func Build(ctx context.Context, root string, components ...string) (binaries, er
 	if err != nil {
 		return binaries{}, fmt.Errorf("lab/build.sh %s: %w", strings.Join(components, " "), err)
 	}
-	b := binaries{ArgoCD: map[string]string{}}
+	b := binaries{ArgoCD: map[string]string{}, Tools: map[string]string{}}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		name, path, ok := strings.Cut(line, "=")
 		if !ok {
@@ -271,6 +281,8 @@ func Build(ctx context.Context, root string, components ...string) (binaries, er
 			b.Kubernetes = path
 		case strings.HasPrefix(name, "argocd-"):
 			b.ArgoCD[strings.TrimPrefix(name, "argocd-")] = path
+		default:
+			b.Tools[name] = path
 		}
 	}
 	return b, nil

@@ -21,8 +21,12 @@ type AppOptions struct {
 	// Another namespace must be one of the installation's AppNamespaces ("apps in any namespace").
 	Namespace string
 	Repo      *Repo
-	// Path in the repository; defaults to "manifests".
+	// Path in the repository; defaults to "manifests". A plain directory gets a first ConfigMap
+	// <name>-config; a Helm chart or kustomization already written there (WriteHelmChart,
+	// WriteKustomization) is left as it is.
 	Path string
+	// Helm is spec.source.helm; nil leaves it unset, so the release name is the app's name.
+	Helm *HelmSource
 	// DestNamespace is spec.destination.namespace (default: a unique name); it is created for the
 	// test in the destination cluster.
 	DestNamespace string
@@ -38,9 +42,41 @@ type AppOptions struct {
 	// Automated turns on automated sync with the given prune setting.
 	Automated bool
 	AutoPrune bool
+	SelfHeal  bool
+	// Finalizers are the Application's, e.g. resources-finalizer.argocd.argoproj.io, with which
+	// deleting the app deletes its resources (the test's cleanup deletes it).
+	Finalizers []string
 	// SyncOptions are spec.syncPolicy.syncOptions (e.g. ServerSideApply=true); syncs the tests
 	// request carry them, as argocd-server's sync does when the request names none.
 	SyncOptions []string
+}
+
+// HelmSource is an Application's spec.source.helm.
+type HelmSource struct {
+	// ReleaseName is helm.releaseName; empty means the Application's name.
+	ReleaseName string
+	// Parameters are helm.parameters (--set name=value).
+	Parameters map[string]string
+	// Values is helm.values, YAML.
+	Values string
+}
+
+func (h *HelmSource) spec() map[string]any {
+	out := map[string]any{}
+	if h.ReleaseName != "" {
+		out["releaseName"] = h.ReleaseName
+	}
+	if len(h.Parameters) > 0 {
+		params := make([]any, 0, len(h.Parameters))
+		for _, k := range SortedKeys(h.Parameters) {
+			params = append(params, map[string]any{"name": k, "value": h.Parameters[k]})
+		}
+		out["parameters"] = params
+	}
+	if h.Values != "" {
+		out["values"] = h.Values
+	}
+	return out
 }
 
 // App is an Application under test.
@@ -79,10 +115,13 @@ func (i *Install) CreateApp(t testing.TB, opts AppOptions) *App {
 		opts.DestNamespace = UniqueName("dest")
 	}
 	dest.CreateNamespace(t, opts.DestNamespace)
-	// Every app starts with one ordinary resource so that its path exists and it has something to sync.
-	opts.Repo.Write(t, opts.Path+"/"+opts.Name+"-config.yaml", fmt.Sprintf(
-		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-config\n  namespace: %s\ndata:\n  owner: %s\n",
-		opts.Name, opts.DestNamespace, opts.Name))
+	// Every app of a plain directory starts with one ordinary resource so that its path exists and it
+	// has something to sync; a chart or kustomization renders its own.
+	if !opts.Repo.renderedSource(opts.Path) {
+		opts.Repo.Write(t, opts.Path+"/"+opts.Name+"-config.yaml", fmt.Sprintf(
+			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-config\n  namespace: %s\ndata:\n  owner: %s\n",
+			opts.Name, opts.DestNamespace, opts.Name))
+	}
 	opts.Repo.Commit(t, "add "+opts.Name)
 	destination := map[string]any{"namespace": opts.DestNamespace}
 	switch {
@@ -93,14 +132,18 @@ func (i *Install) CreateApp(t testing.TB, opts AppOptions) *App {
 	default:
 		destination["server"] = InClusterServer
 	}
+	source := map[string]any{"repoURL": opts.Repo.URL, "path": opts.Path, "targetRevision": "main"}
+	if opts.Helm != nil {
+		source["helm"] = opts.Helm.spec()
+	}
 	spec := map[string]any{
 		"project":     opts.Project,
-		"source":      map[string]any{"repoURL": opts.Repo.URL, "path": opts.Path, "targetRevision": "main"},
+		"source":      source,
 		"destination": destination,
 	}
 	policy := map[string]any{}
 	if opts.Automated {
-		policy["automated"] = map[string]any{"prune": opts.AutoPrune, "selfHeal": false}
+		policy["automated"] = map[string]any{"prune": opts.AutoPrune, "selfHeal": opts.SelfHeal}
 	}
 	if len(opts.SyncOptions) > 0 {
 		policy["syncOptions"] = opts.SyncOptions
@@ -108,9 +151,17 @@ func (i *Install) CreateApp(t testing.TB, opts AppOptions) *App {
 	if len(policy) > 0 {
 		spec["syncPolicy"] = policy
 	}
+	meta := map[string]any{"name": opts.Name, "namespace": opts.Namespace}
+	if len(opts.Finalizers) > 0 {
+		finalizers := make([]any, 0, len(opts.Finalizers))
+		for _, f := range opts.Finalizers {
+			finalizers = append(finalizers, f)
+		}
+		meta["finalizers"] = finalizers
+	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
-		"metadata": map[string]any{"name": opts.Name, "namespace": opts.Namespace},
+		"metadata": meta,
 		"spec":     spec,
 	}}
 	if _, err := i.Env.Dynamic.Resource(GVRApplication).Namespace(opts.Namespace).Create(Context(t), obj, metav1.CreateOptions{}); err != nil {
@@ -119,7 +170,7 @@ func (i *Install) CreateApp(t testing.TB, opts AppOptions) *App {
 	a := &App{Install: i, Name: opts.Name, Namespace: opts.Namespace, Repo: opts.Repo, Path: opts.Path,
 		DestNamespace: opts.DestNamespace, Cluster: dest, Project: opts.Project, SyncOptions: opts.SyncOptions}
 	t.Cleanup(func() {
-		// No finalizer is set, so deleting the Application never cascades to its resources.
+		// Without opts.Finalizers, deleting the Application never cascades to its resources.
 		_ = i.Env.Dynamic.Resource(GVRApplication).Namespace(a.Namespace).Delete(context.Background(), a.Name, metav1.DeleteOptions{})
 	})
 	return a
@@ -270,7 +321,11 @@ type Resource struct {
 }
 
 func (r Resource) String() string {
-	return fmt.Sprintf("%s/%s %s/%s status=%s requiresPruning=%t", r.Group, r.Kind, r.Namespace, r.Name, r.Status, r.RequiresPruning)
+	hook := ""
+	if r.Hook {
+		hook = " hook"
+	}
+	return fmt.Sprintf("%s/%s %s/%s status=%s requiresPruning=%t%s", r.Group, r.Kind, r.Namespace, r.Name, r.Status, r.RequiresPruning, hook)
 }
 
 // Operation is the Application's .status.operationState.
@@ -290,6 +345,9 @@ type OperationResult struct {
 	Status    string `json:"status"`
 	Message   string `json:"message"`
 	SyncPhase string `json:"syncPhase"`
+	// HookType (PreSync, PostSync …) and HookPhase (Running, Succeeded …) are set for hooks.
+	HookType  string `json:"hookType"`
+	HookPhase string `json:"hookPhase"`
 }
 
 // Status is the part of .status the tests look at.
@@ -299,8 +357,10 @@ type Status struct {
 	Sync      string
 	Revision  string
 	Health    string
-	Resources []Resource
-	Operation Operation
+	// SourceType is how the repo-server rendered the source: Directory, Helm, Kustomize …
+	SourceType string
+	Resources  []Resource
+	Operation  Operation
 }
 
 // Status reads the Application's status.
@@ -322,6 +382,7 @@ func ParseStatus(t testing.TB, u *unstructured.Unstructured) Status {
 			Health struct {
 				Status string `json:"status"`
 			} `json:"health"`
+			SourceType     string     `json:"sourceType"`
 			Resources      []Resource `json:"resources"`
 			OperationState struct {
 				Phase     string `json:"phase"`
@@ -348,7 +409,7 @@ func ParseStatus(t testing.TB, u *unstructured.Unstructured) Status {
 	s := raw.Status
 	return Status{
 		Requested: raw.Operation != nil,
-		Sync:      s.Sync.Status, Revision: s.Sync.Revision, Health: s.Health.Status, Resources: s.Resources,
+		Sync:      s.Sync.Status, Revision: s.Sync.Revision, Health: s.Health.Status, SourceType: s.SourceType, Resources: s.Resources,
 		Operation: Operation{Phase: s.OperationState.Phase, Message: s.OperationState.Message,
 			StartedAt: s.OperationState.StartedAt, Initiator: s.OperationState.Operation.InitiatedBy.Username,
 			Results: s.OperationState.SyncResult.Resources},
@@ -375,8 +436,8 @@ func (s Status) String() string {
 	for _, r := range s.Resources {
 		rows = append(rows, r.String())
 	}
-	return fmt.Sprintf("sync=%s revision=%.8s operation=%s %q resources=[%s]",
-		s.Sync, s.Revision, s.Operation.Phase, s.Operation.Message, strings.Join(rows, "; "))
+	return fmt.Sprintf("sync=%s revision=%.8s source=%s operation=%s %q resources=[%s]",
+		s.Sync, s.Revision, s.SourceType, s.Operation.Phase, s.Operation.Message, strings.Join(rows, "; "))
 }
 
 // WaitStatus polls the Application until cond holds for its status.
