@@ -27,6 +27,10 @@ type AppOptions struct {
 	Path string
 	// Helm is spec.source.helm; nil leaves it unset, so the release name is the app's name.
 	Helm *HelmSource
+	// JsonnetExtVars are spec.source.directory.jsonnet.extVars, name to value: the path's
+	// *.jsonnet files are rendered with them, and Argo CD substitutes $ARGOCD_APP_NAME and its other
+	// build variables in the values.
+	JsonnetExtVars map[string]string
 	// DestNamespace is spec.destination.namespace (default: a unique name); it is created for the
 	// test in the destination cluster.
 	DestNamespace string
@@ -135,6 +139,13 @@ func (i *Install) CreateApp(t testing.TB, opts AppOptions) *App {
 	source := map[string]any{"repoURL": opts.Repo.URL, "path": opts.Path, "targetRevision": "main"}
 	if opts.Helm != nil {
 		source["helm"] = opts.Helm.spec()
+	}
+	if len(opts.JsonnetExtVars) > 0 {
+		vars := make([]any, 0, len(opts.JsonnetExtVars))
+		for _, k := range SortedKeys(opts.JsonnetExtVars) {
+			vars = append(vars, map[string]any{"name": k, "value": opts.JsonnetExtVars[k]})
+		}
+		source["directory"] = map[string]any{"jsonnet": map[string]any{"extVars": vars}}
 	}
 	spec := map[string]any{
 		"project":     opts.Project,

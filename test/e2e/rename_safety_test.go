@@ -1,0 +1,281 @@
+//go:build lab
+
+package e2e
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/unprune/unprune/lab"
+	"github.com/unprune/unprune/lab/labtest"
+)
+
+// The releases the rename and move safety rules are proven on: the newest line, and the incident's
+// with label tracking (where the tracking label is the one Helm charts set too).
+var safetyCells = []struct{ version, tracking string }{{"v3.6.1", "annotation"}, {"v2.14.11", "label"}}
+
+// helmWeb is a chart template of Deployment <release>-web, selected and labelled by the release name
+// as `helm create` does: a release name that changes changes its selector and pod template.
+const helmWeb = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}-web
+  labels:
+    app.kubernetes.io/name: {{ .Chart.Name }}
+    app.kubernetes.io/instance: {{ .Release.Name }}
+spec:
+  replicas: 1
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: {{ .Chart.Name }}
+      app.kubernetes.io/instance: {{ .Release.Name }}
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: {{ .Chart.Name }}
+        app.kubernetes.io/instance: {{ .Release.Name }}
+    spec:
+      containers:
+      - name: web
+        image: registry.invalid/web:{{ .Values.tag }}
+`
+
+// ownedReplicaSets are the names and UIDs of the ReplicaSets a Deployment owns: a rollout adds one.
+func ownedReplicaSets(t *testing.T, c *labtest.Cluster, dep object) []string {
+	t.Helper()
+	list, err := c.Kube.AppsV1().ReplicaSets(dep.namespace).List(labtest.Context(t), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, rs := range list.Items {
+		for _, o := range rs.OwnerReferences {
+			if o.Kind == "Deployment" && o.Name == dep.name {
+				out = append(out, rs.Name+"/"+string(rs.UID))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// metadataSnapshot is every object's labels and annotations.
+func metadataSnapshot(t *testing.T, c *labtest.Cluster, objects []object) map[object][2]map[string]string {
+	t.Helper()
+	out := map[object][2]map[string]string{}
+	for _, o := range objects {
+		m, err := o.meta(t, c)
+		if err != nil {
+			t.Fatalf("%s: %v", o, err)
+		}
+		out[o] = [2]map[string]string{maps.Clone(m.Labels), maps.Clone(m.Annotations)}
+	}
+	return out
+}
+
+// wantSnapshot checks every object's labels and annotations are exactly as snapshot recorded.
+func wantSnapshot(t *testing.T, c *labtest.Cluster, snapshot map[object][2]map[string]string) {
+	t.Helper()
+	for o, want := range snapshot {
+		m, err := o.meta(t, c)
+		if err != nil {
+			t.Errorf("%s: %v", o, err)
+			continue
+		}
+		if !maps.Equal(m.Labels, want[0]) || !maps.Equal(m.Annotations, want[1]) {
+			t.Errorf("%s: labels %v annotations %v, were %v %v", o, m.Labels, m.Annotations, want[0], want[1])
+		}
+	}
+}
+
+// appPolicy is an Application's finalizers and automated sync policy, as JSON-ish text.
+func appPolicy(t *testing.T, env *labtest.Env, namespace, name string) (string, bool) {
+	t.Helper()
+	obj, ok := appExists(t, env, namespace, name)
+	if !ok {
+		return "", false
+	}
+	meta, spec := obj["metadata"].(map[string]any), obj["spec"].(map[string]any)
+	return fmt.Sprint(meta["finalizers"], " ", spec["syncPolicy"]), true
+}
+
+// TestRenameHelmChartApp: an app of a real Helm chart whose objects are named and selected from the
+// release name — the resources finalizer, automated prune and self-heal, a Deployment, a ConfigMap,
+// a Secret. The rename pins helm.releaseName to the old name, so the new app renders the same
+// objects: every UID unchanged, no rollout, nothing deleted at any moment, the new app Synced; undo
+// brings back exactly what was.
+func TestRenameHelmChartApp(t *testing.T) {
+	env := labtest.Get(t)
+	for _, cell := range safetyCells {
+		t.Run(cell.version, func(t *testing.T) {
+			t.Parallel()
+			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: cell.version, Tracking: cell.tracking})
+			repo := labtest.NewRepo(t)
+			repo.WriteHelmChart(t, "chart", labtest.HelmChart{Name: "shop", Values: "tag: \"1\"\ngreeting: hello\n", Templates: map[string]string{
+				"config.yaml": labtest.HelmConfigMap("config", map[string]string{"greeting": "{{ .Values.greeting | quote }}"}),
+				"secret.yaml": labtest.HelmSecret("secret", map[string]string{"password": `"s3cret"`}),
+				"web.yaml":    helmWeb,
+			}})
+			app := install.CreateApp(t, labtest.AppOptions{Repo: repo, Path: "chart", Automated: true, AutoPrune: true, SelfHeal: true,
+				Finalizers: []string{resourcesFinalizer}})
+			t.Cleanup(func() { dropApp(env, app.Namespace, app.Name) })
+			rev := repo.Head(t)
+			ns := app.DestNamespace
+			objects := []object{{kind: "ConfigMap", namespace: ns, name: app.Name + "-config"}, {kind: "Secret", namespace: ns, name: app.Name + "-secret"},
+				{kind: "Deployment", namespace: ns, name: app.Name + "-web"}}
+			app.RefreshUntil(t, 3*time.Minute, "to sync the chart", func(s labtest.Status) bool {
+				for _, o := range objects {
+					if r, ok := s.Find(o.kind, o.name); !ok || r.Status != "Synced" {
+						return false
+					}
+				}
+				return s.Revision == rev && s.Sync == "Synced" && s.Idle()
+			})
+			web := objects[2]
+			labtest.Eventually(t, time.Minute, "the Deployment's ReplicaSet", func() (bool, string) {
+				rs := ownedReplicaSets(t, env.Cluster, web)
+				return len(rs) == 1, fmt.Sprint(rs)
+			})
+			rsBefore := ownedReplicaSets(t, env.Cluster, web)
+			snapshot := metadataSnapshot(t, env.Cluster, objects)
+			policy, _ := appPolicy(t, env, app.Namespace, app.Name)
+			stop := watchNothingDeleted(t, env.Cluster, objects...)
+			newName := labtest.UniqueName("shop-renamed")
+			t.Cleanup(func() { dropApp(env, app.Namespace, newName) })
+			journals := labtest.TempDir(t)
+			ns0 := "--argocd-namespace=" + install.Namespace()
+
+			// The control: without the pinned release name the chart renders other objects under the
+			// new name, and the rename is refused at its first check, changing nothing.
+			if r := unprune(t, env, labtest.TempDir(t), ns0, "rename", app.Name, newName, "--keep-release-name=false", "--yes", "--timeout", "3m"); r.Code != 3 ||
+				!strings.Contains(r.Stdout, newName+"-web") {
+				t.Fatalf("rename without the release name: exit %d, want 3 naming %s-web", r.Code, newName)
+			}
+			if _, ok := appExists(t, env, app.Namespace, newName); ok {
+				t.Fatal("the refused rename left the new app behind")
+			}
+			wantSnapshot(t, env.Cluster, snapshot)
+
+			r := unprune(t, env, journals, ns0, "rename", app.Name, newName, "--yes", "--timeout", "3m")
+			if r.Code != 0 {
+				t.Fatalf("rename: exit %d", r.Code)
+			}
+			if !strings.Contains(r.Stdout, fmt.Sprintf("helm.releaseName %q", app.Name)) {
+				t.Errorf("the plan does not say the release name is pinned:\n%s", r.Stdout)
+			}
+			renamed := &labtest.App{Install: install, Name: newName, Namespace: app.Namespace, Repo: repo, Path: "chart"}
+			s := renamed.WaitSynced(t, rev)
+			obj, ok := appExists(t, env, app.Namespace, newName)
+			if !ok {
+				t.Fatal("the new app is not there")
+			}
+			src := obj["spec"].(map[string]any)["source"].(map[string]any)
+			if helm, _ := src["helm"].(map[string]any); helm == nil || helm["releaseName"] != app.Name {
+				t.Errorf("the new app's helm source: %v", src["helm"])
+			}
+			if got, _ := appPolicy(t, env, app.Namespace, newName); got != policy {
+				t.Errorf("the new app's finalizers and policy %s, were %s", got, policy)
+			}
+			if a := obj["metadata"].(map[string]any)["annotations"]; a != nil && a.(map[string]any)["unprune.dev/rename-journal"] != nil {
+				t.Errorf("the new app kept the rename's mark: %v", a)
+			}
+			if _, ok := appExists(t, env, app.Namespace, app.Name); ok {
+				t.Error("the old Application still exists")
+			}
+			for _, o := range objects {
+				m, _ := o.meta(t, env.Cluster)
+				if !trackedBy(m, cell.tracking, renamed.Instance()) {
+					t.Errorf("%s after the rename: labels %v annotations %v", o, m.Labels, m.Annotations)
+				}
+				if row, ok := s.Find(o.kind, o.name); !ok || row.Status != "Synced" {
+					t.Errorf("the new app's row for %s: %+v (listed %t)", o, row, ok)
+				}
+			}
+			if got := ownedReplicaSets(t, env.Cluster, web); !slices.Equal(got, rsBefore) {
+				t.Errorf("a rollout: ReplicaSets %v, were %v", got, rsBefore)
+			}
+
+			if r := unprune(t, env, journals, ns0, "undo", "--latest", "--yes"); r.Code != 0 {
+				t.Fatalf("undo: exit %d", r.Code)
+			}
+			if _, ok := appExists(t, env, app.Namespace, newName); ok {
+				t.Error("the new Application is still there after undo")
+			}
+			if got, ok := appPolicy(t, env, app.Namespace, app.Name); !ok || got != policy {
+				t.Errorf("the old app after undo: %s (exists %t), was %s", got, ok, policy)
+			}
+			app.RefreshUntil(t, 2*time.Minute, "to be Synced after undo", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == rev })
+			wantSnapshot(t, env.Cluster, snapshot)
+			if got := ownedReplicaSets(t, env.Cluster, web); !slices.Equal(got, rsBefore) {
+				t.Errorf("a rollout after undo: ReplicaSets %v, were %v", got, rsBefore)
+			}
+			if bad := stop(); len(bad) > 0 {
+				t.Errorf("deleted at some point: %v", bad)
+			}
+		})
+	}
+}
+
+// TestRenameOfANameFedJsonnetAppIsRefused: a jsonnet app names its objects from $ARGOCD_APP_NAME, so
+// under the new name it renders other objects, and the rename would prune the old ones once the
+// new app's automated prune came back. The rename stops at its first check: exit 3, the names that
+// differ said, and every object, the old app and its automation as they were; nothing created.
+func TestRenameOfANameFedJsonnetAppIsRefused(t *testing.T) {
+	env := labtest.Get(t)
+	for _, cell := range safetyCells {
+		t.Run(cell.version, func(t *testing.T) {
+			t.Parallel()
+			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: cell.version, Tracking: cell.tracking})
+			repo := labtest.NewRepo(t)
+			dest := labtest.UniqueName("jsonnet")
+			repo.Write(t, "app/settings.jsonnet", fmt.Sprintf(`local app = std.extVar('app');
+[{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: app + '-settings', namespace: %q}, data: {owner: app}}]
+`, dest))
+			app := install.CreateApp(t, labtest.AppOptions{Repo: repo, Path: "app", DestNamespace: dest, Automated: true, AutoPrune: true, SelfHeal: true,
+				Finalizers: []string{resourcesFinalizer}, JsonnetExtVars: map[string]string{"app": "$ARGOCD_APP_NAME"}})
+			t.Cleanup(func() { dropApp(env, app.Namespace, app.Name) })
+			rev := repo.Head(t)
+			settings := object{kind: "ConfigMap", namespace: dest, name: app.Name + "-settings"}
+			objects := []object{settings, {kind: "ConfigMap", namespace: dest, name: app.Name + "-config"}}
+			app.RefreshUntil(t, 2*time.Minute, "to sync the jsonnet", func(s labtest.Status) bool {
+				_, ok := s.Find("ConfigMap", settings.name)
+				return ok && s.Revision == rev && s.Sync == "Synced" && s.Idle()
+			})
+			snapshot := metadataSnapshot(t, env.Cluster, objects)
+			policy, _ := appPolicy(t, env, app.Namespace, app.Name)
+			stop := watchNothingDeleted(t, env.Cluster, objects...)
+			newName := labtest.UniqueName("settings-renamed")
+			t.Cleanup(func() { dropApp(env, app.Namespace, newName) })
+
+			r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+install.Namespace(), "rename", app.Name, newName, "--yes", "--timeout", "2m")
+			if r.Code != 3 {
+				t.Fatalf("rename: exit %d, want 3", r.Code)
+			}
+			for _, name := range []string{newName + "-settings", settings.name} {
+				if !strings.Contains(r.Stdout, name) {
+					t.Errorf("the refusal does not name %s:\n%s", name, r.Stdout)
+				}
+			}
+			if _, ok := appExists(t, env, app.Namespace, newName); ok {
+				t.Error("the new app was left behind")
+			}
+			if got, ok := appPolicy(t, env, app.Namespace, app.Name); !ok || got != policy {
+				t.Errorf("the old app: %s (exists %t), was %s", got, ok, policy)
+			}
+			wantSnapshot(t, env.Cluster, snapshot)
+			if _, err := env.Kube.CoreV1().ConfigMaps(dest).Get(labtest.Context(t), newName+"-settings", metav1.GetOptions{}); err == nil {
+				t.Error("the new app's rendering was applied")
+			}
+			app.RefreshUntil(t, 2*time.Minute, "to be Synced still", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == rev })
+			if bad := stop(); len(bad) > 0 {
+				t.Errorf("deleted at some point: %v", bad)
+			}
+		})
+	}
+}
