@@ -9,6 +9,7 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/option"
+	"github.com/unprune/unprune/internal/parallel"
 	"github.com/unprune/unprune/internal/plan"
 	"github.com/unprune/unprune/internal/verify"
 )
@@ -58,6 +59,10 @@ func (e *Engine) PlanMove(ctx context.Context, req MoveRequest) (*Change, error)
 	if len(apps) != 2 {
 		return nil, &RequestError{Kind: SameApp, Err: fmt.Errorf("%s holds the resources already: name another app", apps[0].Ref())}
 	}
+	// The apps' status decides what moves: taken from comparisons Argo CD starts now, not from
+	// whatever it compared last (after the commit, the target's automated sync may have taken the
+	// objects over before the source app was compared again).
+	apps, warnings := e.freshlyCompared(ctx, apps)
 	from, to := apps[0], apps[1]
 	src := &AppRun{App: from, Instance: from.Instance(e.ArgoCD.Namespace())}
 	dst := &AppRun{App: to, Instance: to.Instance(e.ArgoCD.Namespace())}
@@ -70,7 +75,7 @@ func (e *Engine) PlanMove(ctx context.Context, req MoveRequest) (*Change, error)
 	if !req.Prepare && e.Journals != nil {
 		mp.prepared = e.Journals.Preparations(journal.AppRef{Namespace: from.Namespace, Name: from.Name})
 	}
-	p := &Planned{Command: journal.CommandMove, Strategy: journal.StrategyMove, Apps: []*AppRun{src, dst}, planner: mp, AllOrNothing: true}
+	p := &Planned{Command: journal.CommandMove, Strategy: journal.StrategyMove, Apps: []*AppRun{src, dst}, planner: mp, AllOrNothing: true, Warnings: warnings}
 	c := &Change{Planned: p, rollback: true}
 	if req.Prepare {
 		p.Strategy = journal.StrategyPrepare
@@ -465,4 +470,32 @@ func movedRows(p *Planned, done *Applied) []argocd.Resource {
 		}
 	}
 	return rows
+}
+
+// freshlyCompared asks Argo CD to compare each app and returns them as comparisons started after now
+// show them; an app Argo CD does not compare within the check timeout is returned as last compared,
+// with a warning.
+func (e *Engine) freshlyCompared(ctx context.Context, apps []argocd.Application) ([]argocd.Application, []string) {
+	now := e.now()
+	out := make([]argocd.Application, len(apps))
+	warnings := make([]string, len(apps))
+	parallel.ForEach(len(apps), len(apps), func(i int) {
+		out[i] = apps[i]
+		app, fresh, err := e.compared(ctx, AppName{Namespace: apps[i].Namespace, Name: apps[i].Name}, now, now.Add(e.checkTimeout()))
+		switch {
+		case err != nil:
+			warnings[i] = fmt.Sprintf("could not read Application %s again: %v; planned from its last comparison", apps[i].Ref(), err)
+		case !fresh:
+			warnings[i] = fmt.Sprintf("Argo CD did not compare Application %s within %s; planned from its last comparison", apps[i].Ref(), e.checkTimeout())
+		default:
+			out[i] = app
+		}
+	})
+	var said []string
+	for _, w := range warnings {
+		if w != "" {
+			said = append(said, w)
+		}
+	}
+	return out, said
 }

@@ -279,3 +279,93 @@ func TestRenameOfANameFedJsonnetAppIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestMovePrepareRefusesAMarkArgoCDResets: the object's manifest sets sync-options
+// (SkipDryRunOnMissingResource=true), and its app syncs automatically with self-heal. A mark in that
+// annotation would show the object OutOfSync and be written over within seconds, after which the
+// commit's prune would delete it. prepare refuses (exit 3) and changes nothing; the app stays
+// Synced and the object as it was.
+func TestMovePrepareRefusesAMarkArgoCDResets(t *testing.T) {
+	env := labtest.Get(t)
+	for _, cell := range safetyCells {
+		t.Run(cell.version, func(t *testing.T) {
+			t.Parallel()
+			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: cell.version, Tracking: cell.tracking})
+			repo := labtest.NewRepo(t)
+			a := install.CreateApp(t, labtest.AppOptions{Repo: repo, Path: "a", Automated: true, AutoPrune: true, SelfHeal: true})
+			b := install.CreateApp(t, labtest.AppOptions{Repo: repo, Path: "b"})
+			cm := object{kind: "ConfigMap", namespace: a.DestNamespace, name: labtest.UniqueName("marked")}
+			repo.Write(t, "a/cm.yaml", fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  annotations:\n"+
+				"    argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true\ndata:\n  color: blue\n", cm.name, cm.namespace))
+			rev := repo.Commit(t, "a ConfigMap whose manifest sets sync-options")
+			a.RefreshUntil(t, 2*time.Minute, "to sync it", func(s labtest.Status) bool {
+				r, ok := s.Find("ConfigMap", cm.name)
+				return ok && r.Status == "Synced" && s.Revision == rev && s.Idle()
+			})
+			snapshot := metadataSnapshot(t, env.Cluster, []object{cm})
+			r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+install.Namespace(), "move", a.Name, cm.resourceArg(), "--to", b.Namespace+"/"+b.Name, "--prepare", "--yes")
+			if r.Code != 3 || !strings.Contains(r.Stdout, "MarkRevertedByArgoCD") && !strings.Contains(r.Stdout, "would write it back") {
+				t.Fatalf("prepare: exit %d, want 3 saying Argo CD writes the mark back", r.Code)
+			}
+			wantSnapshot(t, env.Cluster, snapshot)
+			a.RefreshUntil(t, 2*time.Minute, "to be Synced still", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == rev })
+		})
+	}
+}
+
+// TestMoveToAnAutomatedTarget: the target app syncs on its own, so after the commit it applies the
+// objects and takes their tracking before anyone runs the move (a move would then find nothing to
+// move, and the prepare's marks would stay for ever, keeping the target from ever pruning them or
+// cascading). prepare → commit → the target's sync → move: exit 0, the marks gone, each object
+// tracked by the target with its UID, nothing deleted at any moment; undo puts the marks back.
+func TestMoveToAnAutomatedTarget(t *testing.T) {
+	env := labtest.Get(t)
+	for _, cell := range safetyCells {
+		t.Run(cell.version, func(t *testing.T) {
+			t.Parallel()
+			c := newMoveCaseWith(t, env, lab.ArgoCDConfig{Version: cell.version, Tracking: cell.tracking},
+				labtest.AppOptions{Automated: true, AutoPrune: true, SelfHeal: true})
+			stop := watchNothingDeleted(t, env.Cluster, c.objects...)
+			ns := "--argocd-namespace=" + c.a.Install.Namespace()
+			if r := unprune(t, env, c.journals, c.args("--prepare", "--yes")...); r.Code != 0 {
+				t.Fatalf("prepare: exit %d", r.Code)
+			}
+			rev := moveFiles(t, c.repo, "a", "b", "cm.yaml", "dep.yaml")
+			c.b.RefreshUntil(t, 3*time.Minute, "to take the objects over by its own sync", func(s labtest.Status) bool {
+				for _, o := range c.objects {
+					m, err := o.meta(t, env.Cluster)
+					if r, ok := s.Find(o.kind, o.name); err != nil || !ok || r.Status != "Synced" || !trackedBy(m, c.tracking, c.b.Instance()) {
+						return false
+					}
+				}
+				return s.Revision == rev && s.Idle()
+			})
+			uids := map[object]string{}
+			for _, o := range c.objects {
+				uids[o] = o.uid(t, env.Cluster)
+			}
+			if r := unprune(t, env, c.journals, c.args("--yes")...); r.Code != 0 {
+				t.Fatalf("move: exit %d", r.Code)
+			}
+			marked := metadataSnapshot(t, env.Cluster, c.objects)
+			for o, md := range marked {
+				if md[1][syncOptions] != "" || !trackedBy(&metav1.ObjectMeta{Labels: md[0], Annotations: md[1]}, c.tracking, c.b.Instance()) || o.uid(t, env.Cluster) != uids[o] {
+					t.Errorf("%s after the move: labels %v annotations %v", o, md[0], md[1])
+				}
+			}
+			c.b.RefreshUntil(t, 2*time.Minute, "to be Synced", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == rev })
+			if r := unprune(t, env, c.journals, ns, "undo", "--latest", "--yes"); r.Code != 0 {
+				t.Fatalf("undo: exit %d", r.Code)
+			}
+			for _, o := range c.objects {
+				m, _ := o.meta(t, env.Cluster)
+				if m.Annotations[syncOptions] != "Prune=false,Delete=false" || !trackedBy(m, c.tracking, c.b.Instance()) {
+					t.Errorf("%s after undo: labels %v annotations %v", o, m.Labels, m.Annotations)
+				}
+			}
+			if bad := stop(); len(bad) > 0 {
+				t.Errorf("deleted at some point: %v", bad)
+			}
+		})
+	}
+}
