@@ -372,6 +372,9 @@ type Status struct {
 	SourceType string
 	Resources  []Resource
 	Operation  Operation
+	// ReconciledAt is when the controller started its last full comparison (second precision);
+	// zero before the first.
+	ReconciledAt time.Time
 }
 
 // Status reads the Application's status.
@@ -394,6 +397,7 @@ func ParseStatus(t testing.TB, u *unstructured.Unstructured) Status {
 				Status string `json:"status"`
 			} `json:"health"`
 			SourceType     string     `json:"sourceType"`
+			ReconciledAt   *time.Time `json:"reconciledAt"`
 			Resources      []Resource `json:"resources"`
 			OperationState struct {
 				Phase     string `json:"phase"`
@@ -418,7 +422,11 @@ func ParseStatus(t testing.TB, u *unstructured.Unstructured) Status {
 		t.Fatal(err)
 	}
 	s := raw.Status
-	return Status{
+	var reconciled time.Time
+	if s.ReconciledAt != nil {
+		reconciled = *s.ReconciledAt
+	}
+	return Status{ReconciledAt: reconciled,
 		Requested: raw.Operation != nil,
 		Sync:      s.Sync.Status, Revision: s.Sync.Revision, Health: s.Health.Status, SourceType: s.SourceType, Resources: s.Resources,
 		Operation: Operation{Phase: s.OperationState.Phase, Message: s.OperationState.Message,

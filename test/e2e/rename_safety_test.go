@@ -3,7 +3,10 @@
 package e2e
 
 import (
+	"bytes"
 	"fmt"
+	"os/exec"
+	"syscall"
 	"maps"
 	"slices"
 	"strings"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/unprune/unprune/lab"
 	"github.com/unprune/unprune/lab/labtest"
+	"github.com/unprune/unprune/test/cmdtest"
 )
 
 // The releases the rename and move safety rules are proven on: the newest line, and the incident's
@@ -365,6 +369,134 @@ func TestMoveToAnAutomatedTarget(t *testing.T) {
 			}
 			if bad := stop(); len(bad) > 0 {
 				t.Errorf("deleted at some point: %v", bad)
+			}
+		})
+	}
+}
+
+// TestKilledRenameDeletesNothingAndUndoes: the rename's binary is killed with SIGKILL at each of its
+// half-done states — the new app created (its first check running), the old app switched off, the
+// tracking half rewritten, the old Application deleted (the last checks running). Lying half-done,
+// with both apps compared again by Argo CD, nothing is deleted; and the undo of the journal left
+// behind restores the old app, its automation and finalizers, and every tracking exactly.
+func TestKilledRenameDeletesNothingAndUndoes(t *testing.T) {
+	env := labtest.Get(t)
+	bin := cmdtest.Build(t)
+	points := []struct {
+		name string
+		// reached reports the state to kill the rename in.
+		reached func(t *testing.T, old, next string, app *labtest.App, objects []object) bool
+	}{
+		{"new app created", func(t *testing.T, old, next string, app *labtest.App, _ []object) bool {
+			_, ok := appExists(t, env, app.Namespace, next)
+			return ok
+		}},
+		{"old app switched off", func(t *testing.T, old, next string, app *labtest.App, _ []object) bool {
+			obj, ok := appExists(t, env, app.Namespace, old)
+			f, _ := obj["metadata"].(map[string]any)["finalizers"].([]any)
+			return ok && len(f) == 0
+		}},
+		{"tracking half rewritten", func(t *testing.T, old, next string, app *labtest.App, objects []object) bool {
+			for _, o := range objects {
+				if m, err := o.meta(t, env.Cluster); err == nil && trackedBy(m, "annotation", (&labtest.App{Install: app.Install, Name: next, Namespace: app.Namespace}).Instance()) {
+					return true
+				}
+			}
+			return false
+		}},
+		{"old app deleted", func(t *testing.T, old, next string, app *labtest.App, _ []object) bool {
+			_, ok := appExists(t, env, app.Namespace, old)
+			return !ok
+		}},
+	}
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
+	for _, point := range points {
+		t.Run(strings.ReplaceAll(point.name, " ", "-"), func(t *testing.T) {
+			repo := labtest.NewRepo(t)
+			app := install.CreateApp(t, labtest.AppOptions{Repo: repo, Automated: true, AutoPrune: true, SelfHeal: true, Finalizers: []string{resourcesFinalizer}})
+			t.Cleanup(func() { dropApp(env, app.Namespace, app.Name) })
+			var objects []object
+			for i := range 20 {
+				name := fmt.Sprintf("%s-cm-%02d", app.Name, i)
+				repo.Write(t, app.Path+"/"+name+".yaml", configMapManifest(name, app.DestNamespace))
+				objects = append(objects, object{kind: "ConfigMap", namespace: app.DestNamespace, name: name})
+			}
+			rev := repo.Commit(t, "twenty ConfigMaps")
+			app.RefreshUntil(t, 2*time.Minute, "to sync them", func(s labtest.Status) bool {
+				for _, o := range objects {
+					if r, ok := s.Find(o.kind, o.name); !ok || r.Status != "Synced" {
+						return false
+					}
+				}
+				return s.Revision == rev && s.Sync == "Synced" && s.Idle()
+			})
+			snapshot := metadataSnapshot(t, env.Cluster, objects)
+			policy, _ := appPolicy(t, env, app.Namespace, app.Name)
+			stop := watchNothingDeleted(t, env.Cluster, objects...)
+			next := labtest.UniqueName("killed")
+			t.Cleanup(func() { dropApp(env, app.Namespace, next) })
+			journals := labtest.TempDir(t)
+
+			// A low --qps spreads the rewrites over seconds, so that the kill lands among them.
+			cmd := exec.Command(bin, "--kubeconfig", env.State.Kubeconfig, "--journal-dir", journals, "--qps=4", "--burst=1",
+				"--argocd-namespace="+install.Namespace(), "rename", app.Name, next, "--yes", "--timeout", "2m")
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(exited) }()
+			labtest.Eventually(t, 2*time.Minute, "the rename to reach: "+point.name, func() (bool, string) {
+				select {
+				case <-exited:
+					t.Fatalf("the rename ended before it was killed:\n%s", out.String())
+				default:
+				}
+				return point.reached(t, app.Name, next, app, objects), "not yet"
+			})
+			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			<-exited
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+				t.Fatalf("the rename was not killed (%v):\n%s", cmd.ProcessState, out.String())
+			}
+			rewritten := 0
+			for _, o := range objects {
+				if m, err := o.meta(t, env.Cluster); err == nil && !trackedBy(m, "annotation", app.Instance()) {
+					rewritten++
+				}
+			}
+			t.Logf("killed with %d of %d objects' tracking rewritten", rewritten, len(objects))
+			if point.name == "tracking half rewritten" && (rewritten == 0 || rewritten == len(objects)) {
+				t.Fatalf("killed with %d of %d objects rewritten: not half-way", rewritten, len(objects))
+			}
+			// Half-done, each app that exists is compared again after the kill: neither deletes.
+			killed := time.Now()
+			for _, name := range []string{app.Name, next} {
+				if _, ok := appExists(t, env, app.Namespace, name); ok {
+					a := &labtest.App{Install: install, Name: name, Namespace: app.Namespace}
+					a.RefreshUntil(t, 2*time.Minute, "to be compared after the kill", func(s labtest.Status) bool { return s.ReconciledAt.After(killed) && s.Idle() })
+				}
+			}
+			if bad := stop(); len(bad) > 0 {
+				t.Fatalf("deleted while the rename lay half-done: %v", bad)
+			}
+			stop = watchNothingDeleted(t, env.Cluster, objects...)
+			if r := unprune(t, env, journals, "--argocd-namespace="+install.Namespace(), "undo", "--latest", "--yes"); r.Code != 0 {
+				t.Fatalf("undo: exit %d", r.Code)
+			}
+			if _, ok := appExists(t, env, app.Namespace, next); ok {
+				t.Error("the new Application is still there after undo")
+			}
+			if got, ok := appPolicy(t, env, app.Namespace, app.Name); !ok || got != policy {
+				t.Errorf("the old app after undo: %s (exists %t), was %s", got, ok, policy)
+			}
+			wantSnapshot(t, env.Cluster, snapshot)
+			app.RefreshUntil(t, 2*time.Minute, "to be Synced after undo", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == rev && s.Idle() })
+			if bad := stop(); len(bad) > 0 {
+				t.Errorf("deleted during or after the undo: %v", bad)
 			}
 		})
 	}
