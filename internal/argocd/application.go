@@ -84,6 +84,28 @@ type Resource struct {
 	// hook with requiresPruning true, even while it is still in git, but no sync prunes hooks and they
 	// never make the app OutOfSync (controller/state.go, CompareAppState).
 	Hook bool `json:"hook,omitempty"`
+	// Health is the row's health status: Argo CD says Missing for a desired object that does not
+	// exist (gitops-engine pkg/health).
+	Health string `json:"-"`
+}
+
+// UnmarshalJSON reads a row as Argo CD writes it, its health an object ({"status": "Missing"}).
+func (r *Resource) UnmarshalJSON(data []byte) error {
+	type row Resource
+	var doc struct {
+		row
+		HealthDoc *struct {
+			Status string `json:"status"`
+		} `json:"health"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return err
+	}
+	*r = Resource(doc.row)
+	if doc.HealthDoc != nil {
+		r.Health = doc.HealthDoc.Status
+	}
+	return nil
 }
 
 // String renders KIND[.GROUP]/[NAMESPACE/]NAME, the form RESOURCE arguments take.

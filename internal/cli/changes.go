@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
-	"github.com/unprune/unprune/internal/option"
+	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/printer"
 )
 
@@ -17,9 +19,13 @@ import (
 type namespacer interface{ Namespace() string }
 
 // engineError maps an engine error to an exit: a request that cannot be carried out as asked is
-// bad input, said with the flags that fix it; anything else a failure. Either way nothing was
-// changed.
+// bad input, said with the flags that fix it; a request a safety rule refuses as a whole is exit 3;
+// anything else a failure. Either way nothing was changed.
 func engineError(err error) error {
+	var refused *engine.RefusedError
+	if errors.As(err, &refused) {
+		return &ExitError{Code: ExitRefused, Err: fmt.Errorf("%w; nothing was changed", refused.Err)}
+	}
 	var r *engine.RequestError
 	if !errors.As(err, &r) {
 		return failure(err)
@@ -35,56 +41,250 @@ func engineError(err error) error {
 	return usageError("%v", r.Err)
 }
 
-// changeReport is the document of kind (DetachReport, MoveReport) for a run of a changing command.
-func (g *GlobalOptions) changeReport(kind string, r engine.Result) printer.ChangeReport {
-	argo := g.installed.argo
-	info := argo.Cluster()
-	return printer.NewChangeReport(kind, g.metadata(&info), printer.NewArgoCD(argo.Namespace(), g.installed.settings.Settings), r)
+// changeCommand is what a changing verb tells the one flow every changing command runs through
+// (runChange): how to name and print its report, what to ask, and how long to wait for Argo CD.
+type changeCommand struct {
+	// kind is the report's kind (DetachReport, MoveReport, RenameReport, GuardReport, UndoReport).
+	kind string
+	// question is asked at a terminal before a preview's plan is applied.
+	question string
+	// wait asks Argo CD, once every step succeeded, to show the change done within timeout.
+	wait    bool
+	timeout time.Duration
+	// waitLine is the stderr line while waiting.
+	waitLine string
+	// cluster names the report's cluster instead of Argo CD's (guard); argo is false for reports
+	// that describe no Argo CD installation (guard, undo).
+	cluster *cluster.Info
+	argo    bool
+	// journal is the journal an undo restores (the report names it instead of one of its own).
+	journal string
+	// waitAlso waits even though no object changed (objects released by an earlier run).
+	waitAlso bool
+	// after prints verb-specific lines once the run is reported (stderr), when not a document.
+	after func(doc printer.ChangeReport)
+	// previewLine replaces the line after a preview that says how to go on.
+	previewLine string
+	// afterRun acts once the change ran (the undo's refresh of its apps).
+	afterRun func(x *engine.Executed)
+	// refused words what a refusal left undone ("nothing was moved"), instead of "nothing was
+	// changed".
+	refused string
 }
 
-// printChange writes a run's report: a document, or the table with each planned object's diff.
-func (g *GlobalOptions) printChange(streams genericiooptions.IOStreams, output outputFlags, doc printer.ChangeReport, planned *engine.Planned) error {
-	if output.out.Document() {
-		return output.out.Print(streams.Out, doc, doc.Names)
+// runChange is the flow under every changing command: show the plan and, at a terminal, ask; run
+// the change (engine.Execute: a preview, a server dry run, or the steps with their checks); wait
+// for Argo CD to show it done; print the report; and decide the exit code (changeExit).
+func (g *GlobalOptions) runChange(ctx context.Context, streams genericiooptions.IOStreams, output outputFlags, mode engine.DryRun, e *engine.Engine, c *engine.Change, cc changeCommand) error {
+	r := engine.ResultOf(c, nil, nil)
+	if c.Counts()[engine.OutcomePlanned] > 0 && mode == engine.DryRunClient && interactive(streams) && !output.out.Document() && !c.Refused() {
+		if err := g.printChange(streams, output, cc, r); err != nil {
+			return err
+		}
+		ok, err := confirm(streams, cc.question)
+		if err != nil || !ok {
+			fmt.Fprintln(streams.ErrOut, "Nothing was changed.")
+			return Silent(ExitFindings)
+		}
+		mode = engine.DryRunNone
 	}
-	if len(doc.Items) == 0 {
-		// As kubectl: no rows, no header; stderr has said there is nothing to do.
-		return nil
+	x, err := e.Execute(ctx, c, mode)
+	if err != nil {
+		return failure(err)
 	}
-	if err := printer.ChangeTable(streams.Out, output.out, doc); err != nil {
+	if cc.afterRun != nil {
+		cc.afterRun(x)
+	}
+	r = engine.ResultOf(c, x, nil)
+	if x.Journal != "" {
+		fmt.Fprintf(streams.ErrOut, "Journal: %s (undo with: %s undo %s)\n", x.Journal, g.program, x.Journal)
+	}
+	verified := cc.wait && mode == engine.DryRunNone && x.Stopped < 0 && !x.Interrupted && (x.Counts()[engine.OutcomeApplied] > 0 || cc.waitAlso || x.Wrote())
+	if verified {
+		fmt.Fprintln(streams.ErrOut, cc.waitLine)
+		r.Verified = e.VerifyChange(ctx, c, x, cc.timeout)
+	}
+	if err := g.printChange(streams, output, cc, r); err != nil {
 		return err
 	}
-	if doc.Mode == string(engine.ModePreview) {
-		return printDiffs(streams.Out, streams.ErrOut, g.getenv("KUBECTL_EXTERNAL_DIFF"), planned)
+	rep := g.changeReport(cc, r)
+	if !output.out.Document() {
+		fmt.Fprint(streams.Out, printer.VerificationText(g.program, rep.ChangeReport))
+		if cc.previewLine != "" && rep.Mode == string(engine.ModePreview) {
+			if rep.Summary.Planned > 0 || len(rep.steps) > 0 {
+				fmt.Fprintln(streams.ErrOut, cc.previewLine)
+			}
+		} else {
+			sayMode(streams.ErrOut, rep.ChangeReport)
+		}
+		if cc.after != nil {
+			cc.after(rep.ChangeReport)
+		}
+	}
+	if err := r.Done().JournalErr; err != nil {
+		fmt.Fprintln(streams.ErrOut, "warning: the journal could not record everything:", err)
+	}
+	code, msg := changeExit(g.program, rep.ChangeReport, rep.steps, verified)
+	if s := rep.Summary; code == ExitRefused && s.Refused > 0 && cc.refused != "" {
+		msg = fmt.Sprintf("%d of %d resources refused (see above); %s", s.Refused, s.Total, cc.refused)
+	}
+	if msg != "" {
+		return &ExitError{Code: code, Err: errors.New(msg)}
+	}
+	return Silent(code)
+}
+
+// changeReport is a run's report: the document -o prints, the ChangeReport in it, and its
+// Application writes.
+type changeReport struct {
+	printer.ChangeReport
+	doc   any
+	names func() []string
+	steps []printer.RenameStep
+}
+
+func (g *GlobalOptions) changeReport(cc changeCommand, r engine.Result) changeReport {
+	info := cc.cluster
+	var argo *printer.ArgoCD
+	if cc.argo {
+		in := g.installed.argo.Cluster()
+		info = &in
+		argo = printer.NewArgoCD(g.installed.argo.Namespace(), g.installed.settings.Settings)
+	}
+	if r.Change.Renaming != nil {
+		doc := printer.NewRenameReport(cc.kind, g.metadata(info), argo, r)
+		if cc.journal != "" {
+			doc.Journal = cc.journal
+		}
+		return changeReport{ChangeReport: doc.ChangeReport, doc: doc, names: doc.Names, steps: doc.Steps}
+	}
+	doc := printer.NewChangeReport(cc.kind, g.metadata(info), argo, r)
+	if cc.journal != "" {
+		doc.Journal = cc.journal
+	}
+	return changeReport{ChangeReport: doc, doc: doc, names: doc.Names}
+}
+
+// printChange writes a run's report: a document, or the steps, the table and each planned object's
+// diff.
+func (g *GlobalOptions) printChange(streams genericiooptions.IOStreams, output outputFlags, cc changeCommand, r engine.Result) error {
+	rep := g.changeReport(cc, r)
+	if output.out.Document() {
+		return output.out.Print(streams.Out, rep.doc, rep.names)
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintln(streams.ErrOut, "warning:", printer.Line(w))
+	}
+	if len(r.Change.Steps) > 1 {
+		printer.ChangeSteps(streams.Out, r.Change, r.Executed)
+	}
+	if len(rep.Items) > 0 {
+		if err := printer.ChangeTable(streams.Out, output.out, rep.ChangeReport); err != nil {
+			return err
+		}
+	}
+	// As kubectl: no rows, no header; stderr has said there is nothing to do.
+	if x := r.Executed; x != nil && x.RollbackChange != nil {
+		fmt.Fprintf(streams.Out, "Putting back what this run changed, as its journal says:\n")
+		printer.ChangeSteps(streams.Out, x.RollbackChange, x.Rollback)
+		rb := printer.NewChangeReport(cc.kind, rep.Metadata, nil, engine.ResultOf(x.RollbackChange, x.Rollback, nil))
+		var put []printer.ChangeItem
+		for _, it := range rb.Items {
+			if it.Outcome != string(engine.OutcomeUnchanged) {
+				put = append(put, it)
+			}
+		}
+		if rb.Items = put; len(put) > 0 {
+			if err := printer.ChangeTable(streams.Out, output.out, rb); err != nil {
+				return err
+			}
+		}
+	}
+	if rep.Mode == string(engine.ModePreview) && len(rep.Items) > 0 {
+		return printDiffs(streams.Out, streams.ErrOut, g.getenv("KUBECTL_EXTERNAL_DIFF"), r.Planned)
 	}
 	return nil
 }
 
-// applyConfirmed carries a plan as far as mode says. A preview at a terminal (not a document)
-// first prints the plan and asks question; a yes applies it. The journal, when one is written, is
-// named with the way to undo it. It returns the mode the plan was carried out in and what was done,
-// or an exit error when the user declined.
-func (g *GlobalOptions) applyConfirmed(ctx context.Context, streams genericiooptions.IOStreams, output outputFlags, e *engine.Engine,
-	planned *engine.Planned, mode engine.DryRun, question string, print func() error) (engine.DryRun, *engine.Applied, error) {
-	if planned.Counts()[engine.OutcomePlanned] > 0 && mode == engine.DryRunClient && interactive(streams) && !output.out.Document() {
-		if err := print(); err != nil {
-			return mode, nil, err
+// changeExit decides a changing command's exit code from what its run did, and the line that says
+// it. It is pure: the table of outcomes is the product's contract.
+//
+// A check of Argo CD's comparison that did not pass stops the run before the step it guards: when
+// the run had changed something, its journal was undone (the rollback) — exit 3 when all was put
+// back, 4 when not; when it had changed nothing, exit 3. An Application write that failed is 4
+// after other changes, else 2. The objects' outcomes decide the rest (runExit).
+func changeExit(program string, doc printer.ChangeReport, steps []printer.RenameStep, verify bool) (int, string) {
+	failed, ok := failedCheck(doc.Checks)
+	changed := doc.Summary.Applied+doc.Summary.Restored > 0 || stepsApplied(steps)
+	switch {
+	case ok && doc.Rollback != nil && doc.Rollback.Complete:
+		return ExitRefused, fmt.Sprintf("%s; so everything this run changed was put back as its journal %s says, and nothing was deleted", checkLine(failed), doc.Journal)
+	case ok && doc.Rollback != nil:
+		why := doc.Rollback.Message
+		if why == "" {
+			why = fmt.Sprintf("%d objects could not be put back", doc.Rollback.Failed+doc.Rollback.NotAttempted)
 		}
-		ok, err := confirm(streams, question)
-		if err != nil || !ok {
-			fmt.Fprintln(streams.ErrOut, "Nothing was changed.")
-			return mode, nil, Silent(ExitFindings)
+		return ExitPartial, fmt.Sprintf("%s; putting back what this run changed stopped (%s): nothing was deleted; undo with: %s undo %s", checkLine(failed), why, program, doc.Journal)
+	case ok && changed:
+		return ExitPartial, fmt.Sprintf("%s; the steps after it were not run (see above): the journal %s says what was changed", checkLine(failed), doc.Journal)
+	case ok:
+		return ExitRefused, checkLine(failed) + "; nothing was changed"
+	}
+	if i := failedStep(steps); i >= 0 {
+		s := steps[i]
+		if changed {
+			return ExitPartial, fmt.Sprintf("%s Application %s/%s failed: %s; undo with: %s undo %s", s.Verb, s.Application.Namespace, s.Application.Name, s.Message, program, doc.Journal)
 		}
-		mode = engine.DryRunNone
+		return ExitFailure, fmt.Sprintf("%s Application %s/%s failed: %s; nothing was changed", s.Verb, s.Application.Namespace, s.Application.Name, s.Message)
 	}
-	done, err := e.Apply(ctx, planned, mode)
-	if err != nil {
-		return mode, nil, failure(err)
+	if stepsApplied(steps) && doc.Summary.Failed+doc.Summary.NotAttempted > 0 {
+		// runExit counts only the objects: the Application writes before them were made.
+		s := doc.Summary
+		return ExitPartial, fmt.Sprintf("%d of %d tracking rewrites failed (see above) after the Application writes above were made; undo with: %s undo %s",
+			s.Failed+s.NotAttempted, s.Total, program, doc.Journal)
 	}
-	if done.Journal != "" {
-		fmt.Fprintf(streams.ErrOut, "Journal: %s (undo with: %s undo %s)\n", done.Journal, option.Program(ctx), done.Journal)
+	code, msg := runExit(doc, verify)
+	if len(steps) > 0 && (code == ExitOK || code == ExitFindings) && doc.Mode != string(engine.ModeApply) && doc.Summary.Refused+doc.Summary.Failed == 0 {
+		// A preview or dry run of Application writes has changes to make even with no object.
+		code = ExitFindings
 	}
-	return mode, done, nil
+	return code, msg
+}
+
+// failedCheck is the first check that did not pass.
+func failedCheck(checks []printer.Check) (printer.Check, bool) {
+	for _, c := range checks {
+		if c.Outcome == string(engine.OutcomeFailed) {
+			return c, true
+		}
+	}
+	return printer.Check{}, false
+}
+
+// checkLine says what a failed check found.
+func checkLine(c printer.Check) string {
+	if c.Reason == engine.ReasonNotCompared {
+		return c.Message + ", so it did not show that the next step deletes nothing"
+	}
+	return fmt.Sprintf("Argo CD's comparison of Application %s/%s did not show what the next step needs (see above)", c.Application.Namespace, c.Application.Name)
+}
+
+func stepsApplied(steps []printer.RenameStep) bool {
+	for _, s := range steps {
+		if s.Outcome == string(engine.OutcomeApplied) {
+			return true
+		}
+	}
+	return false
+}
+
+func failedStep(steps []printer.RenameStep) int {
+	for i, s := range steps {
+		if s.Outcome == string(engine.OutcomeFailed) {
+			return i
+		}
+	}
+	return -1
 }
 
 // printDiffs shows, for every planned object, a unified diff of its metadata before and after (or
@@ -100,6 +300,13 @@ func printDiffs(out, errOut io.Writer, external string, planned *engine.Planned)
 		if it.App != nil {
 			name = it.App.Ref() + " " + name
 		}
+		if _, seen := files[name]; seen {
+			// A move's second phase on the same object: its changes join the first's.
+			f := files[name]
+			f[1] = printer.MetadataLines(it.Live.Labels, it.Live.Annotations, append(changesOf(planned, name), it.Plan.Changes...))
+			files[name] = f
+			continue
+		}
 		before := printer.MetadataLines(it.Live.Labels, it.Live.Annotations, nil)
 		after := printer.MetadataLines(it.Live.Labels, it.Live.Annotations, it.Plan.Changes)
 		files[name] = [2][]string{before, after}
@@ -114,6 +321,20 @@ func printDiffs(out, errOut io.Writer, external string, planned *engine.Planned)
 	for _, name := range order {
 		fmt.Fprintln(out)
 		fmt.Fprint(out, printer.UnifiedDiff(printer.Safe(name), files[name][0], files[name][1]))
+	}
+	return nil
+}
+
+// changesOf are the planned changes of the first item named name.
+func changesOf(planned *engine.Planned, name string) []journal.Change {
+	for _, it := range planned.Items {
+		n := it.Ref.String()
+		if it.App != nil {
+			n = it.App.Ref() + " " + n
+		}
+		if n == name && it.Outcome == engine.OutcomePlanned {
+			return it.Plan.Changes
+		}
 	}
 	return nil
 }

@@ -203,79 +203,32 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	planned, err := e.PlanDetach(ctx, o.Request)
+	o.Request.AllOrNothing = o.AllOrNothing
+	c, err := e.PlanDetach(ctx, o.Request)
 	if err != nil {
 		return engineError(err)
 	}
 	if !o.output.out.Document() {
 		fmt.Fprintf(o.ErrOut, "Argo CD in %s: %s; strategy %s\n", argo.Namespace(), printer.Line(s.String()), o.Request.Strategy)
 	}
-	if len(planned.Items) == 0 {
-		fmt.Fprintf(o.ErrOut, "Nothing to do: no resource of %s requires pruning.\n", appsText(planned))
-		return o.print(engine.Result{Planned: planned})
-	}
-	return o.execute(ctx, e, planned)
-}
-
-// execute previews, asks, applies and verifies a plan. Objects refused or unreadable do not stop
-// the others unless --all-or-nothing: the report names them and the exit code says so.
-func (o *DetachOptions) execute(ctx context.Context, e *engine.Engine, planned *engine.Planned) error {
-	counts := planned.Counts()
+	counts := c.Counts()
 	mode := o.change.dryRun
-	n, released := counts[engine.OutcomePlanned], alreadyReleased(planned)
+	n, released := counts[engine.OutcomePlanned], alreadyReleased(c.Planned)
 	blocked := counts[engine.OutcomeRefused]+counts[engine.OutcomeFailed] > 0
-	if blocked && o.AllOrNothing || n == 0 && (released == 0 || mode != engine.DryRunNone) {
-		switch {
-		case blocked && o.AllOrNothing:
-			fmt.Fprintln(o.ErrOut, "--all-or-nothing: some resources are refused or failed, so nothing is changed.")
-		case n == 0 && released > 0:
-			fmt.Fprintf(o.ErrOut, "Nothing to change: %d resources are released already; Argo CD has not compared since. Add --yes to wait for it.\n", released)
-		case n == 0 && !blocked:
-			fmt.Fprintln(o.ErrOut, "Nothing to change: the selected resources carry no tracking metadata of their apps.")
-		}
-		return o.finish(engine.Result{Planned: planned}, false)
+	switch {
+	case len(c.Items) == 0:
+		fmt.Fprintf(o.ErrOut, "Nothing to do: no resource of %s requires pruning.\n", appsText(c.Planned))
+	case blocked && o.AllOrNothing:
+		fmt.Fprintln(o.ErrOut, "--all-or-nothing: some resources are refused or failed, so nothing is changed.")
+	case n == 0 && released > 0 && mode != engine.DryRunNone:
+		fmt.Fprintf(o.ErrOut, "Nothing to change: %d resources are released already; Argo CD has not compared since. Add --yes to wait for it.\n", released)
+	case n == 0 && released == 0 && !blocked:
+		fmt.Fprintln(o.ErrOut, "Nothing to change: the selected resources carry no tracking metadata of their apps.")
 	}
-	question := fmt.Sprintf("Detach %d resources from %s (strategy %s)? [y/N] ", n, appsText(planned), planned.Strategy)
-	mode, done, err := o.applyConfirmed(ctx, o.IOStreams, o.output, e, planned, mode, question, func() error { return o.print(engine.Result{Planned: planned}) })
-	if err != nil {
-		return err
-	}
-	r := engine.Result{Planned: planned, Applied: done}
-	wait := o.Wait && mode == engine.DryRunNone && !done.Interrupted && done.Counts()[engine.OutcomeApplied]+released > 0
-	if wait {
-		fmt.Fprintf(o.ErrOut, "Waiting up to %s for Argo CD to show the resources released...\n", o.Timeout)
-		r.Verified = e.Verify(ctx, planned, done, o.Timeout)
-	}
-	return o.finish(r, wait)
-}
-
-// finish prints the result and turns it into the exit code.
-func (o *DetachOptions) finish(r engine.Result, verified bool) error {
-	if err := o.print(r); err != nil {
-		return err
-	}
-	doc := o.report(r)
-	if !o.output.out.Document() {
-		fmt.Fprint(o.Out, printer.VerificationText(o.program, doc))
-		sayMode(o.ErrOut, doc)
-	}
-	if err := r.Done().JournalErr; err != nil {
-		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", err)
-	}
-	code, msg := runExit(doc, verified)
-	if msg != "" {
-		return &ExitError{Code: code, Err: fmt.Errorf("%s", msg)}
-	}
-	return Silent(code)
-}
-
-func (o *DetachOptions) report(r engine.Result) printer.ChangeReport {
-	return o.changeReport("DetachReport", r)
-}
-
-// print writes the report: a document, or the table with each planned object's diff.
-func (o *DetachOptions) print(r engine.Result) error {
-	return o.printChange(o.IOStreams, o.output, o.report(r), r.Planned)
+	return o.runChange(ctx, o.IOStreams, o.output, mode, e, c, changeCommand{kind: "DetachReport", argo: true,
+		question: fmt.Sprintf("Detach %d resources from %s (strategy %s)? [y/N] ", n, appsText(c.Planned), c.Strategy),
+		wait:     o.Wait && (n > 0 || released > 0), timeout: o.Timeout, waitAlso: released > 0,
+		waitLine: fmt.Sprintf("Waiting up to %s for Argo CD to show the resources released...", o.Timeout)})
 }
 
 // looksLikeResource tells a RESOURCE argument from NAMESPACE/NAME: namespaces are DNS labels

@@ -25,6 +25,10 @@ func TestGoldenGuard(t *testing.T) {
 		{name: "guard-confirm-yes-yaml", args: []string{"guard", "confirm", "Namespace/team-a", "--yes", "-o", "yaml"}},
 		{name: "guard-confirm-remote", args: []string{"guard", "confirm", "ConfigMap/shop/legacy", "--cluster", remoteServer, "--yes"}},
 		{name: "guard-confirm-dry-run-server", args: []string{"guard", "confirm", "Namespace/team-a", "Namespace/team-b", "--dry-run=server", "--no-headers"}},
+		// Exit 3: the Deployment's manifest sets sync-options, so Argo CD would write Prune=confirm over.
+		{name: "guard-confirm-reverted", args: []string{"guard", "confirm", "Deployment.apps/guestbook/guestbook-ui", "--yes"}, setup: func(w *world) {
+			w.manifestSets("guestbook-ui", "argocd.argoproj.io/sync-options", "SkipDryRunOnMissingResource=true")
+		}},
 		// A missing object cannot be guarded: reported Gone, nothing changed (exit 0).
 		{name: "guard-confirm-missing", args: []string{"guard", "confirm", "Namespace/nope", "--yes"}},
 		// Exit 2: bad input.

@@ -16,6 +16,17 @@ func TestGoldenScan(t *testing.T) {
 		{name: "scan-go-template", args: []string{"scan", "-o", `go-template={{range .items}}{{.application.name}} {{.resource.kind}}/{{.resource.name}}{{"\n"}}{{end}}`}},
 		{name: "scan-project", args: []string{"scan", "-A", "--project", "shop"}},
 		{name: "scan-named-other-namespace", args: []string{"scan", "apps/shop"}},
+		// Moves prepared and not finished show, so none is forgotten: still in the source app's
+		// hands, and taken over by the target app's sync (its marks left on).
+		{name: "scan-prepared", args: []string{"scan"}, setup: func(w *world) {
+			w.addMoveTarget()
+			w.mustRun(ExitOK, "move", "guestbook", "Namespace/team-b", "--to", "teams", "--prepare", "--yes")
+		}},
+		{name: "scan-prepared-taken-over-yaml", args: []string{"scan", "-o", "yaml"}, setup: func(w *world) {
+			w.addMoveTarget()
+			w.mustRun(ExitOK, "move", "guestbook", "Namespace/team-b", "--to", "teams", "--prepare", "--yes")
+			w.takeOver("guestbook", "teams", "team-b")
+		}},
 		// Exit 0: nothing requires pruning.
 		{name: "scan-none", args: []string{"scan", "platform"}},
 		{name: "scan-selector-none", args: []string{"scan", "-l", "team=none"}},

@@ -13,7 +13,6 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/guard"
-	"github.com/unprune/unprune/internal/printer"
 )
 
 // NewGuardCommand builds `unprune guard` and its subcommands.
@@ -229,21 +228,24 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	e, err := o.engine(nil, argocd.Settings{}, 32)
+	// A confirm is a mark Argo CD reads: where Argo CD can be read, the app that declares an
+	// object is asked, after the change, whether it sees the mark (it would write it over).
+	var argo cluster.ArgoCD
+	var settings argocd.Settings
+	if o.Verb == "confirm" {
+		argo, settings, _ = o.connect(ctx)
+	}
+	e, err := o.engine(argo, settings, 32)
 	if err != nil {
 		return err
 	}
-	planned, err := e.PlanObjects(ctx, objects, engine.ObjectsRequest{Command: guard.Command, Strategy: o.Verb, Resources: o.Resources, Build: build})
+	c, err := e.PlanObjects(ctx, objects, engine.ObjectsRequest{Command: guard.Command, Strategy: o.Verb, Resources: o.Resources, Build: build, Mark: o.Verb == "confirm"})
 	if err != nil {
 		return engineError(err)
 	}
-	r := engine.Result{Planned: planned}
-	counts := planned.Counts()
-	if counts[engine.OutcomeRefused]+counts[engine.OutcomeFailed] == 0 && counts[engine.OutcomePlanned] > 0 {
-		if r.Applied, err = e.Apply(ctx, planned, o.change.dryRun); err != nil {
-			return failure(err)
-		}
-	} else if counts[engine.OutcomePlanned] == 0 && counts[engine.OutcomeRefused]+counts[engine.OutcomeFailed] == 0 {
+	c.AllOrNothing = true
+	counts := c.Counts()
+	if counts[engine.OutcomePlanned] == 0 && counts[engine.OutcomeRefused]+counts[engine.OutcomeFailed] == 0 {
 		// A resource that does not exist is not guarded: say so rather than that all are.
 		if gone := counts[engine.OutcomeGone]; gone > 0 {
 			fmt.Fprintf(o.ErrOut, "Nothing to change: %d of the resources named do not exist (see above).\n", gone)
@@ -251,31 +253,9 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 			fmt.Fprintln(o.ErrOut, "Nothing to change: every resource is guarded already.")
 		}
 	}
-	if j := r.Done().Journal; j != "" {
-		fmt.Fprintf(o.ErrOut, "Journal: %s (undo with: %s undo %s)\n", j, o.program, j)
-	}
 	info := objects.Info()
-	doc := printer.NewChangeReport("GuardReport", o.metadata(&info), nil, r)
-	if o.output.out.Document() {
-		if err := o.output.out.Print(o.Out, doc, doc.Names); err != nil {
-			return err
-		}
-	} else {
-		if err := printer.ChangeTable(o.Out, o.output.out, doc); err != nil {
-			return err
-		}
-		if doc.Mode == string(engine.ModePreview) {
-			if err := printDiffs(o.Out, o.ErrOut, o.getenv("KUBECTL_EXTERNAL_DIFF"), planned); err != nil {
-				return err
-			}
-		}
-		sayMode(o.ErrOut, doc)
-	}
-	code, msg := runExit(doc, false)
-	if msg != "" {
-		return &ExitError{Code: code, Err: fmt.Errorf("%s", msg)}
-	}
-	return Silent(code)
+	return o.runChange(ctx, o.IOStreams, o.output, o.change.dryRun, e, c, changeCommand{kind: "GuardReport", cluster: &info,
+		question: fmt.Sprintf("Guard %d resources (%s)? [y/N] ", counts[engine.OutcomePlanned], o.Verb)})
 }
 
 // target is the cluster a guard command changes: the current context's, or a destination cluster

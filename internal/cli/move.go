@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -42,21 +41,27 @@ APP2 takes the resources over, APP deletes them. Do it in two steps:
 
   1. unprune move APP RESOURCE... --to APP2 --prepare
      merges Prune=false,Delete=false into each resource's argocd.argoproj.io/sync-options (what
-     "detach --strategy keep" merges), so that APP can neither prune it nor cascade-delete it.
+     "detach --strategy keep" merges), so that APP can neither prune it nor cascade-delete it, and
+     shows that Argo CD's comparison of APP does not see the marks (a mark Argo CD sees it writes
+     back over). Refused when the resource's manifest sets that annotation, or Argo CD applies it
+     server-side, or APP syncs with Replace=true: the refusal says what holds instead.
   2. Commit: remove the manifests from APP's source, add them to APP2's. Wait until APP2 lists the
      resources (OutOfSync, with a shared-resource warning: APP still tracks them).
   3. unprune move APP RESOURCE... --to APP2
-     rewrites each resource's tracking (instance label and/or tracking-id annotation, as Argo CD
-     writes them for APP2) and takes off exactly the sync options step 1 added (found through its
-     journal; without one the options are left alone, and the report says so).
+     once APP2's comparison shows it declares them, rewrites each resource's tracking (instance
+     label and/or tracking-id annotation, as Argo CD writes them for APP2); once APP2's comparison
+     shows it still declares them and APP's no longer lists them to prune, takes off exactly the
+     sync options step 1 added (found through its journal; without one the options are left
+     alone, and the report says so). When APP2's automated sync took a resource over already, only
+     the marks are taken off (with --all: every resource a prepare of APP marked).
 
 The move is refused (exit 3, nothing changed) unless APP2 declares every resource (its status lists
 it, not as requiring pruning: otherwise APP2 would prune it) and APP no longer does (it lists it as
 requiring pruning: otherwise APP's next sync takes it back). Both apps must deploy to the same
 cluster. Hooks, objects with owners, objects being deleted, objects of another installation and
-copies whose tracking names another object are refused as by detach. Afterwards unprune refreshes
-both apps and waits until APP no longer lists the resources and APP2 shows them Synced. A journal
-records every change; "unprune undo" moves the resources back.
+copies whose tracking names another object are refused as by detach. A check that fails after a
+change puts it back as the journal says. Afterwards unprune waits until APP no longer lists the
+resources and APP2 shows them Synced. "unprune undo" moves the resources back.
 
 ` + exitCodesHelp,
 		Example: `  # Before the commit: keep APP from pruning what will move
@@ -134,73 +139,36 @@ func (o *MoveOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	planned, err := e.PlanMove(ctx, o.Request)
+	e.CheckTimeout = o.Timeout
+	c, err := e.PlanMove(ctx, o.Request)
 	if err != nil {
 		return engineError(err)
 	}
-	r := engine.Result{Planned: planned}
-	if len(planned.Items) == 0 {
-		fmt.Fprintf(o.ErrOut, "Nothing to move: %s lists no resource that %s declares.\n", planned.Apps[0].Ref(), planned.Apps[1].Ref())
-		return o.finish(r, false)
-	}
-	counts := planned.Counts()
-	if counts[engine.OutcomeRefused]+counts[engine.OutcomeFailed] > 0 {
+	from, to := c.Apps[0].Ref(), c.Apps[1].Ref()
+	counts := c.Counts()
+	switch {
+	case len(c.Items) == 0:
+		fmt.Fprintf(o.ErrOut, "Nothing to move: %s lists no resource that %s declares, and no resource a prepare of it marked has %s taken over.\n", from, to, to)
+	case counts[engine.OutcomeRefused]+counts[engine.OutcomeFailed] > 0:
 		fmt.Fprintln(o.ErrOut, "Some resources are refused or could not be read, so nothing is moved.")
-		return o.finish(r, false)
 	}
-	question := fmt.Sprintf("%s %d resources of %s (to %s)? [y/N] ", verbOf(planned), counts[engine.OutcomePlanned], planned.Apps[0].Ref(), planned.Apps[1].Ref())
-	mode, done, err := o.applyConfirmed(ctx, o.IOStreams, o.output, e, planned, o.change.dryRun, question, func() error { return o.print(r) })
-	if err != nil {
-		return err
+	verb := "Move"
+	if o.Prepare {
+		verb = "Prepare the move of"
 	}
-	r.Applied = done
-	wait := o.Wait && !o.Prepare && mode == engine.DryRunNone && !done.Interrupted && done.Counts()[engine.OutcomeFailed] == 0
-	if wait {
-		fmt.Fprintf(o.ErrOut, "Waiting up to %s for Argo CD to show the move...\n", o.Timeout)
-		r.Verified = e.VerifyMove(ctx, planned, done, o.Timeout)
-	}
-	if o.Prepare && done.Mode == engine.ModeApply && !o.output.out.Document() {
-		fmt.Fprintf(o.ErrOut, "Prepared: %s can no longer prune or cascade-delete these resources. Now commit the move of their manifests, wait until %s lists them, "+
-			"then run the same command without --prepare.\n", planned.Apps[0].Ref(), planned.Apps[1].Ref())
-	}
-	return o.finish(r, wait)
+	return o.runChange(ctx, o.IOStreams, o.output, o.change.dryRun, e, c, changeCommand{kind: "MoveReport", argo: true, refused: "nothing was moved",
+		question: fmt.Sprintf("%s %d resources of %s (to %s)? [y/N] ", verb, counts[engine.OutcomePlanned], from, to),
+		wait:     o.Wait && !o.Prepare, timeout: o.Timeout, waitLine: fmt.Sprintf("Waiting up to %s for Argo CD to show the move...", o.Timeout),
+		after: func(doc printer.ChangeReport) {
+			if o.Prepare && doc.Mode == string(engine.ModeApply) && doc.Summary.Applied > 0 && doc.Rollback == nil && checksPassed(doc) {
+				fmt.Fprintf(o.ErrOut, "Prepared: %s can no longer prune or cascade-delete these resources, and Argo CD does not see the marks. Now commit the move of their manifests, "+
+					"wait until %s lists them, then run the same command without --prepare.\n", from, to)
+			}
+		}})
 }
 
-func verbOf(planned *engine.Planned) string {
-	if planned.Strategy == "prepare" {
-		return "Prepare the move of"
-	}
-	return "Move"
-}
-
-// finish prints the result and turns it into the exit code.
-func (o *MoveOptions) finish(r engine.Result, verified bool) error {
-	if err := o.print(r); err != nil {
-		return err
-	}
-	doc := o.report(r)
-	if !o.output.out.Document() {
-		fmt.Fprint(o.Out, printer.VerificationText(o.program, doc))
-		sayMode(o.ErrOut, doc)
-	}
-	if err := r.Done().JournalErr; err != nil {
-		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", err)
-	}
-	code, msg := runExit(doc, verified)
-	if doc.Summary.Refused > 0 && code == ExitRefused {
-		msg = fmt.Sprintf("%d of %d resources refused (see above); nothing was moved", doc.Summary.Refused, doc.Summary.Total)
-	}
-	if msg != "" {
-		return &ExitError{Code: code, Err: errors.New(msg)}
-	}
-	return Silent(code)
-}
-
-func (o *MoveOptions) report(r engine.Result) printer.ChangeReport {
-	return o.changeReport("MoveReport", r)
-}
-
-// print writes the report: a document, or the table with each planned object's diff.
-func (o *MoveOptions) print(r engine.Result) error {
-	return o.printChange(o.IOStreams, o.output, o.report(r), r.Planned)
+// checksPassed reports a run all of whose checks passed.
+func checksPassed(doc printer.ChangeReport) bool {
+	_, failed := failedCheck(doc.Checks)
+	return !failed
 }

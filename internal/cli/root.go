@@ -403,7 +403,8 @@ func (g *GlobalOptions) engine(argo cluster.ArgoCD, s argocd.Settings, workers i
 	if err != nil {
 		return nil, err
 	}
-	return &engine.Engine{ArgoCD: argo, Settings: s, Journals: store, Workers: workers, ToolVersion: version.Get().String(), Now: g.Now}, nil
+	return &engine.Engine{ArgoCD: argo, Settings: s, Journals: store, Workers: workers, ToolVersion: version.Get().String(), Now: g.Now,
+		Connect: g.session.Recorded, ArgoCDOf: g.session.JournalArgoCD}, nil
 }
 
 // metadata starts every document.

@@ -88,6 +88,12 @@ func (o *ScanOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return failure(fmt.Errorf("scan interrupted after reading %d Applications; nothing was changed: %w", len(apps), err))
 	}
+	// Moves prepared on this machine and not finished: nothing else would say so.
+	if store, err := o.journals(); err == nil {
+		var warnings []string
+		rep.Prepared, warnings = scan.FindPrepared(ctx, argo, s, apps, store.AllPreparations())
+		rep.Warnings = append(rep.Warnings, warnings...)
+	}
 	info := argo.Cluster()
 	for _, w := range rep.Warnings {
 		fmt.Fprintln(o.ErrOut, "warning:", printer.Line(w))
@@ -105,18 +111,21 @@ func (o *ScanOptions) Run(ctx context.Context) error {
 		}
 	default:
 		fmt.Fprintf(o.ErrOut, "Argo CD in namespace %s: %s\n", argo.Namespace(), printer.Line(s.String()))
+		doc := printer.NewScanReport(o.metadata(&info), rep)
 		if len(rep.Findings) == 0 {
 			fmt.Fprintf(o.ErrOut, "No Application requires pruning (%d scanned in %s).\n", len(apps), scope)
-			return nil
+		} else {
+			if err := printer.ScanTable(o.Out, o.output.out, doc); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.ErrOut, "%d of %d Applications have resources that require pruning. Release them with: %s detach APP --all\n",
+				doc.Summary.StuckApplications, len(apps), o.program)
 		}
-		doc := printer.NewScanReport(o.metadata(&info), rep)
-		if err := printer.ScanTable(o.Out, o.output.out, doc); err != nil {
-			return err
+		for _, line := range printer.PreparedLines(o.program, doc) {
+			fmt.Fprintln(o.ErrOut, "note:", line)
 		}
-		fmt.Fprintf(o.ErrOut, "%d of %d Applications have resources that require pruning. Release them with: %s detach APP --all\n",
-			doc.Summary.StuckApplications, len(apps), o.program)
 	}
-	if len(rep.Findings) > 0 {
+	if len(rep.Findings)+len(rep.Prepared) > 0 {
 		return Silent(ExitFindings)
 	}
 	return nil

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/printer"
@@ -46,9 +45,13 @@ cluster of --argocd-context, else --context; or through Argo CD's API with --via
 refuses the entry when it cannot. Journals others can write are refused, as ssh refuses loose keys.
 These checks catch mistakes and stale journals; whoever runs as you can still edit a journal.
 
-Without --yes this is a preview; --dry-run=server asks the API server. Guard and keep journals
-restore no tracking and need no Argo CD; after a restore, the journal's Applications get a refresh
-when Argo CD is reachable.
+Putting back what lets an app delete waits for that app's comparison: tracking given back to an app
+with automated prune, or a guard against prune (Prune=false, Prune=confirm, the protection label)
+taken off an object such an app tracks, is restored only once Argo CD shows that the app declares the
+object (else it would prune it at once: exit 3 for it, saying so). Undo asks Argo CD for that where
+it can; guard and keep journals restore no tracking and need it for nothing else. The undo of a rename
+writes the Applications back too. Without --yes this is a preview; --dry-run=server asks the API
+server. After a restore, the journal's Applications get a refresh when Argo CD is reachable.
 
 ` + exitCodesHelp,
 		Example: `  # Journals, newest first
@@ -122,55 +125,31 @@ func (o *UndoOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return usageError("%v; nothing was changed", err)
 	}
-	e, err := o.engine(nil, argocd.Settings{}, o.Workers)
+	j := rec.Snapshot()
+	if j.Rename != nil && o.Via == ViaArgoCD {
+		_ = rec.Close()
+		return usageError("undo of a rename creates and deletes Application objects, which Argo CD's API cannot do with preconditions: use your kubeconfig")
+	}
+	// Undo needs no Argo CD to restore what a guard wrote, yet asks it, where it can, whether
+	// taking a guard off lets an app prune: without it, such an object is left alone.
+	argo, settings, _ := o.connect(ctx)
+	e, err := o.engine(argo, settings, o.Workers)
 	if err != nil {
 		_ = rec.Close()
 		return err
 	}
-	var ru *renameUndo
-	if j := rec.Snapshot(); j.Rename != nil {
-		var done bool
-		if ru, done, err = o.undoRenameBefore(ctx, j); done {
-			_ = rec.Close()
-			return err
-		}
-	}
-	u, err := e.PlanUndo(ctx, rec, o.session.Recorded, o.session.JournalArgoCD)
+	c, err := e.PlanUndo(ctx, rec)
 	if err != nil {
 		_ = rec.Close()
 		return engineError(err)
 	}
-	done := e.Restore(ctx, u, o.change.dryRun)
-	if ru != nil {
-		o.undoRenameAfter(ctx, ru, u, done)
-	}
-	if done.Mode == engine.ModeApply && done.Counts()[engine.OutcomeRestored] > 0 {
-		o.refresh(ctx, u.Journal)
-	}
-	return o.finish(engine.Result{Planned: u.Planned, Applied: done}, path)
-}
-
-func (o *UndoOptions) finish(r engine.Result, path string) error {
-	doc := printer.NewChangeReport("UndoReport", o.metadata(nil), nil, r)
-	doc.Journal = path // the journal undone
-	if o.output.out.Document() {
-		if err := o.output.out.Print(o.Out, doc, doc.Names); err != nil {
-			return err
-		}
-	} else if err := printer.ChangeTable(o.Out, o.output.out, doc); err != nil {
-		return err
-	}
-	if err := r.Done().JournalErr; err != nil {
-		fmt.Fprintln(o.ErrOut, "warning: the journal could not record everything:", err)
-	}
-	if doc.Mode == string(engine.ModePreview) && doc.Summary.Planned > 0 && !o.output.out.Document() {
-		fmt.Fprintln(o.ErrOut, "Preview only: nothing was changed. Restore with --yes.")
-	}
-	code, msg := runExit(doc, false)
-	if msg != "" {
-		return &ExitError{Code: code, Err: fmt.Errorf("%s", msg)}
-	}
-	return Silent(code)
+	return o.runChange(ctx, o.IOStreams, o.output, o.change.dryRun, e, c, changeCommand{kind: "UndoReport", journal: path,
+		question: fmt.Sprintf("Restore what journal %s records? [y/N] ", path), previewLine: "Preview only: nothing was changed. Restore with --yes.",
+		afterRun: func(x *engine.Executed) {
+			if x.Mode == engine.ModeApply && x.Counts()[engine.OutcomeRestored] > 0 {
+				o.refresh(ctx, j)
+			}
+		}})
 }
 
 // refresh asks Argo CD to compare the journal's apps again, when it can be reached; undo does not

@@ -2,11 +2,11 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,8 +35,9 @@ type world struct {
 	env    map[string]string
 	rand   io.Reader
 	refs   map[string]cluster.Ref
-	// now is the commands' clock: goldenTime, unless a case needs time to pass (stepClock).
-	now func() time.Time
+	// now is the commands' clock: the shared timeline, unless a case needs time to pass (stepClock).
+	now   func() time.Time
+	clock *clustertest.Clock
 }
 
 func newWorld(t *testing.T) *world {
@@ -44,11 +45,13 @@ func newWorld(t *testing.T) *world {
 	s := argocd.NewSettings(map[string]string{argocd.SettingTrackingMethod: "annotation+label"}, &goldenVersion)
 	home := clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer)
 	argo := clustertest.NewArgoCD("argocd", home, s)
-	// The controller compares a second after the commands' clock: a comparison that proves a change
-	// must start in a later second than the patch (verify.Judge).
-	argo.Now = func() time.Time { return goldenTime.Add(time.Second) }
+	// The commands, the clusters and the controller share one timeline: writes move it on past the
+	// last comparison, comparisons start past the last write (clustertest.Clock), waiting takes no
+	// time on it.
+	clock := clustertest.NewClock(goldenTime)
+	home.Clock, argo.Clock = clock, clock
 	w := &world{t: t, dir: fixedLengthDir(t), argo: argo, home: home, env: map[string]string{}, rand: sessiontest.Counter(), refs: map[string]cluster.Ref{},
-		now: func() time.Time { return goldenTime }}
+		now: clock.Now, clock: clock}
 
 	guestbook := argocd.Application{Name: "guestbook", Project: "default", SyncStatus: "OutOfSync",
 		Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "guestbook"}}
@@ -72,6 +75,7 @@ func newWorld(t *testing.T) *world {
 // addRemoteShop adds the cluster prod-eu and Application apps/shop deploying to it.
 func (w *world) addRemoteShop() {
 	w.remote = clustertest.NewCluster("prod-eu", remoteServer)
+	w.remote.Clock = w.clock
 	w.argo.Remote[remoteServer], w.argo.Remote["prod-eu"] = w.remote, w.remote
 	shop := argocd.Application{Namespace: "apps", Name: "shop", Project: "shop", SyncStatus: "OutOfSync",
 		Destination: argocd.Destination{Server: remoteServer, Namespace: "shop"}}
@@ -119,14 +123,7 @@ func (w *world) compareCreated(from string) {
 // tenth of a second per two readings at 50ms), and -update shows by how much. Two waits at once
 // share the readings in no fixed order: print their elapsed times in no golden file.
 func (w *world) stepClock(step time.Duration) {
-	var mu sync.Mutex
-	t := goldenTime
-	w.now = func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		t = t.Add(step)
-		return t
-	}
+	w.now = func() time.Time { return w.clock.Advance(step) }
 }
 
 // tracked adds a live object carrying app's tracking (annotation+label), and other metadata that
@@ -163,4 +160,53 @@ func (w *world) journalDir() string { return filepath.Join(w.dir, "journal") }
 func (w *world) run(args ...string) result {
 	w.t.Helper()
 	return runIn(w.t, w, NameUnprune, "", args...)
+}
+
+// stopAfterPatches stops the fake controller once n object patches have been served: it never
+// compares an app again.
+func (w *world) stopAfterPatches(n int) {
+	served := 0
+	w.home.BeforePatch = func(int, cluster.Ref, *cluster.Object) (bool, error) {
+		if served++; served == n {
+			w.argo.Stop()
+		}
+		return false, nil
+	}
+}
+
+// takeOver plays an automated sync of app to that applied the manifest of a Namespace from's git no
+// longer holds: the object carries to's tracking (its other annotations, a prepare's marks among
+// them, stay), from no longer lists it, and to lists it Synced.
+func (w *world) takeOver(from, to, ns string) {
+	w.home.Update(w.refs[ns], func(o *cluster.Object) {
+		o.Labels[argocd.DefaultInstanceLabelKey] = to
+		o.Annotations[argocd.AnnotationTrackingID] = argocd.TrackingID{Instance: to, Kind: "Namespace", Namespace: to, Name: ns}.String()
+	})
+	for _, name := range []string{from, to} {
+		app, err := w.argo.GetApplication(context.Background(), w.argo.Ns, name)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		var rows []argocd.Resource
+		for _, r := range app.Resources {
+			switch {
+			case r.Kind == "Namespace" && r.Name == ns && name == from:
+				continue
+			case r.Kind == "Namespace" && r.Name == ns:
+				r.Status = "Synced"
+			}
+			rows = append(rows, r)
+		}
+		app.Resources = rows
+		w.argo.AddApp(app)
+	}
+}
+
+// manifestSets records, as Argo CD's client-side apply does in kubectl's last-applied copy, that the
+// manifest of the object named name (of w.refs) sets annotation key to value, and sets it live.
+func (w *world) manifestSets(name, key, value string) {
+	w.home.Update(w.refs[name], func(o *cluster.Object) {
+		o.Annotations[key] = value
+		o.Annotations[argocd.AnnotationLastAppliedConfiguration] = fmt.Sprintf(`{"metadata":{"annotations":{%q:%q},"name":%q}}`, key, value, name)
+	})
 }

@@ -26,11 +26,16 @@ type DetachRequest struct {
 	ScrubLastApplied bool
 	// KeepManagedFields leaves Argo CD's entries in managedFields (plan.Options).
 	KeepManagedFields bool
+	// AllOrNothing changes nothing when any selected object is refused or cannot be read.
+	AllOrNothing bool
 }
 
-// PlanDetach reads the apps and their selected objects and plans each object's release. Nothing
-// is changed. Objects are read in bulk per destination cluster.
-func (e *Engine) PlanDetach(ctx context.Context, req DetachRequest) (*Planned, error) {
+// PlanDetach reads the apps and their selected objects and plans each object's release, a change of
+// one step: the patches. A release lets Argo CD delete nothing (untrack takes the object out of its
+// app; keep adds the options that keep every sync from pruning it), so no check comes before it;
+// Argo CD showing the release is the verification after. Nothing is changed. Objects are read in
+// bulk per destination cluster.
+func (e *Engine) PlanDetach(ctx context.Context, req DetachRequest) (*Change, error) {
 	if len(req.Resources) > 0 && (len(req.Apps) != 1 || req.Selector != nil) {
 		return nil, &RequestError{Kind: ResourcesForOneApp, Err: errors.New("name resources for one app only")}
 	}
@@ -40,9 +45,10 @@ func (e *Engine) PlanDetach(ctx context.Context, req DetachRequest) (*Planned, e
 	}
 	opts := plan.Options{Strategy: req.Strategy, Force: req.Force, ScrubLastApplied: req.ScrubLastApplied,
 		KeepManagedFields: req.KeepManagedFields}
-	p := &Planned{Command: "detach", Strategy: string(req.Strategy), planner: releasePlanner{e.Settings, opts}}
+	p := &Planned{Command: "detach", Strategy: string(req.Strategy), planner: releasePlanner{e.Settings, opts}, AllOrNothing: req.AllOrNothing}
+	c := &Change{Planned: p, Steps: []*Step{{Kind: StepPatch, Why: "release the selected resources"}}, verify: releaseWaits(p)}
 	if req.Selector != nil && len(apps) == 0 {
-		return p, nil
+		return c, nil
 	}
 	for _, app := range apps {
 		if err := e.selectForApp(ctx, p, app, req, len(apps) == 1); err != nil {
@@ -50,7 +56,7 @@ func (e *Engine) PlanDetach(ctx context.Context, req DetachRequest) (*Planned, e
 		}
 	}
 	e.readAndPlan(ctx, p, e.releasedBefore)
-	return p, nil
+	return c, nil
 }
 
 // releasePlanner plans the release of an app's object.

@@ -99,6 +99,9 @@ type Item struct {
 	Decision
 	// Entry is the index of the item's entry in the journal an undo restores; -1 otherwise.
 	Entry int
+	// Phase is the step of the change that patches it (Step.Phase): a move hands the tracking over
+	// in phase 0 and takes its marks off in phase 1, once Argo CD has shown the handover.
+	Phase int
 }
 
 // AppRun is one Application of a plan.
@@ -131,7 +134,9 @@ type Planned struct {
 	Warnings []string
 	// Renamed is what a rename journal keeps of the renamed Application.
 	Renamed *journal.Renamed
-	planner Planner
+	// AllOrNothing changes nothing when any object is refused or unreadable.
+	AllOrNothing bool
+	planner      Planner
 }
 
 // Counts tallies planned outcomes.
@@ -158,6 +163,8 @@ type ItemResult struct {
 	Attempts int
 	// Plan is the plan carried out: the item's, or the one made again after a conflict.
 	Plan plan.Plan
+	// Object is the object as the patch left it (nil when none was applied).
+	Object *cluster.Object `json:"-"`
 }
 
 // Applied is what Apply (or Restore) did with a plan.
@@ -192,6 +199,18 @@ type Result struct {
 	Planned  *Planned
 	Applied  *Applied
 	Verified Verified
+	// Change and Executed are the change planned and what its run did (nil before Execute).
+	Change   *Change
+	Executed *Executed
+}
+
+// ResultOf is a change's run as reports read it: x nil for a preview of it.
+func ResultOf(c *Change, x *Executed, v Verified) Result {
+	r := Result{Planned: c.Planned, Change: c, Executed: x, Verified: v}
+	if x != nil {
+		r.Applied = x.Applied
+	}
+	return r
 }
 
 // Done is what was done: the plan as previewed before Apply.
@@ -222,6 +241,13 @@ type Engine struct {
 	// Grace bounds how long patches already dispatched may take to finish after an interruption,
 	// so that the journal records their real outcome; 0 means 10s.
 	Grace time.Duration
+	// CheckTimeout bounds how long a check waits for Argo CD to compare an app; 0 means
+	// CheckTimeout.
+	CheckTimeout time.Duration
+	// Connect and ArgoCDOf reach what a journal recorded, for undo and for the rollback of a run
+	// whose check failed.
+	Connect  Connect
+	ArgoCDOf ArgoCDOf
 }
 
 func (e *Engine) now() time.Time {

@@ -31,6 +31,14 @@ type world struct {
 	settings argocd.Settings
 	store    *journal.Store
 	refs     map[string]cluster.Ref
+	// clock, when set, is the one timeline of the engine and the fakes (shareClock).
+	clock *clustertest.Clock
+}
+
+// shareClock puts the engine, the fake cluster and the fake controller on one timeline.
+func (w *world) shareClock() {
+	w.clock = clustertest.NewClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	w.cluster.Clock, w.argo.Clock = w.clock, w.clock
 }
 
 func newWorld(t *testing.T, namespaces ...string) *world {
@@ -51,10 +59,14 @@ func newWorld(t *testing.T, namespaces ...string) *world {
 }
 
 func (w *world) engine() *Engine {
-	return &Engine{ArgoCD: w.argo, Settings: w.settings, Journals: w.store, ToolVersion: "test", Poll: time.Millisecond}
+	e := &Engine{ArgoCD: w.argo, Settings: w.settings, Journals: w.store, ToolVersion: "test", Poll: time.Millisecond}
+	if w.clock != nil {
+		e.Now = w.clock.Now
+	}
+	return e
 }
 
-func (w *world) detach(req DetachRequest) *Planned {
+func (w *world) detach(req DetachRequest) *Change {
 	w.t.Helper()
 	if req.Strategy == "" {
 		req.Strategy = plan.StrategyUntrack
@@ -102,9 +114,9 @@ func TestDetachPreviewThenApplyThenVerify(t *testing.T) {
 	e := w.engine()
 	run := w.detach(DetachRequest{All: true})
 	if got := run.Counts()[OutcomePlanned]; got != 2 {
-		t.Fatalf("planned %d, want 2: %v", got, outcomes(run, nil))
+		t.Fatalf("planned %d, want 2: %v", got, outcomes(run.Planned, nil))
 	}
-	if preview, err := e.Apply(context.Background(), run, DryRunClient); err != nil || preview.Journal != "" || preview.Mode != ModePreview {
+	if preview, err := e.Execute(context.Background(), run, DryRunClient); err != nil || preview.Journal != "" || preview.Mode != ModePreview {
 		t.Fatalf("a preview wrote a journal or failed: %v %+v", err, preview)
 	}
 	for _, c := range w.cluster.Calls() {
@@ -112,15 +124,15 @@ func TestDetachPreviewThenApplyThenVerify(t *testing.T) {
 			t.Fatalf("a preview sent a patch: %+v", c)
 		}
 	}
-	done, err := e.Apply(context.Background(), run, DryRunNone)
+	done, err := e.Execute(context.Background(), run, DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := done.Counts()[OutcomeApplied]; got != 2 {
-		t.Fatalf("applied %d: %v", got, outcomes(run, done))
+		t.Fatalf("applied %d: %v", got, outcomes(run.Planned, done.Applied))
 	}
 	if run.Counts()[OutcomePlanned] != 2 {
-		t.Fatalf("Apply changed the plan: %v", outcomes(run, nil))
+		t.Fatalf("Apply changed the plan: %v", outcomes(run.Planned, nil))
 	}
 	for _, ns := range []string{"team-a", "team-b"} {
 		o := w.cluster.Object(w.refs[ns])
@@ -128,7 +140,7 @@ func TestDetachPreviewThenApplyThenVerify(t *testing.T) {
 			t.Errorf("%s after detach: labels %v annotations %v", ns, o.Labels, o.Annotations)
 		}
 	}
-	v := e.Verify(context.Background(), run, done, time.Second)[0]
+	v := e.VerifyChange(context.Background(), run, done, time.Second)[0]
 	if v == nil || !v.Verified || !v.Synced || len(v.StillListed) != 0 {
 		t.Fatalf("verification %+v", v)
 	}
@@ -144,7 +156,7 @@ func TestDetachPreviewThenApplyThenVerify(t *testing.T) {
 func TestServerDryRunPersistsNothing(t *testing.T) {
 	w := newWorld(t, "team-a")
 	run := w.detach(DetachRequest{All: true})
-	done, err := w.engine().Apply(context.Background(), run, DryRunServer)
+	done, err := w.engine().Execute(context.Background(), run, DryRunServer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +176,7 @@ func TestHooksAreNeverSelected(t *testing.T) {
 
 	run := w.detach(DetachRequest{All: true})
 	if len(run.Items) != 1 || run.Items[0].Ref.Name != "team-a" {
-		t.Fatalf("--all selected %v; want only the namespace", outcomes(run, nil))
+		t.Fatalf("--all selected %v; want only the namespace", outcomes(run.Planned, nil))
 	}
 	arg, _ := ParseResourceArg("ConfigMap/default/migrate")
 	run = w.detach(DetachRequest{Resources: []ResourceArg{arg}})
@@ -182,11 +194,11 @@ func TestGoneObjectIsSkipped(t *testing.T) {
 	w := newWorld(t, "team-a", "team-b")
 	w.cluster.Delete(w.refs["team-a"])
 	run := w.detach(DetachRequest{All: true})
-	done, err := w.engine().Apply(context.Background(), run, DryRunNone)
+	done, err := w.engine().Execute(context.Background(), run, DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := outcomes(run, done)
+	got := outcomes(run.Planned, done.Applied)
 	if got["team-a"] != OutcomeGone || got["team-b"] != OutcomeApplied {
 		t.Fatalf("outcomes %v", got)
 	}
@@ -203,11 +215,11 @@ func TestConflictIsReplannedNeverClobbered(t *testing.T) {
 		o.Labels[argocd.DefaultInstanceLabelKey] = "thief"
 		o.Annotations[argocd.AnnotationTrackingID] = "thief:/Namespace:default/race-moved"
 	})
-	done, err := w.engine().Apply(context.Background(), run, DryRunNone)
+	done, err := w.engine().Execute(context.Background(), run, DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
-	byName := results(run, done)
+	byName := results(run.Planned, done.Applied)
 	if it := byName["race-keep"]; it.Outcome != OutcomeApplied || it.Attempts != 2 {
 		t.Errorf("race-keep: %s after %d attempts", it.Outcome, it.Attempts)
 	}
@@ -238,7 +250,7 @@ func TestRBACRefusalIsRecordedAsNothingChanged(t *testing.T) {
 		return false, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "team-a", errors.New(`User "reader" cannot patch resource "namespaces"`))
 	}
 	run := w.detach(DetachRequest{All: true})
-	done, _ := w.engine().Apply(context.Background(), run, DryRunNone)
+	done, _ := w.engine().Execute(context.Background(), run, DryRunNone)
 	it := done.Items[0]
 	if it.Outcome != OutcomeFailed || it.Reason != string(cluster.FailureRBAC) || !strings.Contains(it.Message, "your user may not patch") {
 		t.Fatalf("%s %s %s", it.Outcome, it.Reason, it.Message)
@@ -257,7 +269,7 @@ func TestAdmissionDenialIsNotCalledRBAC(t *testing.T) {
 			errors.New("ValidatingAdmissionPolicy 'freeze' with binding 'freeze' denied request: frozen"))
 	}
 	run := w.detach(DetachRequest{All: true})
-	done, _ := w.engine().Apply(context.Background(), run, DryRunNone)
+	done, _ := w.engine().Execute(context.Background(), run, DryRunNone)
 	if it := done.Items[0]; it.Reason != string(cluster.FailureAdmission) || strings.Contains(it.Message, "your user may not") {
 		t.Fatalf("%s: %s", it.Reason, it.Message)
 	}
@@ -283,7 +295,7 @@ func TestInterruptStopsDispatchingAndKeepsTheJournalTrue(t *testing.T) {
 	e := w.engine()
 	e.Workers = 8
 	run := w.detach(DetachRequest{All: true})
-	done, err := e.Apply(ctx, run, DryRunNone)
+	done, err := e.Execute(ctx, run, DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +324,7 @@ func TestInterruptStopsDispatchingAndKeepsTheJournalTrue(t *testing.T) {
 	}
 	w.cluster.BeforePatch = nil
 	rerun := w.detach(DetachRequest{All: true})
-	if _, err := e.Apply(context.Background(), rerun, DryRunNone); err != nil {
+	if _, err := e.Execute(context.Background(), rerun, DryRunNone); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range names {
@@ -332,7 +344,7 @@ func TestUndoRestoresAndRefuses(t *testing.T) {
 	}
 	run := w.detach(DetachRequest{All: true})
 	e := w.engine()
-	done, err := e.Apply(context.Background(), run, DryRunNone)
+	done, err := e.Execute(context.Background(), run, DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,11 +356,11 @@ func TestUndoRestoresAndRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := e.PlanUndo(context.Background(), rec, func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) { return w.cluster, nil }, w.argoOf)
+	u, err := e.withUndo(w, w.argoOf).PlanUndo(context.Background(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := outcomes(u.Planned, e.Restore(context.Background(), u, DryRunNone))
+	got := outcomes(u.Planned, w.execute(e, u, DryRunNone).Applied)
 	if got["restore"] != OutcomeRestored || got["changed"] != OutcomeRestored || got["recreated"] != OutcomeRefused {
 		t.Fatalf("outcomes %v", got)
 	}
@@ -375,7 +387,7 @@ func TestUndoRefusesForeignTracking(t *testing.T) {
 	w := newWorld(t, "team-a")
 	run := w.detach(DetachRequest{All: true})
 	e := w.engine()
-	done, err := e.Apply(context.Background(), run, DryRunNone)
+	done, err := e.Execute(context.Background(), run, DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,8 +400,8 @@ func TestUndoRefusesForeignTracking(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, _ := e.PlanUndo(context.Background(), rec, func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) { return w.cluster, nil }, w.argoOf)
-	restored := e.Restore(context.Background(), u, DryRunNone)
+	u, _ := e.withUndo(w, w.argoOf).PlanUndo(context.Background(), rec)
+	restored := w.execute(e, u, DryRunNone)
 	if it := restored.Items[0]; it.Outcome != OutcomeRefused || !strings.Contains(it.Message, "names app instance") {
 		t.Fatalf("%s: %s", it.Outcome, it.Message)
 	}
@@ -410,7 +422,7 @@ func TestScrubLastAppliedKeepsSecretsOut(t *testing.T) {
 		Resources: []argocd.Resource{{Version: "v1", Kind: "Secret", Namespace: "db", Name: "creds", RequiresPruning: true}}})
 	run := w.detach(DetachRequest{All: true, ScrubLastApplied: true})
 	e := w.engine()
-	done, err := e.Apply(context.Background(), run, DryRunNone)
+	done, err := e.Execute(context.Background(), run, DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,8 +434,8 @@ func TestScrubLastAppliedKeepsSecretsOut(t *testing.T) {
 		t.Fatalf("the journal holds the Secret's data:\n%s", raw)
 	}
 	rec, _ := w.store.Open(done.Journal)
-	u, _ := e.PlanUndo(context.Background(), rec, func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) { return w.cluster, nil }, w.argoOf)
-	e.Restore(context.Background(), u, DryRunNone)
+	u, _ := e.withUndo(w, w.argoOf).PlanUndo(context.Background(), rec)
+	w.execute(e, u, DryRunNone)
 	if got := w.cluster.Object(ref).Annotations[argocd.AnnotationLastAppliedConfiguration]; got != lastApplied {
 		t.Fatalf("undo did not restore last-applied byte for byte:\n got %q\nwant %q", got, lastApplied)
 	}
@@ -436,12 +448,12 @@ func TestVerifyDoesNotWaitForOthersSynced(t *testing.T) {
 	arg, _ := ParseResourceArg("Namespace/release-me")
 	run := w.detach(DetachRequest{Resources: []ResourceArg{arg}})
 	e := w.engine()
-	done, err := e.Apply(context.Background(), run, DryRunNone)
+	done, err := e.Execute(context.Background(), run, DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	v := e.Verify(context.Background(), run, done, 30*time.Second)[0]
+	v := e.VerifyChange(context.Background(), run, done, 30*time.Second)[0]
 	if !v.Verified || v.Synced || len(v.OutOfSync) != 1 || v.OutOfSync[0].Name != "keep-me" {
 		t.Fatalf("verification %+v", v)
 	}
@@ -457,7 +469,7 @@ func TestKeepStrategy(t *testing.T) {
 	w.argo.Now = func() time.Time { return now.Add(2 * time.Second) }
 	run := w.detach(DetachRequest{All: true, Strategy: plan.StrategyKeep})
 	e := w.engine()
-	done, err := e.Apply(context.Background(), run, DryRunNone)
+	done, err := e.Execute(context.Background(), run, DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +477,7 @@ func TestKeepStrategy(t *testing.T) {
 	if o.Annotations[argocd.AnnotationSyncOptions] != "Prune=false,Delete=false" || o.Annotations[argocd.AnnotationCompareOptions] != "IgnoreExtraneous" || !w.tracked("team-a") {
 		t.Fatalf("keep: %v", o.Annotations)
 	}
-	if v := e.Verify(context.Background(), run, done, 5*time.Second)[0]; !v.Verified || !v.Synced {
+	if v := e.VerifyChange(context.Background(), run, done, 5*time.Second)[0]; !v.Verified || !v.Synced {
 		t.Fatalf("verification %+v", v)
 	}
 }
@@ -484,4 +496,21 @@ func TestUnknownResourceListsAFewCandidates(t *testing.T) {
 	if !errors.As(err, &r) || r.Kind != UnlistedResource || !strings.Contains(err.Error(), "and 7 more") || strings.Contains(err.Error(), "ns-11") {
 		t.Fatalf("error %v", err)
 	}
+}
+
+// withUndo gives the engine what an undo reaches: the world's cluster, and argoOf for Argo CD.
+func (e *Engine) withUndo(w *world, argoOf ArgoCDOf) *Engine {
+	e.Connect = func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) { return w.cluster, nil }
+	e.ArgoCDOf = argoOf
+	return e
+}
+
+// execute runs a change and fails the test when it cannot run.
+func (w *world) execute(e *Engine, c *Change, mode DryRun) *Executed {
+	w.t.Helper()
+	x, err := e.Execute(context.Background(), c, mode)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return x
 }

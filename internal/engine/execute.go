@@ -13,34 +13,6 @@ import (
 	"github.com/unprune/unprune/internal/progress"
 )
 
-// Apply carries a plan as far as mode says and returns what was done: nothing more for a preview;
-// every patch with dryRun=All for a server dry run; for DryRunNone, a journal with every planned
-// object (fsynced before the first patch), then the patches, each outcome recorded. A cancelled ctx
-// (Ctrl-C) stops sending new patches at once; patches in flight finish and are recorded; the rest
-// are marked not attempted. The plan is left as it is.
-func (e *Engine) Apply(ctx context.Context, p *Planned, mode DryRun) (*Applied, error) {
-	done := p.Preview()
-	done.Mode = mode.Mode()
-	todo := p.planned()
-	switch {
-	case mode == DryRunClient || len(todo) == 0:
-		return done, nil
-	case mode == DryRunServer:
-		e.patchAll(ctx, p, done, todo, true, noMarks{}, OutcomeDryRunAccepted)
-		return done, nil
-	}
-	rec, err := e.startJournal(p, todo)
-	if err != nil {
-		return nil, err
-	}
-	done.Journal = rec.Path()
-	e.patchAll(ctx, p, done, todo, false, applyMarks{rec}, OutcomeApplied)
-	if err := rec.Close(); err != nil {
-		done.JournalErr = err
-	}
-	return done, nil
-}
-
 // startJournal writes the journal of a plan with an entry per item to change (entry k for todo[k]),
 // every one planned, fsynced before it returns: nothing is changed before it is on disk.
 func (e *Engine) startJournal(p *Planned, todo []int) (*journal.Recorder, error) {
@@ -86,8 +58,8 @@ func objectRef(r cluster.Ref, live *cluster.Object) journal.ObjectRef {
 		Namespace: r.Namespace, Name: r.Name, UID: live.UID, ResourceVersion: live.ResourceVersion}
 }
 
-// marks records outcomes in a journal: a detach's own, or the journal an undo restores. k is the
-// item's place in the list of items sent (its entry in a journal of their own).
+// marks records outcomes in a journal: a run's own, or the journal an undo restores. k is the
+// item's entry in the run's own journal (-1 when it has none).
 type marks interface {
 	applied(k int, it *Item, done plan.Plan, resourceVersion string) error
 	failed(k int, it *Item, why string, rejected bool) error
@@ -118,8 +90,13 @@ func (m applyMarks) replanned(k int, _ *Item, next plan.Plan, rv string) error {
 }
 
 // patchAll patches the items todo names concurrently and records each result in done, the one
-// place a sent item's outcome is written; ok is the outcome of a successful patch.
-func (e *Engine) patchAll(ctx context.Context, p *Planned, done *Applied, todo []int, dryRun bool, rec marks, ok Outcome) {
+// place a sent item's outcome is written; entries[k] is todo[k]'s entry in the run's own journal,
+// ok the outcome of a successful patch.
+//
+// rebased, when not nil, holds for an item the object as an earlier step of the run left it (its
+// first phase patched it): the item is planned again on it, without a read, so that its patch is
+// conditional on that version.
+func (e *Engine) patchAll(ctx context.Context, p *Planned, done *Applied, todo, entries []int, rebased map[int]*cluster.Object, dryRun bool, rec marks, ok Outcome) {
 	what := "patching"
 	if dryRun {
 		what = "dry-run patching"
@@ -136,14 +113,14 @@ func (e *Engine) patchAll(ctx context.Context, p *Planned, done *Applied, todo [
 	defer stop()
 	results := make([]ItemResult, len(todo))
 	started := parallel.ForEachUntil(ctx, len(todo), e.workers(), func(k int) {
-		results[k] = e.patchOne(inFlight, p.planner, k, p.Items[todo[k]], dryRun, rec, ok)
+		results[k] = e.patchOne(inFlight, p.planner, entryOf(entries, k), p.Items[todo[k]], rebased[todo[k]], dryRun, rec, ok)
 		step.Add(1)
 	})
 	for k := started; k < len(todo); k++ {
 		done.Interrupted = true
 		it := p.Items[todo[k]]
 		results[k] = ItemResult{Decision: Decision{OutcomeNotAttempted, string(cluster.FailureCanceled), "interrupted before its patch was sent"}, Plan: it.Plan}
-		if err := rec.skipped(k, it, results[k].Message); err != nil {
+		if err := rec.skipped(entryOf(entries, k), it, results[k].Message); err != nil {
 			done.JournalErr = errors.Join(done.JournalErr, err)
 		}
 	}
@@ -152,10 +129,28 @@ func (e *Engine) patchAll(ctx context.Context, p *Planned, done *Applied, todo [
 	}
 }
 
+func entryOf(entries []int, k int) int {
+	if entries == nil {
+		return -1
+	}
+	return entries[k]
+}
+
 // patchOne sends one object's patch, re-reading and re-planning with planner on a conflict, records
-// the outcome in the journal and returns it.
-func (e *Engine) patchOne(ctx context.Context, planner Planner, k int, it *Item, dryRun bool, rec marks, ok Outcome) ItemResult {
+// the outcome in the journal and returns it. rebased, when not nil, is the object as an earlier
+// step of the run left it.
+func (e *Engine) patchOne(ctx context.Context, planner Planner, k int, it *Item, rebased *cluster.Object, dryRun bool, rec marks, ok Outcome) ItemResult {
 	live, current := it.Live, it.Plan
+	if rebased != nil && planner != nil {
+		fresh, next, r, err := e.replanOn(k, it, live, rebased, planner, rec)
+		if r != nil {
+			return *r
+		}
+		if err != nil {
+			return ItemResult{Decision: Decision{OutcomeFailed, string(cluster.Classify(err)), err.Error()}, Plan: current}
+		}
+		live, current = fresh, next
+	}
 	redact := redactorFor(current.Changes, live)
 	// rejected stays true while every patch sent was refused by the API server (an API status):
 	// then nothing of ours reached the object, whatever the journal entry planned.
@@ -177,7 +172,7 @@ func (e *Engine) patchOne(ctx context.Context, planner Planner, k int, it *Item,
 				failure = fmt.Errorf("the API server accepted the patch but the result differs (an admission webhook may have changed it): %v", bad)
 				break
 			}
-			r := ItemResult{Decision: Decision{Outcome: ok}, Attempts: attempt, Plan: current}
+			r := ItemResult{Decision: Decision{Outcome: ok}, Attempts: attempt, Plan: current, Object: out}
 			if err := rec.applied(k, it, current, out.ResourceVersion); err != nil {
 				r.Message = "patched, but the journal could not record it: " + err.Error()
 			}
@@ -218,7 +213,14 @@ func (e *Engine) replan(ctx context.Context, planner Planner, k int, it *Item, l
 		return nil, plan.Plan{}, skip(k, it, rec, current, Decision{Outcome: OutcomeGone, Message: "the object was deleted while unprune worked"}, ""), nil
 	case err != nil:
 		return nil, plan.Plan{}, nil, fmt.Errorf("re-read after a conflict: %w", err)
-	case fresh.UID != live.UID:
+	}
+	return e.replanOn(k, it, live, fresh, planner, rec)
+}
+
+// replanOn plans an item anew on the object as it is now (fresh), live being the object as it was
+// planned from, and records the new changes in the journal before they are sent when they differ.
+func (e *Engine) replanOn(k int, it *Item, live, fresh *cluster.Object, planner Planner, rec marks) (*cluster.Object, plan.Plan, *ItemResult, error) {
+	if fresh.UID != live.UID {
 		return nil, plan.Plan{}, nil, fmt.Errorf("the object was deleted and recreated (uid %s, was %s) while unprune worked; run again", fresh.UID, live.UID)
 	}
 	next := planner.Plan(it, fresh)
@@ -233,10 +235,25 @@ func (e *Engine) replan(ctx context.Context, planner Planner, k int, it *Item, l
 		}
 		return nil, plan.Plan{}, skip(k, it, rec, next, d, ""), nil
 	}
-	if err := rec.replanned(k, it, next, fresh.ResourceVersion); err != nil {
-		return nil, plan.Plan{}, nil, fmt.Errorf("record the re-planned changes in the journal (nothing patched): %w", err)
+	if !sameChanges(next.Changes, it.Plan.Changes) {
+		if err := rec.replanned(k, it, next, fresh.ResourceVersion); err != nil {
+			return nil, plan.Plan{}, nil, fmt.Errorf("record the re-planned changes in the journal (nothing patched): %w", err)
+		}
 	}
 	return fresh, next, nil, nil
+}
+
+// sameChanges reports whether two plans change the same keys the same way.
+func sameChanges(a, b []journal.Change) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].String() != b[i].String() {
+			return false
+		}
+	}
+	return true
 }
 
 // skip is the result of an item left alone after a conflict, recorded as skipped (why, or the

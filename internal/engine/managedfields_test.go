@@ -160,11 +160,11 @@ func TestDetachAndUndoManagedFields(t *testing.T) {
 	w.cluster.Update(ref, func(o *cluster.Object) { o.ManagedFields = []cluster.ManagedFieldsEntry{nsApply, teamUpdate} })
 	run := w.detach(DetachRequest{All: true})
 	e := w.engine()
-	runDone, err := e.Apply(context.Background(), run, DryRunNone)
+	runDone, err := e.Execute(context.Background(), run, DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := outcomes(run, runDone)["team-a"]; got != OutcomeApplied {
+	if got := outcomes(run.Planned, runDone.Applied)["team-a"]; got != OutcomeApplied {
 		t.Fatalf("detach: %s %s", got, run.Items[0].Message)
 	}
 	if mf := w.cluster.Object(ref).ManagedFields; len(mf) != 1 || !mf[0].Equal(teamUpdate) {
@@ -174,12 +174,12 @@ func TestDetachAndUndoManagedFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := e.PlanUndo(context.Background(), rec, func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) { return w.cluster, nil }, w.argoOf)
+	u, err := e.withUndo(w, w.argoOf).PlanUndo(context.Background(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	restored := e.Restore(context.Background(), u, DryRunNone)
-	if got := outcomes(u.Planned, restored)["team-a"]; got != OutcomeRestored {
+	restored := w.execute(e, u, DryRunNone)
+	if got := outcomes(u.Planned, restored.Applied)["team-a"]; got != OutcomeRestored {
 		t.Fatalf("undo: %s %s", got, restored.Items[0].Message)
 	}
 	if mf := w.cluster.Object(ref).ManagedFields; len(mf) != 2 || !mf[0].Equal(teamUpdate) || !mf[1].Equal(nsApply) {

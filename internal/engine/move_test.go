@@ -27,7 +27,7 @@ func (w *world) addShop(declares ...string) {
 	w.argo.AddApp(app)
 }
 
-func (w *world) move(req MoveRequest) *Planned {
+func (w *world) move(req MoveRequest) *Change {
 	w.t.Helper()
 	req.From, req.To = AppName{Name: "guestbook"}, AppName{Name: "shop"}
 	run, err := w.engine().PlanMove(context.Background(), req)
@@ -41,7 +41,7 @@ func TestMoveRefusesWhatTheTargetDoesNotDeclare(t *testing.T) {
 	w := newWorld(t, "team-a", "team-b")
 	w.addShop("team-a")
 	run := w.move(MoveRequest{Resources: []ResourceArg{{Kind: "Namespace", Name: "team-a"}, {Kind: "Namespace", Name: "team-b"}}})
-	if got := outcomes(run, nil); got["team-a"] != OutcomePlanned || got["team-b"] != OutcomeRefused {
+	if got := outcomes(run.Planned, nil); got["team-a"] != OutcomePlanned || got["team-b"] != OutcomeRefused {
 		t.Fatalf("outcomes %v", got)
 	}
 	if it := run.Items[1]; it.Reason != string(RefuseNotDeclared) {
@@ -80,22 +80,24 @@ func TestMoveRefusesAnotherDestination(t *testing.T) {
 // exactly the marks prepare added, both apps verify, and undo puts everything back.
 func TestMovePrepareThenMoveThenUndo(t *testing.T) {
 	w := newWorld(t, "team-a", "team-b")
+	w.shareClock()
 	w.cluster.Update(w.refs["team-b"], func(o *cluster.Object) { o.Annotations[argocd.AnnotationSyncOptions] = "Validate=false" })
 	w.addShop() // before the commit: shop declares nothing yet
 	e := w.engine()
 	prep := w.move(MoveRequest{All: true, Prepare: true})
-	prepDone, err := e.Apply(context.Background(), prep, DryRunNone)
+	prepDone, err := e.Execute(context.Background(), prep, DryRunNone)
 	if err != nil || prepDone.Counts()[OutcomeApplied] != 2 {
-		t.Fatalf("prepare: %v %v", err, outcomes(prep, prepDone))
+		t.Fatalf("prepare: %v %v", err, outcomes(prep.Planned, prepDone.Applied))
 	}
 	if a, b := w.syncOptions("team-a"), w.syncOptions("team-b"); a != "Prune=false,Delete=false" || b != "Validate=false,Prune=false,Delete=false" {
 		t.Fatalf("after prepare: %q %q", a, b)
 	}
 	w.addShop("team-a", "team-b") // the commit landed: shop declares them
 	run := w.move(MoveRequest{All: true})
-	runDone, err := e.Apply(context.Background(), run, DryRunNone)
-	if err != nil || runDone.Counts()[OutcomeApplied] != 2 {
-		t.Fatalf("move: %v %v", err, outcomes(run, runDone))
+	runDone, err := e.Execute(context.Background(), run, DryRunNone)
+	// Each object twice: its tracking, then (after shop's comparison) its marks.
+	if err != nil || runDone.Counts()[OutcomeApplied] != 4 {
+		t.Fatalf("move: %v %v", err, outcomes(run.Planned, runDone.Applied))
 	}
 	a := w.cluster.Object(w.refs["team-a"])
 	if a.Labels[argocd.DefaultInstanceLabelKey] != "shop" || a.Annotations[argocd.AnnotationTrackingID] != "shop:/Namespace:shop-ns/team-a" {
@@ -104,17 +106,14 @@ func TestMovePrepareThenMoveThenUndo(t *testing.T) {
 	if _, has := a.Annotations[argocd.AnnotationSyncOptions]; has || w.syncOptions("team-b") != "Validate=false" {
 		t.Fatalf("sync options after the move: %q %q", a.Annotations[argocd.AnnotationSyncOptions], w.syncOptions("team-b"))
 	}
-	// The controller's comparison starts in a later second than the patch (reconciledAt has second
-	// precision): only such a comparison can show the target app Synced on the moved objects.
-	w.argo.Now = func() time.Time { return time.Now().Add(2 * time.Second) }
-	verified := e.VerifyMove(context.Background(), run, runDone, time.Second)
+	verified := e.VerifyChange(context.Background(), run, runDone, time.Second)
 	for i, app := range run.Apps {
 		if v := verified[i]; v == nil || !v.Verified {
 			t.Fatalf("%s: verification %+v", app.Ref(), v)
 		}
 	}
 	u := w.undo(runDone.Journal, w.argo)
-	if got := u.Counts()[OutcomeRestored]; got != 2 {
+	if got := u.Counts()[OutcomeRestored]; got != 4 {
 		t.Fatalf("undo restored %d: %v", got, outcomes(u.plan.Planned, u.Applied))
 	}
 	a = w.cluster.Object(w.refs["team-a"])
@@ -134,7 +133,7 @@ func TestMoveWithoutPrepareLeavesSyncOptions(t *testing.T) {
 	w.cluster.Update(w.refs["team-a"], func(o *cluster.Object) { o.Annotations[argocd.AnnotationSyncOptions] = "Prune=false" })
 	w.addShop("team-a")
 	run := w.move(MoveRequest{All: true})
-	runDone, err := w.engine().Apply(context.Background(), run, DryRunNone)
+	runDone, err := w.engine().Execute(context.Background(), run, DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,11 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"sort"
+	"strings"
 
+	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/plan"
 )
@@ -16,11 +20,17 @@ type ObjectsRequest struct {
 	Resources         []ResourceArg
 	// Build plans the change for one object.
 	Build func(plan.Target) plan.Plan
+	// Mark says the change is a mark Argo CD reads (an option in sync-options): on an object an app
+	// tracks and still declares, Argo CD writes the manifest's value back over a mark it sees, so
+	// the planner is told the object is declared (plan.Target.Declared), and after the patches that
+	// app's comparison must not see them.
+	Mark bool
 }
 
 // PlanObjects resolves and reads the named objects in objects' cluster and plans each change.
-func (e *Engine) PlanObjects(ctx context.Context, objects cluster.Objects, req ObjectsRequest) (*Planned, error) {
-	p := &Planned{Command: req.Command, Strategy: req.Strategy, planner: objectsPlanner(req.Build)}
+func (e *Engine) PlanObjects(ctx context.Context, objects cluster.Objects, req ObjectsRequest) (*Change, error) {
+	op := &objectsPlanner{build: req.Build, e: e, ctx: ctx, mark: req.Mark, apps: map[string]*argocd.Application{}, tracked: map[*Item]*argocd.Application{}}
+	p := &Planned{Command: req.Command, Strategy: req.Strategy, planner: op}
 	for _, arg := range req.Resources {
 		ref, err := objects.Resolve(ctx, arg.Group, arg.Kind, "", arg.Namespace, arg.Name)
 		if err != nil {
@@ -32,12 +42,102 @@ func (e *Engine) PlanObjects(ctx context.Context, objects cluster.Objects, req O
 		p.Items = append(p.Items, &Item{Objects: objects, Ref: ref, Entry: -1})
 	}
 	e.readAndPlan(ctx, p, nil)
-	return p, nil
+	c := &Change{Planned: p, Steps: []*Step{{Kind: StepPatch, Why: "change the named objects"}}, rollback: true}
+	c.Steps = append(c.Steps, op.checks(p)...)
+	if req.Mark && e.ArgoCD == nil {
+		p.Warnings = append(p.Warnings, "Argo CD was not read, so unprune cannot ask it whether it sees the marks: check that no app of yours declares these objects "+
+			"with that annotation in its manifests, or it writes the manifest's value back")
+	}
+	return c, nil
 }
 
-// objectsPlanner plans an object outside any app: it sees no tracking, only the object's metadata.
-type objectsPlanner func(plan.Target) plan.Plan
+// objectsPlanner plans an object outside any app: it sees its metadata and, for a mark, whether the
+// app that tracks it declares it.
+type objectsPlanner struct {
+	build func(plan.Target) plan.Plan
+	e     *Engine
+	ctx   context.Context
+	mark  bool
+	// apps are the apps read, by instance; tracked the app that declares each item's object.
+	apps    map[string]*argocd.Application
+	tracked map[*Item]*argocd.Application
+}
 
-func (build objectsPlanner) Plan(_ *Item, live *cluster.Object) plan.Plan {
-	return build(plan.Target{Ref: live.Ref.ObjectRef(), Labels: live.Labels, Annotations: live.Annotations, Deleting: live.Deleting})
+func (o *objectsPlanner) Plan(it *Item, live *cluster.Object) plan.Plan {
+	t := plan.Target{Ref: live.Ref.ObjectRef(), Labels: live.Labels, Annotations: live.Annotations, Deleting: live.Deleting, ManagedFields: live.ManagedFields}
+	if o.mark {
+		if app := o.declaring(t); app != nil {
+			t.Declared = true
+			o.tracked[it] = app
+		}
+	}
+	return o.build(t)
+}
+
+// declaring is the app that tracks the object and lists it as desired (its manifest is in the
+// app's git), or nil.
+func (o *objectsPlanner) declaring(t plan.Target) *argocd.Application {
+	if o.e.ArgoCD == nil {
+		return nil
+	}
+	own := o.e.Settings.Owner(t.Labels, t.Annotations, t.Ref)
+	if !own.Tracked {
+		return nil
+	}
+	app, seen := o.apps[own.Instance]
+	if !seen {
+		app, _ = o.e.appOfInstance(o.ctx, undoApps{}, own.Instance)
+		o.apps[own.Instance] = app
+	}
+	if app == nil {
+		return nil
+	}
+	for _, r := range app.Resources {
+		if r.Group == t.Ref.Group && r.Kind == t.Ref.Kind && r.Namespace == t.Ref.Namespace && r.Name == t.Ref.Name && !r.RequiresPruning && !r.Hook {
+			return app
+		}
+	}
+	return nil
+}
+
+// checks are, per app that declares marked objects, the check that its comparison after the
+// patches does not see the marks.
+func (o *objectsPlanner) checks(p *Planned) []*Step {
+	rows := map[string][]argocd.Resource{}
+	apps := map[string]*argocd.Application{}
+	for _, it := range p.Items {
+		app := o.tracked[it]
+		if app == nil || it.Outcome != OutcomePlanned {
+			continue
+		}
+		for _, r := range app.Resources {
+			if r.Group == it.Ref.Group && r.Kind == it.Ref.Kind && r.Namespace == it.Ref.Namespace && r.Name == it.Ref.Name {
+				rows[app.Ref()] = append(rows[app.Ref()], r)
+			}
+		}
+		apps[app.Ref()] = app
+	}
+	refs := make([]string, 0, len(apps))
+	for ref := range apps {
+		refs = append(refs, ref)
+	}
+	sort.Strings(refs)
+	var steps []*Step
+	for _, ref := range refs {
+		app := apps[ref]
+		name := AppName{Namespace: app.Namespace, Name: app.Name}
+		fix := fmt.Sprintf("Argo CD writes its manifest's value back over a mark it sees, so the marks were taken off again: put the option into the annotation "+
+			"in %s's manifests instead", name)
+		steps = append(steps, &Step{Kind: StepCheck, App: name, Expect: expectUnchanged(rows[ref], fix),
+			Why: fmt.Sprintf("Argo CD's comparison of %s, which declares %s, does not see the marks", name, resourceList(rows[ref]))})
+	}
+	return steps
+}
+
+func resourceList(rows []argocd.Resource) string {
+	parts := make([]string, len(rows))
+	for i, r := range rows {
+		parts[i] = r.String()
+	}
+	return strings.Join(parts, ", ")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/plan"
+	"github.com/unprune/unprune/internal/verify"
 )
 
 // RenameRequest is what `unprune rename` is asked to do.
@@ -19,6 +20,9 @@ type RenameRequest struct {
 	NewName string
 	// Force renames an app that is not Synced.
 	Force bool
+	// KeepReleaseName gives the new app helm.releaseName: the old name, for every Helm source
+	// without one, so that the chart renders the same objects.
+	KeepReleaseName bool
 }
 
 // RefusedError is a request a safety rule refuses as a whole, before anything is changed.
@@ -43,36 +47,35 @@ const (
 	RefuseTrackedByParent plan.RefusalCode = "TrackedByParentApp"
 )
 
-// AppStep is one write of an Application object, in the order rename sends them.
-type AppStep struct {
-	Verb string // create, patch, delete
-	App  AppName
-	Why  string
-	// Object is the Application to create; Patch the merge patch to send.
-	Object map[string]any `json:"-"`
-	Patch  []byte         `json:"-"`
-}
+// AnnotationRenameJournal marks an Application that a rename (or its undo) created or is about to
+// delete, with the journal's id, while the rename is under way: the undo of that journal deletes
+// only an app it marks, never one someone else made under the name meanwhile. The rename's last
+// step takes it off again.
+const AnnotationRenameJournal = "unprune.dev/rename-journal"
 
-// RenameRun is a planned or executed rename: the Application writes around the tracking rewrites.
-// Steps[0] (create the new app, automated sync off, no finalizers) and Steps[1] (switch the old
-// app's automated sync off and remove its finalizers) come before the rewrites; Steps[2] (delete the
-// old Application object: the only DELETE unprune sends) and Steps[3] (give the new app the old
-// one's sync policy and finalizers) after.
-type RenameRun struct {
-	*Planned
+// Renaming names the two apps of a rename (or of its undo: Old is the app the undo gives the
+// resources back to).
+type Renaming struct {
 	Old, New AppName
-	Steps    []*AppStep
-	// final is the new Application as it ends up (what a server dry run creates).
-	final  map[string]any
-	oldUID string
-	oldRV  string
-	// read is the old Application as planned from.
-	read map[string]any
 }
 
-// PlanRename reads the app, its object and its live resources, and plans the rename. Nothing is
-// changed.
-func (e *Engine) PlanRename(ctx context.Context, req RenameRequest) (*RenameRun, error) {
+// PlanRename reads the app, its object and its live resources, and plans the rename as a change:
+//
+//  1. create NEW: APP's spec, labels and annotations, automated sync off, no finalizers, marked
+//     with the journal, helm.releaseName pinned to APP's name where a Helm source has none;
+//  2. check: Argo CD's comparison of NEW lists exactly APP's resources (NEW renders what APP
+//     does), none missing, none of them already NEW's to prune;
+//  3. patch APP: automated sync off, finalizers removed;
+//  4. wait for a sync APP had begun to end;
+//  5. rewrite every resource's tracking to NEW;
+//  6. check: NEW's comparison shows every resource as APP's did (Synced), none requiring pruning;
+//  7. delete the APP Application object, finalizers gone (Argo CD deletes none of its resources);
+//  8. check NEW again, after that delete;
+//  9. patch NEW: APP's sync policy and finalizers, the mark off — what lets NEW prune and cascade.
+//
+// A check that fails after step 1 puts everything back as the journal says (the undo of the
+// journal). Nothing is changed by planning.
+func (e *Engine) PlanRename(ctx context.Context, req RenameRequest) (*Change, error) {
 	apps, err := e.resolveApps(ctx, []AppName{req.App}, nil)
 	if err != nil {
 		return nil, err
@@ -85,22 +88,37 @@ func (e *Engine) PlanRename(ctx context.Context, req RenameRequest) (*RenameRun,
 	if err := e.refuseRename(ctx, app, obj, req); err != nil {
 		return nil, err
 	}
-	newName := AppName{Namespace: app.Namespace, Name: req.NewName}
-	rr := &RenameRun{Planned: &Planned{Command: journal.CommandRename, Strategy: journal.StrategyMove},
-		Old: AppName{Namespace: app.Namespace, Name: app.Name}, New: newName}
-	rr.oldUID, rr.oldRV, rr.read = metaString(obj, "uid"), metaString(obj, "resourceVersion"), obj
-	rr.final = newApplication(obj, req.NewName)
-	if err := e.planRenameItems(ctx, rr, app); err != nil {
+	old := AppName{Namespace: app.Namespace, Name: app.Name}
+	rs := &renameState{e: e, old: old, new: AppName{Namespace: app.Namespace, Name: req.NewName},
+		read: obj, oldUID: metaString(obj, "uid"), oldRV: metaString(obj, "resourceVersion"), info: &changeInfo{}}
+	c := &Change{Planned: &Planned{Command: journal.CommandRename, Strategy: journal.StrategyMove, AllOrNothing: true},
+		Renaming: &Renaming{Old: old, New: rs.new}, info: rs.info}
+	if err := e.planRenameItems(ctx, c, app); err != nil {
 		return nil, err
 	}
-	rr.Steps = renameSteps(rr, obj)
-	old, err := json.Marshal(withoutServerFields(obj))
+	rs.created, rs.final = newApplication(obj, req.NewName), newApplication(obj, req.NewName)
+	var pinned []string
+	if req.KeepReleaseName {
+		pinReleaseName(rs.final, obj, app.Name)
+		pinned = pinReleaseName(rs.created, obj, app.Name)
+	}
+	withoutAutomation(rs.created)
+	c.Steps = rs.steps(app)
+	if len(pinned) > 0 {
+		c.Steps[0].Why += fmt.Sprintf("; helm.releaseName %q on %s, since Helm's release name is the app's name unless set and charts name their objects from it",
+			app.Name, strings.Join(pinned, " and "))
+	}
+	c.rollback = true
+	c.verify = func(done *Applied) []appWait {
+		return []appWait{{app: 1, req: verify.Request{App: c.Apps[1].App, Rows: movedRows(c.Planned, done), Want: verify.Adopted}}}
+	}
+	raw, err := json.Marshal(withoutServerFields(obj))
 	if err != nil {
 		return nil, err
 	}
-	rr.Renamed = &journal.Renamed{From: journal.AppRef{Namespace: app.Namespace, Name: app.Name, Instance: rr.Apps[0].Instance},
-		To: journal.AppRef{Namespace: app.Namespace, Name: req.NewName, Instance: rr.Apps[1].Instance}, Application: old}
-	return rr, nil
+	c.Renamed = &journal.Renamed{From: journal.AppRef{Namespace: app.Namespace, Name: app.Name, Instance: c.Apps[0].Instance},
+		To: journal.AppRef{Namespace: app.Namespace, Name: req.NewName, Instance: c.Apps[1].Instance}, Application: raw}
+	return c, nil
 }
 
 // refuseRename refuses apps whose rename cannot be made safe.
@@ -136,9 +154,9 @@ func (e *Engine) refuseRename(ctx context.Context, app argocd.Application, obj m
 
 // planRenameItems plans the rewrite of every live resource's tracking to the new app (hooks
 // excepted: Argo CD creates them anew at each sync).
-func (e *Engine) planRenameItems(ctx context.Context, rr *RenameRun, app argocd.Application) error {
+func (e *Engine) planRenameItems(ctx context.Context, rr *Change, app argocd.Application) error {
 	next := app
-	next.Name = rr.New.Name
+	next.Name = rr.Renaming.New.Name
 	src := &AppRun{App: app, Instance: app.Instance(e.ArgoCD.Namespace())}
 	dst := &AppRun{App: next, Instance: next.Instance(e.ArgoCD.Namespace())}
 	rr.Apps = []*AppRun{src, dst}
@@ -161,39 +179,6 @@ func (e *Engine) planRenameItems(ctx context.Context, rr *RenameRun, app argocd.
 	return nil
 }
 
-// renameSteps are the Application writes, in order.
-//
-// Every finalizer of the old app is removed before its delete: the resources finalizers
-// (resources-finalizer.argocd.argoproj.io and its /foreground and /background forms,
-// pkg/apis/application/v1alpha1/application_defaults.go) make the controller delete every live
-// resource once the app is being deleted (controller/appcontroller.go, finalizeApplicationDeletion:
-// `if app.CascadedDeletion()`), and the pre-/post-delete finalizers run the app's deletion hooks —
-// a rename is no deletion. An Application without finalizers is removed by the API server at once,
-// and the controller never sees it being deleted. The new app gets them back last.
-// offWhy says why the old app's automation and finalizers go: it must neither sync the resources
-// back nor delete them.
-func offWhy(finalizers []string) string {
-	if len(finalizers) == 0 {
-		return "switch the old app's automated sync off (it has no finalizers), so that it can neither sync the resources back nor delete them"
-	}
-	return "switch the old app's automated sync off and remove its finalizers (" + strings.Join(finalizers, ", ") +
-		"), so that it can neither sync the resources back nor delete them"
-}
-
-func renameSteps(rr *RenameRun, old map[string]any) []*AppStep {
-	created := withoutAutomation(newApplication(old, rr.New.Name))
-	finalPatch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizersOf(old)},
-		"spec": map[string]any{"syncPolicy": syncPolicyOf(old)}})
-	offPatch := automationOff(old, rr.oldRV)
-	return []*AppStep{
-		{Verb: "create", App: rr.New, Object: created, Why: "the new Application with the same spec, labels and annotations; automated sync off and no finalizers until it tracks the resources"},
-		{Verb: "patch", App: rr.Old, Patch: offPatch, Why: offWhy(finalizersOf(old))},
-		{Verb: "delete", App: rr.Old, Why: "delete the old Application object, which has no finalizer left: Argo CD deletes none of its resources. " +
-			"This is the only DELETE unprune ever sends"},
-		{Verb: "patch", App: rr.New, Patch: finalPatch, Why: "give the new app the old one's sync policy and finalizers"},
-	}
-}
-
 // withoutAutomation is an Application to create with automated sync off and no finalizers. A sync
 // policy left with nothing in it is dropped: the controller normalizes an empty one away
 // (util/argo/argo.go, NormalizeApplicationSpec: `if spec.SyncPolicy.IsZero()`) with an
@@ -213,7 +198,7 @@ func withoutAutomation(obj map[string]any) map[string]any {
 
 // automationOff is the merge patch that switches an app's automated sync off and removes its
 // finalizers, conditional on resourceVersion; like withoutAutomation it leaves no empty policy.
-func automationOff(obj map[string]any, resourceVersion string) []byte {
+func automationOff(obj map[string]any, resourceVersion string, annotations map[string]any) []byte {
 	var policy any = map[string]any{"automated": nil}
 	if p, ok := syncPolicyOf(obj).(map[string]any); ok {
 		rest := map[string]any{}
@@ -225,8 +210,11 @@ func automationOff(obj map[string]any, resourceVersion string) []byte {
 			policy = nil
 		}
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": resourceVersion, "finalizers": nil},
-		"spec": map[string]any{"syncPolicy": policy}})
+	meta := map[string]any{"resourceVersion": resourceVersion, "finalizers": nil}
+	if len(annotations) > 0 {
+		meta["annotations"] = annotations
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": meta, "spec": map[string]any{"syncPolicy": policy}})
 	return patch
 }
 

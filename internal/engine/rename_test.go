@@ -37,32 +37,65 @@ func renameWorld(t *testing.T) *world {
 		created.Resources = append([]argocd.Resource(nil), app.Resources...)
 		created.SyncStatus = "OutOfSync"
 	}
-	w.argo.Now = func() time.Time { return time.Now().Add(2 * time.Second) }
+	w.shareClock()
 	return w
+}
+
+// rename plans guestbook's rename to shop and runs it.
+func rename(t *testing.T, e *Engine, mode DryRun) (*Change, *Executed) {
+	t.Helper()
+	c, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Namespace: "argocd", Name: "guestbook"}, NewName: "shop", KeepReleaseName: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := e.Execute(context.Background(), c, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, x
+}
+
+// stepResult is the result of the i-th step of kind in the change.
+func stepResult(c *Change, x *Executed, kind StepKind, i int) StepResult {
+	for k, s := range c.Steps {
+		if s.Kind == kind {
+			if i == 0 {
+				return x.Steps[k]
+			}
+			i--
+		}
+	}
+	panic("no such step")
+}
+
+// appWriteVerbs are the Application writes served, as "verb namespace/name".
+func appWriteVerbs(w *world) []string {
+	var verbs []string
+	for _, wr := range w.argo.AppWrites() {
+		verbs = append(verbs, strings.Join(strings.Fields(wr)[:2], " "))
+	}
+	return verbs
 }
 
 func TestRenameOrderAndOutcome(t *testing.T) {
 	w := renameWorld(t)
 	e := w.engine()
-	rr, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done, err := e.ApplyRename(context.Background(), rr, DryRunNone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var verbs []string
-	for _, wr := range w.argo.AppWrites() {
-		verbs = append(verbs, strings.Join(strings.Fields(wr)[:2], " "))
+	c, x := rename(t, e, DryRunNone)
+	if x.Stopped >= 0 || !x.Complete() {
+		t.Fatalf("stopped at %d: %+v", x.Stopped, x.Steps)
 	}
 	want := []string{"create argocd/shop", "patch argocd/guestbook", "delete argocd/guestbook", "patch argocd/shop"}
-	if !slices.Equal(verbs, want) {
-		t.Fatalf("writes %q, want %q", verbs, want)
+	if got := appWriteVerbs(w); !slices.Equal(got, want) {
+		t.Fatalf("writes %q, want %q", got, want)
 	}
 	// The old app's automation was off and its finalizer gone before any tracking moved.
 	if off := w.argo.AppWrites()[1]; !strings.Contains(off, `"finalizers":null`) || !strings.Contains(off, `"syncPolicy":null`) {
 		t.Fatalf("old app patch %s", off)
+	}
+	for i, s := range c.Steps {
+		if s.Kind == StepCheck && x.Steps[i].Outcome != OutcomePassed {
+			t.Fatalf("check %d: %+v", i, x.Steps[i])
+		}
 	}
 	for _, ns := range []string{"team-a", "team-b"} {
 		o := w.cluster.Object(w.refs[ns])
@@ -78,7 +111,7 @@ func TestRenameOrderAndOutcome(t *testing.T) {
 	if f := finalizersOf(shop); !slices.Equal(f, []string{"resources-finalizer.argocd.argoproj.io"}) {
 		t.Errorf("new app finalizers %v", f)
 	}
-	if a := meta["annotations"].(map[string]any); a["team"] != "storage" || a[argocd.AnnotationRefresh] != nil {
+	if a := meta["annotations"].(map[string]any); a["team"] != "storage" || a[argocd.AnnotationRefresh] != nil || a[AnnotationRenameJournal] != nil {
 		t.Errorf("new app annotations %v", a)
 	}
 	if p := syncPolicyOf(shop).(map[string]any); p["automated"] == nil {
@@ -87,12 +120,30 @@ func TestRenameOrderAndOutcome(t *testing.T) {
 	if _, err := w.argo.GetApplication(context.Background(), "argocd", "guestbook"); err == nil {
 		t.Error("the old app still exists")
 	}
-	if v := e.VerifyRename(context.Background(), rr, done, time.Second)[1]; v == nil || !v.Verified {
+	if v := e.VerifyChange(context.Background(), c, x, time.Second)[1]; v == nil || !v.Verified {
 		t.Fatalf("verification %+v", v)
 	}
-	j, _, err := w.store.Load(done.Journal)
+	j, _, err := w.store.Load(x.Journal)
 	if err != nil || j.Rename == nil || j.Command != journal.CommandRename || len(j.Entries) != 2 {
 		t.Fatalf("journal %v %+v", err, j)
+	}
+}
+
+// The new app is created marked with the journal, and only its last step takes the mark off.
+func TestRenameMarksTheNewAppUntilDone(t *testing.T) {
+	w := renameWorld(t)
+	_, x := rename(t, w.engine(), DryRunNone)
+	created := w.argo.AppWrites()
+	if len(created) == 0 || !strings.HasPrefix(created[0], "create argocd/shop") {
+		t.Fatalf("writes %q", created)
+	}
+	j, _, _ := w.store.Load(x.Journal)
+	last := created[len(created)-1]
+	if !strings.Contains(last, AnnotationRenameJournal) || !strings.Contains(last, `"`+AnnotationRenameJournal+`":null`) {
+		t.Fatalf("the last step must take the mark off: %s", last)
+	}
+	if j.ID == "" {
+		t.Fatal("journal without id")
 	}
 }
 
@@ -133,23 +184,29 @@ func TestRenameRefusals(t *testing.T) {
 	}
 }
 
-// renameGuestbook renames guestbook to shop and returns its journal and what it keeps for the undo.
-func renameGuestbook(t *testing.T, w *world) (string, *journal.Renamed) {
+// renameGuestbook renames guestbook to shop and returns its journal.
+func renameGuestbook(t *testing.T, w *world) string {
 	t.Helper()
-	e := w.engine()
-	rr, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
+	_, x := rename(t, w.engine(), DryRunNone)
+	if !x.Complete() {
+		t.Fatalf("rename: %+v", x.Steps)
+	}
+	return x.Journal
+}
+
+// undoJournal plans and runs the undo of the journal at path.
+func undoOf(t *testing.T, w *world, path string) (*Change, *Executed) {
+	t.Helper()
+	rec, err := w.store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := e.ApplyRename(context.Background(), rr, DryRunNone)
-	if err != nil || !done.Done() {
-		t.Fatalf("rename: %v %+v", err, done.Steps)
-	}
-	j, _, err := w.store.Load(done.Journal)
+	e := w.engine().withUndo(w, w.argoOf)
+	c, err := e.PlanUndo(context.Background(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return done.Journal, j.Rename
+	return c, w.execute(e, c, DryRunNone)
 }
 
 // setSyncing plays the controller: an operation of app starts running, or ends. It may run on
@@ -164,29 +221,10 @@ func setSyncing(t *testing.T, w *world, app string, on bool) {
 	w.argo.AddApp(a)
 }
 
-// Undo of a rename: the old app comes back (automation and finalizers only after it tracks the
-// resources again), the tracking moves back, the new app goes (finalizers off before the delete).
-func TestRenameUndo(t *testing.T) {
-	w := renameWorld(t)
-	journalPath, renamed := renameGuestbook(t, w)
-	ru, err := PlanRenameUndo(context.Background(), w.argo, renamed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The controller writes the new app's status after the undo was planned.
-	if _, err := w.argo.PatchApplication(context.Background(), "argocd", "shop", []byte(`{"status":{"reconciledAt":"2026-12-01T00:00:00Z"}}`), false); err != nil {
-		t.Fatal(err)
-	}
-	if before, ok := ru.Send(context.Background(), ru.Before, false); !ok {
-		t.Fatalf("before: %+v", before)
-	}
-	u := w.undo(journalPath, w.argo)
-	if got := u.Counts()[OutcomeRestored]; got != 2 {
-		t.Fatalf("restored %d: %v", got, outcomes(u.plan.Planned, u.Applied))
-	}
-	if after, ok := ru.Send(context.Background(), ru.After, false); !ok {
-		t.Fatalf("after: %+v", after)
-	}
+// wantGuestbookAsBefore checks the old app came back with its finalizer and automation, the new one
+// is gone, and every resource is tracked by the old app again.
+func wantGuestbookAsBefore(t *testing.T, w *world) {
+	t.Helper()
 	for _, ns := range []string{"team-a", "team-b"} {
 		if o := w.cluster.Object(w.refs[ns]); o.Labels[argocd.DefaultInstanceLabelKey] != "guestbook" || o.Annotations[argocd.AnnotationTrackingID] != "guestbook:/Namespace:default/"+ns {
 			t.Fatalf("%s: %v %v", ns, o.Labels, o.Annotations)
@@ -204,6 +242,180 @@ func TestRenameUndo(t *testing.T) {
 	}
 }
 
+// Undo of a rename: the old app comes back (automation and finalizers only after its comparison
+// declares the resources again), the tracking moves back, the new app goes (finalizers off before
+// the delete).
+func TestRenameUndo(t *testing.T) {
+	w := renameWorld(t)
+	path := renameGuestbook(t, w)
+	c, x := undoOf(t, w, path)
+	if x.Stopped >= 0 || x.Counts()[OutcomeRestored] != 2 {
+		t.Fatalf("undo stopped at %d: %+v, %v", x.Stopped, x.Steps, outcomes(c.Planned, x.Applied))
+	}
+	wantGuestbookAsBefore(t, w)
+	// The policy came back only after a check of the old app.
+	for i, s := range c.Steps {
+		if len(s.Lets) > 0 && (i == 0 || c.Steps[i-1].Kind != StepCheck || x.Steps[i-1].Outcome != OutcomePassed) {
+			t.Fatalf("step %d lets %v delete without a passed check before it", i, s.Lets)
+		}
+	}
+}
+
+// A rename's rendering check: a new app whose manifests depend on the app's name lists other
+// resources. The rename stops before anything else changes, puts back what it did (the new app is
+// deleted, finalizers off) and leaves the old app, its automation and every tracking as they were.
+func TestRenameStopsWhenTheNewAppRendersOtherObjects(t *testing.T) {
+	w := renameWorld(t)
+	w.argo.OnCreate = func(created *argocd.Application) {
+		created.Resources = []argocd.Resource{{Version: "v1", Kind: "Namespace", Name: "team-a-shop", Status: "OutOfSync", Health: "Missing"},
+			{Version: "v1", Kind: "Namespace", Name: "team-b-shop", Status: "OutOfSync", Health: "Missing"}}
+	}
+	c, x := rename(t, w.engine(), DryRunNone)
+	check := stepResult(c, x, StepCheck, 0)
+	if !x.CheckFailed() || check.Mismatch == nil || !strings.Contains(check.Mismatch.String(), "Namespace/team-a-shop") ||
+		!strings.Contains(check.Mismatch.String(), "does not list Namespace/team-a") {
+		t.Fatalf("check %+v", check)
+	}
+	if !x.RolledBack() {
+		t.Fatalf("not rolled back: %+v %v", x.Rollback, x.RollbackErr)
+	}
+	if got, want := appWriteVerbs(w), []string{"create argocd/shop", "patch argocd/shop", "delete argocd/shop"}; !slices.Equal(got, want) {
+		t.Fatalf("writes %q, want %q", got, want)
+	}
+	if w.patches() != 0 {
+		t.Fatalf("%d object patches", w.patches())
+	}
+	old, _ := w.argo.ApplicationObject(context.Background(), "argocd", "guestbook")
+	if f := finalizersOf(old); len(f) != 1 || !automated(old) {
+		t.Fatalf("the old app changed: finalizers %v policy %v", f, syncPolicyOf(old))
+	}
+}
+
+// After the tracking moved, the new app's comparison shows a resource otherwise than the old
+// app's: nothing may let it prune; the journal is undone — tracking back, the new app deleted, the
+// old one's automation and finalizers back after its own comparison.
+func TestRenameRollsBackWhenTheComparisonDiffers(t *testing.T) {
+	w := renameWorld(t)
+	w.argo.Shared = nil
+	w.cluster.BeforePatch = func(n int, ref cluster.Ref, _ *cluster.Object) (bool, error) {
+		if shop, err := w.argo.GetApplication(context.Background(), "argocd", "shop"); err == nil && shop.Resources[0].Status == "Synced" {
+			shop.Resources[0].Status = "OutOfSync"
+			w.argo.AddApp(shop)
+		}
+		return false, nil
+	}
+	c, x := rename(t, w.engine(), DryRunNone)
+	if check := stepResult(c, x, StepCheck, 1); check.Outcome != OutcomeFailed || !strings.Contains(check.Mismatch.String(), "is OutOfSync (it was Synced)") {
+		t.Fatalf("second check %+v", check)
+	}
+	if stepResult(c, x, StepDelete, 0).Outcome != OutcomeNotAttempted {
+		t.Fatal("the old app was deleted after a failed check")
+	}
+	w.cluster.BeforePatch = nil
+	if !x.RolledBack() {
+		t.Fatalf("not rolled back: %+v %v", x.Rollback, x.RollbackErr)
+	}
+	wantGuestbookAsBefore(t, w)
+}
+
+// A step that lets an app delete needs a check of that app right before it: a change without one
+// is refused before anything is sent.
+func TestExecuteRefusesADeletingStepWithoutACheck(t *testing.T) {
+	w := newWorld(t)
+	app := AppName{Namespace: "argocd", Name: "guestbook"}
+	sent := false
+	c := &Change{Planned: &Planned{}, Steps: []*Step{
+		{Kind: StepCheck, App: AppName{Namespace: "argocd", Name: "other"}, Expect: func(argocd.Application) *Mismatch { return nil }},
+		{Kind: StepUpdate, App: app, Lets: []AppName{app}, write: func(context.Context, bool) error { sent = true; return nil }},
+	}}
+	if _, err := w.engine().Execute(context.Background(), c, DryRunNone); err == nil || sent {
+		t.Fatalf("executed: %v, sent %v", err, sent)
+	}
+}
+
+// Helm's release name is the app's name unless set: the new app gets the old name pinned on every
+// Helm source that has none (and says so), so that its chart renders the same objects.
+func TestRenamePinsHelmReleaseName(t *testing.T) {
+	for _, keep := range []bool{true, false} {
+		w := renameWorld(t)
+		obj, _ := w.argo.ApplicationObject(context.Background(), "argocd", "guestbook")
+		obj["status"] = map[string]any{"sourceType": "Helm"}
+		w.argo.SetApplicationObject(obj)
+		c, err := w.engine().PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop", KeepReleaseName: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := c.Steps[0].Object["spec"].(map[string]any)["source"].(map[string]any)
+		helm, _ := src["helm"].(map[string]any)
+		pinned := helm["releaseName"] == "guestbook" && strings.Contains(c.Steps[0].Why, `helm.releaseName "guestbook"`)
+		if pinned != keep {
+			t.Fatalf("keep %v: source %v, step %q", keep, src, c.Steps[0].Why)
+		}
+	}
+}
+
+// The undo of a rename never takes resources from a new app that the rename did not create: one
+// without the journal's mark while the old app still exists.
+func TestRenameUndoLeavesAnotherNewAppAlone(t *testing.T) {
+	w := renameWorld(t)
+	_, x := rename(t, w.engine(), DryRunClient)
+	_ = x
+	c, err := w.engine().PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The run stops after its journal is written and the new app is created: someone else's app
+	// of that name is there (the create fails), and an undo of the journal must leave it.
+	if _, err := w.argo.CreateApplication(context.Background(), map[string]any{"metadata": map[string]any{"namespace": "argocd", "name": "shop"}, "spec": map[string]any{}}, false); err != nil {
+		t.Fatal(err)
+	}
+	done := w.execute(w.engine(), c, DryRunNone)
+	if stepResult(c, done, StepCreate, 0).Outcome != OutcomeFailed || done.Journal == "" {
+		t.Fatalf("create %+v", done.Steps)
+	}
+	rec, err := w.store.Open(done.Journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused *RefusedError
+	if _, err := w.engine().withUndo(w, w.argoOf).PlanUndo(context.Background(), rec); !errors.As(err, &refused) || refused.Code != RefuseNotRenamed {
+		t.Fatalf("undo: %v", err)
+	}
+}
+
+// An interrupted rename (Ctrl-C while the tracking moves) deletes nothing and leaves a journal whose
+// undo puts everything back: the old app, its automation and finalizers, every tracking.
+func TestInterruptedRenameUndoes(t *testing.T) {
+	w := renameWorld(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cluster.BeforePatch = func(n int, ref cluster.Ref, _ *cluster.Object) (bool, error) {
+		cancel()
+		return false, nil
+	}
+	e := w.engine()
+	e.Workers = 1
+	c, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := e.Execute(ctx, c, DryRunNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !x.Interrupted || stepResult(c, x, StepDelete, 0).Outcome == OutcomeApplied {
+		t.Fatalf("interrupted %v, steps %+v", x.Interrupted, x.Steps)
+	}
+	w.cluster.BeforePatch = nil
+	if _, err := w.argo.GetApplication(context.Background(), "argocd", "guestbook"); err != nil {
+		t.Fatalf("the old app was deleted while the rename lay half-done: %v", err)
+	}
+	_, u := undoOf(t, w, x.Journal)
+	if u.Stopped >= 0 {
+		t.Fatalf("undo stopped: %+v", u.Steps)
+	}
+	wantGuestbookAsBefore(t, w)
+}
+
 // The controller writes the old app's status while the tracking moves: the delete, conditional on
 // the resourceVersion, is sent again after checking the fresh copy — and never when a finalizer came
 // back meanwhile.
@@ -215,7 +427,6 @@ func TestRenameDeleteRechecksTheOldApp(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			w := renameWorld(t)
-			e := w.engine()
 			written := false
 			w.cluster.BeforePatch = func(int, cluster.Ref, *cluster.Object) (bool, error) {
 				if !written {
@@ -226,23 +437,16 @@ func TestRenameDeleteRechecksTheOldApp(t *testing.T) {
 				}
 				return false, nil
 			}
-			rr, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			done, err := e.ApplyRename(context.Background(), rr, DryRunNone)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, x := rename(t, w.engine(), DryRunNone)
 			_, oldErr := w.argo.GetApplication(context.Background(), "argocd", "guestbook")
 			if name == "a status write" {
-				if !done.Done() || oldErr == nil {
-					t.Fatalf("not renamed: %+v", done.Steps)
+				if !x.Complete() || oldErr == nil {
+					t.Fatalf("not renamed: %+v", x.Steps)
 				}
 				return
 			}
-			if done.Steps[2].Outcome != OutcomeFailed || done.FailedStep() != 2 || oldErr != nil {
-				t.Fatalf("deleted an app whose finalizer or automation came back: %+v", done.Steps[2])
+			if stepResult(c, x, StepDelete, 0).Outcome != OutcomeFailed || oldErr != nil {
+				t.Fatalf("deleted an app whose finalizer or automation came back: %+v", x.Steps)
 			}
 		})
 	}
@@ -262,17 +466,17 @@ func TestWithoutAutomationLeavesNoEmptyPolicy(t *testing.T) {
 	if p := got["spec"].(map[string]any)["syncPolicy"].(map[string]any); p["automated"] != nil || len(p["syncOptions"].([]any)) != 1 {
 		t.Errorf("policy %v", p)
 	}
-	if off := string(automationOff(app(map[string]any{"automated": map[string]any{}}), "7")); !strings.Contains(off, `"syncPolicy":null`) {
+	if off := string(automationOff(app(map[string]any{"automated": map[string]any{}}), "7", nil)); !strings.Contains(off, `"syncPolicy":null`) {
 		t.Errorf("patch %s", off)
 	}
-	if off := string(automationOff(app(map[string]any{"automated": map[string]any{}, "retry": map[string]any{"limit": 2}}), "7")); !strings.Contains(off, `"automated":null`) {
+	if off := string(automationOff(app(map[string]any{"automated": map[string]any{}, "retry": map[string]any{"limit": 2}}), "7", nil)); !strings.Contains(off, `"automated":null`) {
 		t.Errorf("patch %s", off)
 	}
 }
 
 // Between the plan and the switch-off, the controller writes the old app's status: the switch-off is
 // sent again at the fresh version. A change of its spec meanwhile stops the rename before any
-// tracking moves.
+// tracking moves, and the new app is taken away again.
 func TestRenameSwitchOffRechecksTheOldApp(t *testing.T) {
 	for name, write := range map[string]string{
 		"a status write": `{"status":{"reconciledAt":"2026-12-01T00:00:00Z"}}`,
@@ -281,25 +485,22 @@ func TestRenameSwitchOffRechecksTheOldApp(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := renameWorld(t)
 			e := w.engine()
-			rr, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
+			c, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if _, err := w.argo.PatchApplication(context.Background(), "argocd", "guestbook", []byte(write), false); err != nil {
 				t.Fatal(err)
 			}
-			done, err := e.ApplyRename(context.Background(), rr, DryRunNone)
-			if err != nil {
-				t.Fatal(err)
-			}
+			x := w.execute(e, c, DryRunNone)
 			if name == "a status write" {
-				if !done.Done() {
-					t.Fatalf("not renamed: %+v", done.Steps)
+				if !x.Complete() {
+					t.Fatalf("not renamed: %+v", x.Steps)
 				}
 				return
 			}
-			if done.Steps[1].Outcome != OutcomeFailed || done.Steps[3].Outcome != OutcomeNotAttempted || w.patches() != 0 {
-				t.Fatalf("went on after the old app's spec changed: %+v, %d object patches", done.Steps, w.patches())
+			if stepResult(c, x, StepUpdate, 0).Outcome != OutcomeFailed || stepResult(c, x, StepPatch, 0).Outcome != OutcomeNotAttempted || w.patches() != 0 {
+				t.Fatalf("went on after the old app's spec changed: %+v, %d object patches", x.Steps, w.patches())
 			}
 		})
 	}
@@ -310,59 +511,42 @@ func TestRenameSwitchOffRechecksTheOldApp(t *testing.T) {
 func TestRenameServerDryRunReturnsStepOutcomes(t *testing.T) {
 	w := renameWorld(t)
 	e := w.engine()
-	rr, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dry, err := e.ApplyRename(context.Background(), rr, DryRunServer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The fake judges the dry-run delete against the old app as stored, finalizers and all (the
-	// dry-run switch-off persisted nothing), so step 2 is not asserted here.
-	s := dry.Steps
-	if s[0].Outcome != OutcomeDryRunAccepted || s[1].Outcome != OutcomeDryRunAccepted || s[2].Outcome == OutcomeApplied ||
-		s[3].Outcome != OutcomeUnchanged || dry.Mode != ModeServerDryRun || dry.Done() || dry.Counts()[OutcomeDryRunAccepted] != 2 {
-		t.Fatalf("dry run: mode %s, steps %+v, objects %v", dry.Mode, s, dry.Counts())
+	c, dry := rename(t, e, DryRunServer)
+	if stepResult(c, dry, StepCreate, 0).Outcome != OutcomeDryRunAccepted || stepResult(c, dry, StepUpdate, 0).Outcome != OutcomeDryRunAccepted ||
+		stepResult(c, dry, StepUpdate, 1).Outcome != OutcomeUnchanged || stepResult(c, dry, StepCheck, 0).Outcome != OutcomeUnchanged ||
+		dry.Mode != ModeServerDryRun || dry.Counts()[OutcomeDryRunAccepted] != 2 {
+		t.Fatalf("dry run: mode %s, steps %+v, objects %v", dry.Mode, dry.Steps, dry.Counts())
 	}
 	if _, err := w.argo.GetApplication(context.Background(), "argocd", "shop"); err == nil {
 		t.Fatal("a dry run created the new app")
 	}
-	if rr.Counts()[OutcomePlanned] != 2 {
-		t.Fatalf("the dry run changed the plan: %v", outcomes(rr.Planned, nil))
+	if c.Counts()[OutcomePlanned] != 2 {
+		t.Fatalf("the dry run changed the plan: %v", outcomes(c.Planned, nil))
 	}
-	done, err := e.ApplyRename(context.Background(), rr, DryRunNone)
-	if err != nil || !done.Done() {
-		t.Fatalf("rename after the dry run: %v %+v", err, done.Steps)
+	if x := w.execute(e, c, DryRunNone); !x.Complete() {
+		t.Fatalf("rename after the dry run: %+v", x.Steps)
 	}
 }
 
-// TestRenameUndoSettlesTheNewAppsSync: a sync the new app began before the undo switched its
-// automation off would write the new app's tracking back over the restored one; the undo waits for
-// it, and gives up with a clear error when it does not end.
-func TestRenameUndoSettlesTheNewAppsSync(t *testing.T) {
+// TestSettleWaitsForASync: a sync an app began before its automation was switched off would write
+// its tracking back over what the rename (or its undo) writes; settle waits for it, and gives up
+// with a clear error when it does not end.
+func TestSettleWaitsForASync(t *testing.T) {
 	w := renameWorld(t)
-	_, renamed := renameGuestbook(t, w)
-	ru, err := PlanRenameUndo(context.Background(), w.argo, renamed)
-	if err != nil {
-		t.Fatal(err)
-	}
+	renameGuestbook(t, w)
 	syncing := func(on bool) { setSyncing(t, w, "shop", on) }
 	syncing(true)
-	if err := ru.Settle(context.Background(), 30*time.Millisecond, time.Millisecond); err == nil || !strings.Contains(err.Error(), "operation running (Running)") {
+	shop := AppName{Namespace: "argocd", Name: "shop"}
+	if err := settle(context.Background(), w.argo, shop, 30*time.Millisecond, time.Millisecond); err == nil || !strings.Contains(err.Error(), "operation running (Running)") {
 		t.Fatalf("a sync that does not end: %v", err)
 	}
-	// The controller's sync ends once the undo has been seen waiting for it.
+	// The controller's sync ends once the wait has been seen polling for it.
 	polled := pollWatcher(w.argo, "shop")
-	ru, err = PlanRenameUndo(context.Background(), polled, renamed)
-	if err != nil {
-		t.Fatal(err)
-	}
 	go func() {
 		<-polled.waiting
 		syncing(false)
 	}()
-	if err := ru.Settle(context.Background(), 10*time.Second, time.Millisecond); err != nil {
+	if err := settle(context.Background(), polled, shop, 10*time.Second, time.Millisecond); err != nil {
 		t.Fatalf("a sync that ends: %v", err)
 	}
 }
@@ -403,7 +587,7 @@ func (p *polledWhileSyncing) GetApplication(ctx context.Context, namespace, name
 func TestRenameWaitsForASyncTheOldAppBegan(t *testing.T) {
 	w := renameWorld(t)
 	e := w.engine()
-	rr, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
+	c, err := e.PlanRename(context.Background(), RenameRequest{App: AppName{Name: "guestbook"}, NewName: "shop"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,9 +603,8 @@ func TestRenameWaitsForASyncTheOldAppBegan(t *testing.T) {
 		rewrittenEarly <- w.cluster.Object(w.refs["team-a"]).Labels[argocd.DefaultInstanceLabelKey] != "guestbook"
 		syncing(false)
 	}()
-	done, err := e.ApplyRename(context.Background(), rr, DryRunNone)
-	if err != nil || !done.Done() {
-		t.Fatalf("rename: %v %+v", err, done.Steps)
+	if x := w.execute(e, c, DryRunNone); !x.Complete() {
+		t.Fatalf("rename: %+v", x.Steps)
 	}
 	select {
 	case early := <-rewrittenEarly:

@@ -4,148 +4,206 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
+	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/plan"
 )
 
-// RenameUndo is the undo of a rename, around the restore of its tracking rewrites: Before (create
-// the old Application again, automated sync off and no finalizers, unless it exists; switch the new
-// one's automated sync off and remove its finalizers), then the tracking moves back, then After
-// (delete the new Application object — no finalizer left, so Argo CD deletes nothing — and give the
-// old one its sync policy and finalizers back).
-type RenameUndo struct {
-	Before, After []*AppStep
-	argo          cluster.ArgoCD
-	to            AppName
+// RefuseNotRenamed: the undo of a rename meets a new app that the rename did not create.
+const RefuseNotRenamed plan.RefusalCode = "NotCreatedByRename"
+
+// renameUndo is what the Application writes of a rename's undo share.
+type renameUndo struct {
+	e        *Engine
+	argo     cluster.ArgoCD
+	old, new AppName
+	// copy is the old Application as the journal keeps it.
+	copy          map[string]any
+	newRead       map[string]any
 	newUID, newRV string
-	// newRead is the new Application as read when the undo was planned.
-	newRead map[string]any
+	info          *changeInfo
 }
 
-// PlanRenameUndo plans the Application writes of a rename journal's undo from the journal's copy of
-// the old Application and the live new one.
-func PlanRenameUndo(ctx context.Context, argo cluster.ArgoCD, r *journal.Renamed) (*RenameUndo, error) {
-	var old map[string]any
-	if err := json.Unmarshal(r.Application, &old); err != nil {
-		return nil, fmt.Errorf("the journal's copy of Application %s is damaged: %w", r.From, err)
+// planRenameUndo adds to the undo of a rename journal (c: the tracking moving back) the writes of
+// Applications around it, each only where the live apps show it is due:
+//
+//  1. patch the new app (when this rename made it): automated sync off, finalizers removed, marked
+//     with the journal again; then wait for a sync it had begun to end;
+//  2. create the old app from the journal, automated sync off and no finalizers (when it is gone);
+//  3. move every resource's tracking back (c's phases, checked as any undo's);
+//  4. delete the new app (finalizers gone: Argo CD deletes none of its resources);
+//  5. check: the old app's comparison declares every resource (and, when it prunes on its own,
+//     lists nothing to prune); then give it its sync policy and finalizers back — only when they
+//     are still as the rename left them (off), never over what someone set since.
+func (e *Engine) planRenameUndo(ctx context.Context, c *Change, j *journal.Journal, apps undoApps) error {
+	r := j.Rename
+	var copied map[string]any
+	if err := json.Unmarshal(r.Application, &copied); err != nil {
+		return fmt.Errorf("the journal's copy of Application %s is damaged: %w", r.From, err)
 	}
-	from, to := AppName{Namespace: r.From.Namespace, Name: r.From.Name}, AppName{Namespace: r.To.Namespace, Name: r.To.Name}
-	u := &RenameUndo{argo: argo, to: to}
-	if _, err := argo.ApplicationObject(ctx, from.Namespace, from.Name); cluster.IsNotFound(err) {
-		created := withoutAutomation(withoutServerFields(old))
-		u.Before = append(u.Before, &AppStep{Verb: "create", App: from, Object: created,
+	if apps.argo == nil {
+		return fmt.Errorf("undo of a rename writes Applications, and this undo cannot reach the journal's Argo CD: %w", apps.argoErr)
+	}
+	u := &renameUndo{e: e, argo: apps.argo, old: AppName{Namespace: r.From.Namespace, Name: r.From.Name},
+		new: AppName{Namespace: r.To.Namespace, Name: r.To.Name}, copy: copied, info: c.info}
+	c.Renaming = &Renaming{Old: u.old, New: u.new}
+	liveOld, errOld := u.argo.ApplicationObject(ctx, u.old.Namespace, u.old.Name)
+	if errOld != nil && !cluster.IsNotFound(errOld) {
+		return errOld
+	}
+	liveNew, errNew := u.argo.ApplicationObject(ctx, u.new.Namespace, u.new.Name)
+	if errNew != nil && !cluster.IsNotFound(errNew) {
+		return errNew
+	}
+	oldGone := cluster.IsNotFound(errOld)
+	ours := errNew == nil && createdBy(liveNew, j, copied, oldGone)
+	if errNew == nil && !ours {
+		return refusedf(RefuseNotRenamed, "Application %s exists, but the rename of journal %s did not create it (it carries no %s of that journal): "+
+			"undoing would take its resources from it; leave it, or delete it yourself first", u.new, j.ID, AnnotationRenameJournal)
+	}
+	var steps []*Step
+	if ours {
+		u.newRead, u.newUID, u.newRV = liveNew, metaString(liveNew, "uid"), metaString(liveNew, "resourceVersion")
+		steps = append(steps,
+			&Step{Kind: StepUpdate, App: u.new, write: u.switchOffNew,
+				Why: "switch the new app's automated sync off and remove its finalizers (marked with this journal until it is deleted)"},
+			&Step{Kind: StepSettle, App: u.new, write: u.settleNew,
+				Why: "wait for a sync the new app began before its automation went off to end: it would write the new app's tracking back"})
+	}
+	if oldGone {
+		created := withoutAutomation(withoutServerFields(copied))
+		steps = append(steps, &Step{Kind: StepCreate, App: u.old, Object: created, write: u.createOld,
 			Why: "the old Application again, from the journal, automated sync off and no finalizers until it tracks the resources"})
-	} else if err != nil {
-		return nil, err
 	}
-	live, err := argo.ApplicationObject(ctx, to.Namespace, to.Name)
-	if err != nil && !cluster.IsNotFound(err) {
-		return nil, err
+	for _, s := range e.undoSteps(ctx, j, c, apps) {
+		if s.Kind == StepPatch && s.App.Name == "" {
+			s.App, s.Why = u.old, "move every resource's tracking back to the old app"
+		}
+		steps = append(steps, s)
 	}
-	if err == nil {
-		u.newUID, u.newRV, u.newRead = metaString(live, "uid"), metaString(live, "resourceVersion"), live
-		off := automationOff(live, u.newRV)
-		u.Before = append(u.Before, &AppStep{Verb: "patch", App: to, Patch: off, Why: "switch the new app's automated sync off and remove its finalizers"})
-		u.After = append(u.After, &AppStep{Verb: "delete", App: to, Why: "delete the new Application object, which has no finalizer left: Argo CD deletes none of its resources"})
+	if ours {
+		steps = append(steps, &Step{Kind: StepDelete, App: u.new, write: u.deleteNew,
+			Why: "delete the new Application object, which has no finalizer left: Argo CD deletes none of its resources"})
 	}
-	back, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizersOf(old)}, "spec": map[string]any{"syncPolicy": syncPolicyOf(old)}})
-	u.After = append(u.After, &AppStep{Verb: "patch", App: from, Patch: back, Why: "give the old app its sync policy and finalizers back"})
-	return u, nil
+	if oldGone || switchedOff(liveOld) && (automated(copied) || len(finalizersOf(copied)) > 0) {
+		var rows []argocd.Resource
+		for _, it := range c.Items {
+			rows = append(rows, rowOf(it))
+		}
+		expect := expectDeclares(rows, undoFix(u.old))
+		if prunes(copied) {
+			expect = expectAll(expect, expectNothingToPrune(undoFix(u.old)))
+		}
+		steps = append(steps,
+			&Step{Kind: StepCheck, App: u.old, Expect: expect,
+				Why: "the old app's comparison declares every resource and, if it prunes on its own, lists nothing to prune"},
+			&Step{Kind: StepUpdate, App: u.old, Lets: []AppName{u.old}, write: u.restoreOld,
+				Why: "give the old app its sync policy and finalizers back"})
+	}
+	c.Steps = steps
+	return nil
 }
 
-// Send carries out steps in order (with dryRun=All when asked), stopping at the first failure, and
-// returns the outcome of each step; ok is false when one failed.
-func (u *RenameUndo) Send(ctx context.Context, steps []*AppStep, dryRun bool) (out []Decision, ok bool) {
-	done := OutcomeApplied
-	if dryRun {
-		done = OutcomeDryRunAccepted
+// createdBy reports whether the new app is the one the rename of journal j created: it carries the
+// journal's mark (a rename under way, or an undo under way), or — once the rename is complete, the
+// mark taken off and the old app deleted — the journal's tracking rewrites were applied (they come
+// after the create, so the rename made the app) and it deploys the old app's source to its
+// destination.
+func createdBy(app map[string]any, j *journal.Journal, copied map[string]any, oldGone bool) bool {
+	if stringMap(app, "annotations")[AnnotationRenameJournal] == j.ID {
+		return true
 	}
-	out = make([]Decision, len(steps))
-	for i, s := range steps {
-		var err error
-		switch s.Verb {
-		case "create":
-			_, err = u.argo.CreateApplication(ctx, s.Object, dryRun)
-		case "patch":
-			err = u.patch(ctx, s, dryRun)
-		case "delete":
-			err = deleteApplication(ctx, u.argo, s.App, u.newUID, u.newRV, dryRun)
-		}
-		if err != nil {
-			out[i] = Decision{Outcome: OutcomeFailed, Message: err.Error()}
-			for k := i + 1; k < len(steps); k++ {
-				out[k] = Decision{Outcome: OutcomeNotAttempted, Message: "an earlier step failed"}
-			}
-			return out, false
-		}
-		out[i] = Decision{Outcome: done}
+	rewritten := len(j.Entries) == 0
+	for _, e := range j.Entries {
+		rewritten = rewritten || e.State == journal.StateApplied || e.State == journal.StateUndone
 	}
-	return out, true
+	return oldGone && rewritten && sameTarget(app, copied)
 }
 
-// patch sends a step's patch. The new app's switch-off is conditional on the version read; the
-// controller writes the app's status all the time, so on a conflict it is read again and, while only
-// its status moved, the switch-off is sent again at the fresh version.
-func (u *RenameUndo) patch(ctx context.Context, s *AppStep, dryRun bool) error {
-	body := s.Patch
-	for i := 1; ; i++ {
-		out, err := u.argo.PatchApplication(ctx, s.App.Namespace, s.App.Name, body, dryRun)
-		switching := u.newRead != nil && metaString(u.newRead, "name") == s.App.Name
-		if err == nil {
-			if !dryRun && switching {
-				u.newRV = metaString(out, "resourceVersion")
+// sameTarget reports whether two Applications deploy the same source(s) to the same place, a
+// release name the rename pinned aside.
+func sameTarget(a, b map[string]any) bool {
+	pick := func(obj map[string]any) string {
+		spec, _ := withoutServerFields(obj)["spec"].(map[string]any)
+		out := map[string]any{"project": spec["project"], "destination": spec["destination"], "source": spec["source"], "sources": spec["sources"]}
+		for _, src := range append([]any{spec["source"]}, toList(spec["sources"])...) {
+			if m, ok := src.(map[string]any); ok {
+				if helm, ok := m["helm"].(map[string]any); ok {
+					delete(helm, "releaseName")
+					if len(helm) == 0 {
+						delete(m, "helm")
+					}
+				}
 			}
+		}
+		data, _ := json.Marshal(out)
+		return string(data)
+	}
+	return pick(a) == pick(b)
+}
+
+func toList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// switchedOff reports an Application as a rename leaves the old one: no automated sync, no
+// finalizers.
+func switchedOff(obj map[string]any) bool {
+	return obj != nil && !automated(obj) && len(finalizersOf(obj)) == 0
+}
+
+// prunes reports an Application whose automated sync prunes.
+func prunes(obj map[string]any) bool {
+	policy, _ := syncPolicyOf(obj).(map[string]any)
+	a, _ := policy["automated"].(map[string]any)
+	p, _ := a["prune"].(bool)
+	return automated(obj) && p
+}
+
+func (u *renameUndo) switchOffNew(ctx context.Context, dryRun bool) error {
+	rv, err := switchOff(ctx, u.argo, u.new, u.newRead, u.newRV, map[string]any{AnnotationRenameJournal: u.info.journalID}, dryRun)
+	if err == nil && !dryRun {
+		u.newRV = rv
+	}
+	return err
+}
+
+func (u *renameUndo) settleNew(ctx context.Context, _ bool) error {
+	return settle(ctx, u.argo, u.new, SettleTimeout, u.e.poll())
+}
+
+func (u *renameUndo) createOld(ctx context.Context, dryRun bool) error {
+	_, err := u.argo.CreateApplication(ctx, withoutAutomation(withoutServerFields(u.copy)), dryRun)
+	return err
+}
+
+func (u *renameUndo) deleteNew(ctx context.Context, dryRun bool) error {
+	return deleteApplication(ctx, u.argo, u.new, u.newUID, u.newRV, dryRun)
+}
+
+func (u *renameUndo) restoreOld(ctx context.Context, dryRun bool) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": finalizersOf(u.copy)}, "spec": map[string]any{"syncPolicy": syncPolicyOf(u.copy)}})
+	if err != nil {
+		return err
+	}
+	_, err = u.argo.PatchApplication(ctx, u.old.Namespace, u.old.Name, patch, dryRun)
+	return err
+}
+
+// expectNothingToPrune expects the app to list no resource as requiring pruning (hooks aside): its
+// automated prune then deletes nothing.
+func expectNothingToPrune(fix string) Expectation {
+	return func(app argocd.Application) *Mismatch {
+		var pruning []string
+		for _, r := range app.Pruning() {
+			pruning = append(pruning, r.String())
+		}
+		if len(pruning) == 0 {
 			return nil
 		}
-		if !switching || !cluster.IsConflict(err) || i == 5 {
-			return err
-		}
-		fresh, gerr := u.argo.ApplicationObject(ctx, s.App.Namespace, s.App.Name)
-		if gerr != nil {
-			return gerr
-		}
-		if why := changedSince(u.newRead, fresh); why != "" {
-			return fmt.Errorf("Application %s/%s changed since unprune read it (%s): run the undo again", s.App.Namespace, s.App.Name, why)
-		}
-		body = automationOff(fresh, metaString(fresh, "resourceVersion"))
-	}
-}
-
-// Settle waits, once Before has switched the new app's automated sync off, until no operation of the
-// new app is requested or running: a sync it started before — its automation was still on — goes on
-// applying the new app's manifests, and would write the new app's tracking back over the tracking
-// undo restores (the lab met it: an automated sync the rename's last step caused was still running
-// when the undo began). It polls every interval until timeout, and fails when the operation lasts
-// longer; nothing of the tracking has moved back then.
-func (u *RenameUndo) Settle(ctx context.Context, timeout, interval time.Duration) error {
-	if u.newRead == nil {
-		return nil
-	}
-	return settle(ctx, u.argo, u.to, timeout, interval)
-}
-
-// settle waits until no operation of app is requested or running, polling every interval, and
-// fails once timeout has passed.
-func settle(ctx context.Context, argo cluster.ArgoCD, app AppName, timeout, interval time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		a, err := argo.GetApplication(ctx, app.Namespace, app.Name)
-		if err != nil {
-			return fmt.Errorf("read Application %s/%s to see whether it is syncing: %w", app.Namespace, app.Name, err)
-		}
-		if !a.Operation {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("Application %s/%s has had an operation running (%s) for %s: once it ends, run again",
-				app.Namespace, app.Name, orUnknown(a.OperationPhase), timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(interval):
-		}
+		return &Mismatch{Summary: fmt.Sprintf("Application %s lists resources its automated prune would delete", app.Ref()), Details: pruning, Fix: fix}
 	}
 }

@@ -21,13 +21,13 @@ func TestRerunWhileArgoCDLagsConverges(t *testing.T) {
 	e := w.engine()
 	first := w.detach(DetachRequest{Resources: []ResourceArg{{Raw: "Namespace/team-a", Kind: "Namespace", Name: "team-a"},
 		{Raw: "Namespace/team-b", Kind: "Namespace", Name: "team-b"}}})
-	firstDone, err := e.Apply(context.Background(), first, DryRunNone)
+	firstDone, err := e.Execute(context.Background(), first, DryRunNone)
 	if err != nil || firstDone.Counts()[OutcomeApplied] != 2 {
-		t.Fatalf("first run: %v %v", err, outcomes(first, firstDone))
+		t.Fatalf("first run: %v %v", err, outcomes(first.Planned, firstDone.Applied))
 	}
 
 	rerun := w.detach(DetachRequest{All: true})
-	got := outcomes(rerun, nil)
+	got := outcomes(rerun.Planned, nil)
 	if got["team-a"] != OutcomeUnchanged || got["team-b"] != OutcomeUnchanged || got["team-c"] != OutcomePlanned || got["team-d"] != OutcomePlanned {
 		t.Fatalf("rerun outcomes %v", got)
 	}
@@ -39,9 +39,9 @@ func TestRerunWhileArgoCDLagsConverges(t *testing.T) {
 			t.Errorf("%s: reason %q message %q; want %s naming journal %s", it.Ref.Name, it.Reason, it.Message, ReasonAlreadyReleased, firstDone.Journal)
 		}
 	}
-	rerunDone, err := e.Apply(context.Background(), rerun, DryRunNone)
+	rerunDone, err := e.Execute(context.Background(), rerun, DryRunNone)
 	if err != nil || rerunDone.Counts()[OutcomeApplied] != 2 {
-		t.Fatalf("rerun apply: %v %v", err, outcomes(rerun, rerunDone))
+		t.Fatalf("rerun apply: %v %v", err, outcomes(rerun.Planned, rerunDone.Applied))
 	}
 	j, _, err := w.store.Load(rerunDone.Journal)
 	if err != nil {
@@ -53,11 +53,11 @@ func TestRerunWhileArgoCDLagsConverges(t *testing.T) {
 		}
 	}
 
-	if v := e.Verify(context.Background(), rerun, rerunDone, 50*time.Millisecond)[0]; v == nil || v.Verified || v.Compared {
+	if v := e.VerifyChange(context.Background(), rerun, rerunDone, 50*time.Millisecond)[0]; v == nil || v.Verified || v.Compared {
 		t.Fatalf("with the controller stopped: verification %+v, want not compared", v)
 	}
 	w.argo.Resume()
-	if v := e.Verify(context.Background(), rerun, rerunDone, time.Second)[0]; v == nil || !v.Verified || !v.Compared || !v.Synced {
+	if v := e.VerifyChange(context.Background(), rerun, rerunDone, time.Second)[0]; v == nil || !v.Verified || !v.Compared || !v.Synced {
 		t.Fatalf("after the controller resumed: verification %+v", v)
 	}
 }
@@ -69,20 +69,20 @@ func TestRerunOfReleasedOnlyStillWaitsForArgoCD(t *testing.T) {
 	w.argo.Stop()
 	e := w.engine()
 	first := w.detach(DetachRequest{All: true})
-	if _, err := e.Apply(context.Background(), first, DryRunNone); err != nil {
+	if _, err := e.Execute(context.Background(), first, DryRunNone); err != nil {
 		t.Fatal(err)
 	}
 	w.argo.Resume()
 	rerun := w.detach(DetachRequest{All: true})
 	if rerun.Counts()[OutcomeUnchanged] != 1 || rerun.Items[0].Reason != ReasonAlreadyReleased {
-		t.Fatalf("rerun %v reason %q", outcomes(rerun, nil), rerun.Items[0].Reason)
+		t.Fatalf("rerun %v reason %q", outcomes(rerun.Planned, nil), rerun.Items[0].Reason)
 	}
-	rerunDone, err := e.Apply(context.Background(), rerun, DryRunNone)
+	rerunDone, err := e.Execute(context.Background(), rerun, DryRunNone)
 	if err != nil || rerunDone.Journal != "" {
 		t.Fatalf("nothing to patch, yet: %v journal %q", err, rerunDone.Journal)
 	}
 	before := w.argo.Refreshes()
-	if v := e.Verify(context.Background(), rerun, rerunDone, time.Second)[0]; v == nil || !v.Verified || w.argo.Refreshes() == before {
+	if v := e.VerifyChange(context.Background(), rerun, rerunDone, time.Second)[0]; v == nil || !v.Verified || w.argo.Refreshes() == before {
 		t.Fatalf("verification %+v after %d refreshes", v, w.argo.Refreshes()-before)
 	}
 }
@@ -111,12 +111,12 @@ func TestSlowPatchesAreNotCutOffWithoutAnInterruption(t *testing.T) {
 	e := w.engine()
 	e.Grace = 10 * time.Millisecond
 	run := w.detach(DetachRequest{All: true})
-	runDone, err := e.Apply(context.Background(), run, DryRunNone)
+	runDone, err := e.Execute(context.Background(), run, DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := runDone.Counts()[OutcomeApplied]; got != 3 {
-		t.Fatalf("applied %d of 3: %v", got, outcomes(run, runDone))
+		t.Fatalf("applied %d of 3: %v", got, outcomes(run.Planned, runDone.Applied))
 	}
 }
 
@@ -129,9 +129,10 @@ func TestInterruptionCutsOffPatchesAfterTheGrace(t *testing.T) {
 	e.Grace = 20 * time.Millisecond
 	run := w.detach(DetachRequest{All: true})
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(30*time.Millisecond, cancel)
+	// Interrupted once the patch is in flight.
+	w.cluster.PatchStarted = func(cluster.Ref) { cancel() }
 	start := time.Now()
-	runDone, err := e.Apply(ctx, run, DryRunNone)
+	runDone, err := e.Execute(ctx, run, DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}

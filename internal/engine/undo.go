@@ -17,33 +17,43 @@ import (
 // API reaches objects only through their app).
 type Connect func(ctx context.Context, c cluster.Info, app *journal.AppRef) (cluster.Objects, error)
 
-// UndoPlan is a planned undo, with the journal it restores.
-type UndoPlan struct {
-	*Planned
-	Recorder *journal.Recorder
-	Journal  *journal.Journal
-}
-
 // PlanUndo reads, for every entry of the journal not undone yet, the live object in the entry's
 // cluster and decides which keys to put back: only keys that still hold what unprune wrote (a key
 // someone has set differently since is left alone and reported), only on the object unprune changed
 // (same UID), never tracking metadata naming another app or object than the entry's own, and
 // tracking only for an app that exists, as the journal describes it, in the journal's Argo CD
-// installation (reached with argoOf).
-func (e *Engine) PlanUndo(ctx context.Context, rec *journal.Recorder, connect Connect, argoOf ArgoCDOf) (*UndoPlan, error) {
+// installation (reached with e.ArgoCDOf; the objects with e.Connect).
+//
+// The undo is a change like any other. An object's entries are restored last first (a move's
+// marks go back on before its tracking does). Putting something back that lets an app delete —
+// tracking handed back to an app that prunes on its own, a guard against prune taken off an object
+// such an app tracks — waits for that app's comparison to show that it declares the object
+// (expectDeclares); a rename journal's undo also writes the Applications back (planRenameUndo).
+func (e *Engine) PlanUndo(ctx context.Context, rec *journal.Recorder) (*Change, error) {
 	j := rec.Snapshot()
-	p := &Planned{Command: "undo", Strategy: j.Command, planner: undoPlanner{j: j, checks: checkApps(ctx, j, argoOf, readApplicationsHow())}}
-	apps := map[string]*AppRun{}
+	var creates *journal.AppRef
+	if j.Rename != nil {
+		creates = &j.Rename.From
+	}
+	apps := checkApps(ctx, j, e.ArgoCDOf, readApplicationsHow(), creates)
+	p := &Planned{Command: "undo", Strategy: j.Command, planner: undoPlanner{j: j, checks: apps.refusals}}
+	runs := map[string]*AppRun{}
 	byCluster := map[string][]*Item{}
 	var clusters []string
+	// later[i] counts the entries of entry i's object that come after it: those are restored first.
+	later, seen := make([]int, len(j.Entries)), map[string]int{}
+	for i := len(j.Entries) - 1; i >= 0; i-- {
+		later[i] = seen[j.Entries[i].Object.UID]
+		seen[j.Entries[i].Object.UID]++
+	}
 	for i, entry := range j.Entries {
-		it := &Item{Ref: entry.Object.Ref(), Entry: i}
+		it := &Item{Ref: entry.Object.Ref(), Entry: i, Phase: later[i] * undoPhases}
 		if a := entry.Application; a != nil {
-			if apps[a.String()] == nil {
-				apps[a.String()] = &AppRun{App: argocd.Application{Namespace: a.Namespace, Name: a.Name}, Instance: a.Instance}
-				p.Apps = append(p.Apps, apps[a.String()])
+			if runs[a.String()] == nil {
+				runs[a.String()] = &AppRun{App: argocd.Application{Namespace: a.Namespace, Name: a.Name}, Instance: a.Instance}
+				p.Apps = append(p.Apps, runs[a.String()])
 			}
-			it.App = apps[a.String()]
+			it.App = runs[a.String()]
 		}
 		p.Items = append(p.Items, it)
 		switch {
@@ -63,10 +73,37 @@ func (e *Engine) PlanUndo(ctx context.Context, rec *journal.Recorder, connect Co
 		}
 		byCluster[key] = append(byCluster[key], it)
 	}
+	connect := e.Connect
+	if connect == nil {
+		connect = func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) {
+			return nil, fmt.Errorf("this undo was given no way to reach the journal's clusters")
+		}
+	}
 	parallel.ForEach(len(clusters), len(clusters), func(k int) {
 		readUndo(ctx, j, byCluster[clusters[k]], connect, p.planner)
 	})
-	return &UndoPlan{Planned: p, Recorder: rec, Journal: j}, nil
+	c := &Change{Planned: p, undoing: rec, info: &changeInfo{journalID: j.ID}}
+	if j.Rename != nil {
+		if err := e.planRenameUndo(ctx, c, j, apps); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	c.Steps = e.undoSteps(ctx, j, c, apps)
+	return c, nil
+}
+
+// undoJournal plans the undo of the journal at path: what a run whose check failed puts back.
+func (e *Engine) undoJournal(ctx context.Context, path string) (*Change, error) {
+	rec, err := e.Journals.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := e.PlanUndo(ctx, rec)
+	if err != nil {
+		_ = rec.Close()
+	}
+	return c, err
 }
 
 // undoPlanner plans the restore of a journal entry (the item's Entry) on its live object.
@@ -103,31 +140,6 @@ func readUndo(ctx context.Context, j *journal.Journal, items []*Item, connect Co
 		it.Objects, it.Ref = objects, refs[i]
 		it.Live, it.Plan, it.Decision = decide(planner, it, res, "the object no longer exists")
 	}
-}
-
-// Restore carries a planned undo as far as mode says and returns what was done; restored entries
-// are marked undone.
-func (e *Engine) Restore(ctx context.Context, u *UndoPlan, mode DryRun) *Applied {
-	done := u.Preview()
-	done.Mode = mode.Mode()
-	todo := u.planned()
-	switch {
-	case mode == DryRunClient || len(todo) == 0:
-	case mode == DryRunServer:
-		e.patchAll(ctx, u.Planned, done, todo, true, noMarks{}, OutcomeDryRunAccepted)
-	default:
-		e.patchAll(ctx, u.Planned, done, todo, false, undoMarks{u.Recorder}, OutcomeRestored)
-		// Entries that needed nothing are undone too, so the journal says the undo is complete.
-		for i, it := range u.Items {
-			if done.Items[i].Outcome == OutcomeUnchanged && it.Objects != nil && len(done.Items[i].Plan.Notes) == 0 {
-				_ = u.Recorder.MarkUndone(it.Entry)
-			}
-		}
-	}
-	if err := u.Recorder.Close(); err != nil {
-		done.JournalErr = err
-	}
-	return done
 }
 
 // undoMarks records restored entries as undone in the journal being undone.

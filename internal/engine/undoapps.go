@@ -61,14 +61,27 @@ func writesTracking(j *journal.Journal, changes []journal.Change) bool {
 	return false
 }
 
+// undoApps is what undo learned of a journal's Applications in Argo CD before planning: refusals of
+// the apps whose tracking must not be written back, and the apps as read.
+type undoApps struct {
+	refusals appChecks
+	// live are the apps read, by AppRef.String(); an app the undo creates itself (a rename's old
+	// app) is there as it will be created: automated sync off.
+	live map[string]argocd.Application
+	// argo is the journal's installation, when reached; argoErr why not.
+	argo    cluster.ArgoCD
+	argoErr error
+}
+
 // checkApps reads, in the journal's Argo CD installation, every Application whose tracking an
 // entry could write back, before anything is read or patched. Tracking written for an app that is
 // not there hands the object to whichever app is created under that name next (Argo CD adopts it
 // at once); a journal edited consistently — the app name replaced everywhere — passes every check
-// of the entry against itself, but not this one.
+// of the entry against itself, but not this one. creates, when not nil, is an app the undo creates
+// itself from the journal when it is missing (a rename's old app).
 //
 // how says how to let undo read them, for when it cannot.
-func checkApps(ctx context.Context, j *journal.Journal, argoOf ArgoCDOf, how string) appChecks {
+func checkApps(ctx context.Context, j *journal.Journal, argoOf ArgoCDOf, how string, creates *journal.AppRef) undoApps {
 	var apps []journal.AppRef
 	seen := map[string]bool{}
 	for _, e := range j.Entries {
@@ -78,36 +91,43 @@ func checkApps(ctx context.Context, j *journal.Journal, argoOf ArgoCDOf, how str
 		seen[e.Application.String()] = true
 		apps = append(apps, *e.Application)
 	}
-	checks := appChecks{}
-	if len(apps) == 0 {
-		return checks
+	out := undoApps{refusals: appChecks{}, live: map[string]argocd.Application{}}
+	if len(apps) == 0 && creates == nil {
+		return out
 	}
 	if j.ArgoCD == nil {
 		for _, a := range apps {
-			checks[a.String()] = &plan.Refusal{Code: RefuseAppUnverified, Message: fmt.Sprintf(
+			out.refusals[a.String()] = &plan.Refusal{Code: RefuseAppUnverified, Message: fmt.Sprintf(
 				"the journal names no Argo CD installation to find Application %s in, so its tracking is not restored; the journal was edited or written by another tool", a)}
 		}
-		return checks
+		return out
 	}
-	argo, err := cluster.ArgoCD(nil), fmt.Errorf("this undo was given no way to reach Argo CD")
+	out.argoErr = fmt.Errorf("this undo was given no way to reach Argo CD")
 	if argoOf != nil {
-		argo, err = argoOf(ctx, j)
+		out.argo, out.argoErr = argoOf(ctx, j)
 	}
 	found := make([]*plan.Refusal, len(apps))
+	live := make([]argocd.Application, len(apps))
 	parallel.ForEach(len(apps), 8, func(i int) {
-		if err != nil {
-			found[i] = unverified(j, apps[i], err, how)
+		if out.argoErr != nil {
+			found[i] = unverified(j, apps[i], out.argoErr, how)
 			return
 		}
-		live, readErr := argo.GetApplication(ctx, apps[i].Namespace, apps[i].Name)
-		found[i] = checkApp(j, apps[i], live, readErr, how)
+		var readErr error
+		live[i], readErr = out.argo.GetApplication(ctx, apps[i].Namespace, apps[i].Name)
+		if cluster.IsNotFound(readErr) && creates != nil && apps[i] == *creates {
+			live[i], readErr = argocd.Application{Namespace: creates.Namespace, Name: creates.Name}, nil
+		}
+		found[i] = checkApp(j, apps[i], live[i], readErr, how)
 	})
 	for i, a := range apps {
 		if found[i] != nil {
-			checks[a.String()] = found[i]
+			out.refusals[a.String()] = found[i]
+		} else {
+			out.live[a.String()] = live[i]
 		}
 	}
-	return checks
+	return out
 }
 
 // checkApp judges one Application as read from Argo CD against the journal's record of it.

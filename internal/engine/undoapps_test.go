@@ -17,8 +17,8 @@ import (
 
 // undone is an undo's plan and what Restore did with it.
 type undone struct {
-	*Applied
-	plan *UndoPlan
+	*Executed
+	plan *Change
 }
 
 // undo plans and applies the undo of the journal at path, reading Applications from argo (nil:
@@ -37,18 +37,22 @@ func (w *world) undo(path string, argo cluster.ArgoCD) undone {
 		return argo, nil
 	}
 	e := w.engine()
-	u, err := e.PlanUndo(context.Background(), rec, func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) { return w.cluster, nil }, argoOf)
+	u, err := e.withUndo(w, argoOf).PlanUndo(context.Background(), rec)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return undone{Applied: e.Restore(context.Background(), u, DryRunNone), plan: u}
+	x, err := e.Execute(context.Background(), u, DryRunNone)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return undone{Executed: x, plan: u}
 }
 
 // detached detaches every namespace of the world and returns the journal's path.
 func (w *world) detached(strategy plan.Strategy) string {
 	w.t.Helper()
 	run := w.detach(DetachRequest{All: true, Strategy: strategy})
-	runDone, err := w.engine().Apply(context.Background(), run, DryRunNone)
+	runDone, err := w.engine().Execute(context.Background(), run, DryRunNone)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -159,9 +163,9 @@ func TestUndoRestoresAnAppOutsideArgoCDsNamespace(t *testing.T) {
 	w.argo.AddApp(argocd.Application{Namespace: "team", Name: "guestbook", Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "default"},
 		Resources: []argocd.Resource{{Version: "v1", Kind: "Namespace", Name: "team-b", RequiresPruning: true}}})
 	run := w.detach(DetachRequest{Apps: []AppName{{Namespace: "team", Name: "guestbook"}}, All: true})
-	runDone, err := w.engine().Apply(context.Background(), run, DryRunNone)
+	runDone, err := w.engine().Execute(context.Background(), run, DryRunNone)
 	if err != nil || runDone.Counts()[OutcomeApplied] != 1 {
-		t.Fatalf("detach: %v %v", err, outcomes(run, runDone))
+		t.Fatalf("detach: %v %v", err, outcomes(run.Planned, runDone.Applied))
 	}
 	u := w.undo(runDone.Journal, w.argo)
 	if it := u.Items[0]; it.Outcome != OutcomeRestored || w.cluster.Object(ref).Labels[argocd.DefaultInstanceLabelKey] != "team_guestbook" {
@@ -182,11 +186,11 @@ func TestUndoRefusesWhenTheAppCannotBeRead(t *testing.T) {
 	forbidden := func(context.Context, *journal.Journal) (cluster.ArgoCD, error) {
 		return nil, &cluster.ArgoCDDeniedError{Msg: "permission denied"}
 	}
-	u, err := e.PlanUndo(context.Background(), rec, func(context.Context, cluster.Info, *journal.AppRef) (cluster.Objects, error) { return w.cluster, nil }, forbidden)
+	u, err := e.withUndo(w, forbidden).PlanUndo(context.Background(), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	restored := e.Restore(context.Background(), u, DryRunNone)
+	restored := w.execute(e, u, DryRunNone)
 	if it := restored.Items[0]; it.Outcome != OutcomeRefused || it.Reason != string(RefuseAppUnverified) || !strings.Contains(it.Message, "permission denied") || !strings.Contains(it.Message, "does not exist, too") ||
 		!strings.Contains(it.Message, option.ArgoCDContext.String()) {
 		t.Fatalf("%s %s: %s", it.Outcome, it.Reason, it.Message)
@@ -202,7 +206,7 @@ func TestUndoOfKeepAndGuardNeedsNoArgoCD(t *testing.T) {
 	w := newWorld(t, "kept", "guarded")
 	arg, _ := ParseResourceArg("Namespace/kept")
 	run := w.detach(DetachRequest{Resources: []ResourceArg{arg}, Strategy: plan.StrategyKeep})
-	runDone, err := w.engine().Apply(context.Background(), run, DryRunNone)
+	runDone, err := w.engine().Execute(context.Background(), run, DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,9 +220,9 @@ func TestUndoOfKeepAndGuardNeedsNoArgoCD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grunDone, err := e.Apply(context.Background(), grun, DryRunNone)
+	grunDone, err := e.Execute(context.Background(), grun, DryRunNone)
 	if err != nil || grunDone.Counts()[OutcomeApplied] != 1 {
-		t.Fatalf("guard: %v %v", err, outcomes(grun, grunDone))
+		t.Fatalf("guard: %v %v", err, outcomes(grun.Planned, grunDone.Applied))
 	}
 	if u := w.undo(grunDone.Journal, nil); u.Items[0].Outcome != OutcomeRestored {
 		t.Fatalf("guard undo: %s %s", u.Items[0].Outcome, u.Items[0].Message)

@@ -224,6 +224,10 @@ func ConfirmPlan(t plan.Target) plan.Plan {
 		p.Notes = append(p.Notes, "sync-options already has Prune=false, a stronger guard: left as is")
 		return p
 	}
+	if p = plan.MarkHolds(p, argocd.AnnotationSyncOptions, argocd.OptionPruneConfirm, "Put Prune=confirm into the manifest's sync-options instead; "+
+		"or, on Argo CD v3.4+, set its app's syncPolicy.syncOptions to [Prune=confirm]", false); p.Refusal != nil {
+		return p
+	}
 	merged, changed := argocd.SetOption(before, argocd.OptionPruneConfirm)
 	switch {
 	case !changed:

@@ -40,9 +40,9 @@ type Prepared struct {
 // itself would write it for that app (util/argo/resource_tracking.go, SetAppInstance): the instance
 // label's value (in annotation+label mode truncated to 63 characters as Argo CD does; in label mode
 // as is), the tracking-id naming the object with the new instance, the installation-id left as it
-// is (the same installation tracks it). When prepared is not nil, the options `move --prepare` added
-// to sync-options are taken off again, and only those.
-func BuildMove(s argocd.Settings, t Target, to MoveTo, prepared *Prepared) Plan {
+// is (the same installation tracks it). The options `move --prepare` added stay until
+// BuildUnprepare takes them off, once Argo CD has shown the new app declares the object.
+func BuildMove(s argocd.Settings, t Target, to MoveTo) Plan {
 	p := Plan{Target: t}
 	if r := untouchable(t); r != nil {
 		p.Refusal = r
@@ -52,7 +52,7 @@ func BuildMove(s argocd.Settings, t Target, to MoveTo, prepared *Prepared) Plan 
 	switch {
 	case own.TrackedBy(to.Instance):
 		p.Notes = append(p.Notes, fmt.Sprintf("tracked by %q already: no tracking to rewrite", to.Instance))
-		return unprepare(p, prepared)
+		return p
 	case own.Reason == argocd.ReasonTrackingIDNamesOtherObject && !own.Tracked:
 		return refused(p, RefuseNamesOtherObject, "%s: %s; its metadata belongs to that object: fix the copy by hand if needed", t.Ref, own.Detail)
 	case !own.TrackedBy(t.Instance) && own.Tracked:
@@ -63,7 +63,7 @@ func BuildMove(s argocd.Settings, t Target, to MoveTo, prepared *Prepared) Plan 
 		// its cascade deletion never deletes one either (controller/appcontroller.go, shouldBeDeleted).
 		// There is nothing to move: the app that declares it lists it.
 		p.Notes = append(p.Notes, "Argo CD writes no tracking on a CustomResourceDefinition: nothing to rewrite; the app that declares it lists it")
-		return unprepare(p, prepared)
+		return p
 	case !own.TrackedBy(t.Instance):
 		if id, ok := t.Annotations[argocd.AnnotationInstallationID]; ok && s.InstallationID != "" && id != s.InstallationID {
 			return refused(p, RefuseOtherInstallation, "%s carries installation-id %q, while this Argo CD's is %q: it belongs to another Argo CD installation",
@@ -80,7 +80,7 @@ func BuildMove(s argocd.Settings, t Target, to MoveTo, prepared *Prepared) Plan 
 	if len(p.Changes) == 0 {
 		return refused(p, RefuseNotTracked, "%s: unprune found no tracking metadata naming %q to rewrite (%s)", t.Ref, t.Instance, own.Detail)
 	}
-	return unprepare(p, prepared)
+	return p
 }
 
 func isCRD(o argocd.ObjectRef) bool {
@@ -138,10 +138,16 @@ func rewriteTrackingID(t Target, to MoveTo) []journal.Change {
 	return []journal.Change{journal.Rewrite(journal.FieldAnnotation, argocd.AnnotationTrackingID, value, id.String())}
 }
 
-// unprepare takes off the options `move --prepare` added to sync-options: the value it found is put
-// back when nobody changed it since; otherwise only the added options are removed and whatever else
-// is there now stays.
-func unprepare(p Plan, prepared *Prepared) Plan {
+// BuildUnprepare takes off the options `move --prepare` added to sync-options: the value it found is
+// put back when nobody changed it since; otherwise only the added options are removed and whatever
+// else is there now stays. Taking them off lets the app that tracks the object prune it: the engine
+// does it only after Argo CD's comparison shows that app declares the object.
+func BuildUnprepare(t Target, prepared *Prepared) Plan {
+	p := Plan{Target: t}
+	if r := untouchable(t); r != nil {
+		p.Refusal = r
+		return p
+	}
 	if prepared == nil {
 		return p
 	}
@@ -197,7 +203,11 @@ func restoredOptions(live string, prepared *Prepared) (string, bool) {
 // lands: the sync options that keep it whatever its app does meanwhile (the same `detach --strategy
 // keep` merges: KeepSyncOptions). The object is still in its app's git, so it need not require
 // pruning; it must be tracked by the app.
-func BuildPrepare(s argocd.Settings, t Target) Plan {
+//
+// The marks must hold until then: on an object its app still declares, they go into
+// argocd.argoproj.io/sync-options only when Argo CD does not write that annotation from the
+// object's manifest, and not for an app that syncs with Replace=true (replace).
+func BuildPrepare(s argocd.Settings, t Target, replace bool) Plan {
 	p := Plan{Target: t}
 	if r := untouchable(t); r != nil {
 		p.Refusal = r
@@ -209,6 +219,11 @@ func BuildPrepare(s argocd.Settings, t Target) Plan {
 			return refused(p, RefuseOtherOwner, "%s: %s", t.Ref, own.Refusal(t.Instance))
 		}
 		return refused(p, RefuseNotTracked, "%s is not tracked by %q (%s): nothing to prepare", t.Ref, t.Instance, own.Detail)
+	}
+	p = MarkHolds(p, argocd.AnnotationSyncOptions, "Prune=false,Delete=false", "Put Prune=false,Delete=false into the manifest's sync-options instead, "+
+		"in a commit the app syncs before the one that moves the object; or, on Argo CD v3.4+, set the app's syncPolicy.syncOptions to [Prune=false, Delete=false] until the move is done", replace)
+	if p.Refusal != nil {
+		return p
 	}
 	return mergeOptions(p, argocd.AnnotationSyncOptions, KeepSyncOptions()...)
 }

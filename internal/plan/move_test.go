@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
 )
 
@@ -83,10 +84,10 @@ func TestBuildMove(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			target := Target{Instance: c.instance, Ref: c.ref, Labels: c.labels, Annotations: c.annotations}
-			p := BuildMove(c.s, target, c.to, nil)
+			p := BuildMove(c.s, target, c.to)
 			hook := target
 			hook.Hook = true
-			if h := BuildMove(c.s, hook, c.to, nil); h.Refusal == nil || h.Refusal.Code != RefuseHook {
+			if h := BuildMove(c.s, hook, c.to); h.Refusal == nil || h.Refusal.Code != RefuseHook {
 				t.Errorf("a hook is not refused: %+v", h.Refusal)
 			}
 			if c.refusal != "" {
@@ -110,7 +111,7 @@ func TestBuildMove(t *testing.T) {
 func TestBuildMoveResultIsTrackedByNewApp(t *testing.T) {
 	for _, s := range []argocd.Settings{labelMode, annotationMode, annotationAndLabel} {
 		target := Target{Instance: "guestbook", Ref: ui, Labels: map[string]string{keyInstance: "guestbook"}, Annotations: map[string]string{keyTracking: uiID}}
-		p := BuildMove(s, target, MoveTo{Instance: "shop"}, nil)
+		p := BuildMove(s, target, MoveTo{Instance: "shop"})
 		labels, annotations := apply(target.Labels, p.Changes, journal.FieldLabel), apply(target.Annotations, p.Changes, journal.FieldAnnotation)
 		if own := s.Owner(labels, annotations, ui); !own.TrackedBy("shop") {
 			t.Errorf("%s: after the move Argo CD would see %+v", s.Method, own)
@@ -136,7 +137,7 @@ func apply(m map[string]string, changes []journal.Change, field journal.Field) m
 	return out
 }
 
-func TestBuildMoveTakesOffWhatPrepareAdded(t *testing.T) {
+func TestBuildUnprepareTakesOffWhatPrepareAdded(t *testing.T) {
 	user := "Validate=false"
 	cases := []struct {
 		name     string
@@ -161,9 +162,13 @@ func TestBuildMoveTakesOffWhatPrepareAdded(t *testing.T) {
 			if c.live != nil {
 				annotations[keySync] = *c.live
 			}
-			p := BuildMove(annotationMode, Target{Instance: "guestbook", Ref: ui, Annotations: annotations}, MoveTo{Instance: "shop"}, c.prepared)
-			want := append([]string{rewritten(journal.FieldAnnotation, keyTracking, uiID, "shop:apps/Deployment:guestbook/ui")}, c.want...)
-			if got := changeStrings(p.Changes); !slices.Equal(got, want) {
+			// The tracking moves first, and leaves the marks alone.
+			moved := BuildMove(annotationMode, Target{Instance: "guestbook", Ref: ui, Annotations: annotations}, MoveTo{Instance: "shop"})
+			if got, want := changeStrings(moved.Changes), []string{rewritten(journal.FieldAnnotation, keyTracking, uiID, "shop:apps/Deployment:guestbook/ui")}; !slices.Equal(got, want) {
+				t.Errorf("move changes:\n got %q\nwant %q", got, want)
+			}
+			p := BuildUnprepare(Target{Instance: "guestbook", Ref: ui, Annotations: annotations}, c.prepared)
+			if got, want := changeStrings(p.Changes), c.want; !slices.Equal(got, want) {
 				t.Errorf("changes:\n got %q\nwant %q", got, want)
 			}
 		})
@@ -174,12 +179,12 @@ func ptr(s string) *string { return &s }
 
 func TestBuildPrepare(t *testing.T) {
 	tracked := map[string]string{keyTracking: uiID}
-	p := BuildPrepare(annotationMode, Target{Instance: "guestbook", Ref: ui, Annotations: tracked})
+	p := BuildPrepare(annotationMode, Target{Instance: "guestbook", Ref: ui, Annotations: tracked}, false)
 	if got, want := changeStrings(p.Changes), []string{journal.Addition(journal.FieldAnnotation, keySync, "Prune=false,Delete=false").String()}; !slices.Equal(got, want) {
 		t.Errorf("changes %q, want %q", got, want)
 	}
 	withUser := map[string]string{keyTracking: uiID, keySync: "Validate=false"}
-	p = BuildPrepare(annotationMode, Target{Instance: "guestbook", Ref: ui, Annotations: withUser})
+	p = BuildPrepare(annotationMode, Target{Instance: "guestbook", Ref: ui, Annotations: withUser}, false)
 	if got, want := changeStrings(p.Changes), []string{rewritten(journal.FieldAnnotation, keySync, "Validate=false", "Validate=false,Prune=false,Delete=false")}; !slices.Equal(got, want) {
 		t.Errorf("changes %q, want %q", got, want)
 	}
@@ -190,8 +195,47 @@ func TestBuildPrepare(t *testing.T) {
 		"owned":     {Instance: "guestbook", Ref: ui, Annotations: tracked, OwnerReferences: []string{"ReplicaSet/x"}},
 		"deleting":  {Instance: "guestbook", Ref: ui, Annotations: tracked, Deleting: true},
 	} {
-		if p := BuildPrepare(annotationMode, target); p.Refusal == nil {
+		if p := BuildPrepare(annotationMode, target, false); p.Refusal == nil {
 			t.Errorf("%s: not refused: %q", name, changeStrings(p.Changes))
 		}
+	}
+}
+
+// A mark placed where Argo CD writes from the manifest does not hold: prepare refuses, on an object
+// the app still declares, when the manifest Argo CD applied sets sync-options (client-side: the
+// last-applied record; server-side: argocd-controller's Apply entry), or the app syncs with
+// Replace=true. On an object no longer in git, nothing writes it back.
+func TestBuildPrepareRefusesAMarkArgoCDReverts(t *testing.T) {
+	lastApplied := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"annotations":{"argocd.argoproj.io/sync-options":"SkipDryRunOnMissingResource=true"},"name":"x"}}`
+	ssa := []cluster.ManagedFieldsEntry{{Manager: ArgoCDFieldManager, Operation: "Apply", APIVersion: "v1", FieldsType: "FieldsV1",
+		FieldsV1: []byte(`{"f:metadata":{"f:annotations":{"f:argocd.argoproj.io/sync-options":{}}}}`)}}
+	withLast := map[string]string{keyTracking: uiID, keySync: "SkipDryRunOnMissingResource=true", argocd.AnnotationLastAppliedConfiguration: lastApplied}
+	cases := []struct {
+		name    string
+		target  Target
+		replace bool
+		code    RefusalCode
+	}{
+		{name: "client-side manifest sets it", target: Target{Instance: "guestbook", Ref: ui, Annotations: withLast, Declared: true}, code: RefuseMarkReverted},
+		{name: "server-side apply owns it", target: Target{Instance: "guestbook", Ref: ui, Annotations: map[string]string{keyTracking: uiID}, ManagedFields: ssa, Declared: true}, code: RefuseMarkReverted},
+		{name: "the app replaces", target: Target{Instance: "guestbook", Ref: ui, Annotations: map[string]string{keyTracking: uiID}, Declared: true}, replace: true, code: RefuseReplacedBySync},
+		{name: "not in git any more", target: Target{Instance: "guestbook", Ref: ui, Annotations: withLast, RequiresPruning: true}},
+		{name: "the manifest sets other annotations", target: Target{Instance: "guestbook", Ref: ui, Declared: true,
+			Annotations: map[string]string{keyTracking: uiID, argocd.AnnotationLastAppliedConfiguration: `{"metadata":{"annotations":{"team":"a"}}}`}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := BuildPrepare(annotationMode, c.target, c.replace)
+			switch {
+			case c.code == "" && p.Refusal != nil:
+				t.Fatalf("refused: %s", p.Refusal.Message)
+			case c.code == "" && len(p.Changes) != 1:
+				t.Fatalf("changes %q", changeStrings(p.Changes))
+			case c.code != "" && (p.Refusal == nil || p.Refusal.Code != c.code):
+				t.Fatalf("want %s, got %+v", c.code, p.Refusal)
+			case c.code != "" && !strings.Contains(p.Refusal.Message, "Put Prune=false,Delete=false into the manifest's sync-options instead"):
+				t.Fatalf("no way out said: %s", p.Refusal.Message)
+			}
+		})
 	}
 }

@@ -47,6 +47,9 @@ type Target struct {
 	// RequiresPruning is what the app's status row says. The row is the authority: Argo CD only
 	// sets it for an object it matched to the app.
 	RequiresPruning bool
+	// Declared is true when the app's status lists the object as part of its desired state (a row
+	// not requiring pruning): its manifest is in the app's git, and Argo CD applies it again.
+	Declared bool
 	// Hook is true when the status row marks the object a hook, or (without a row) its annotations do.
 	Hook bool
 	// ManagedFields are the object's metadata.managedFields.

@@ -22,6 +22,36 @@ type ChangeReport struct {
 	Summary    ChangeSummary `json:"summary"`
 	Items      []ChangeItem  `json:"items"`
 	Warnings   []string      `json:"warnings,omitempty"`
+	// Checks are Argo CD's comparisons the change waits for and judges before a step that can let
+	// Argo CD delete (and after marks it must not see), in order.
+	Checks []Check `json:"checks,omitempty"`
+	// Rollback is what was put back, as the journal says, after a check failed.
+	Rollback *Rollback `json:"rollback,omitempty"`
+}
+
+// Check is one comparison of Argo CD's a change judges.
+type Check struct {
+	Application AppRef `json:"application"`
+	Why         string `json:"why"`
+	// Outcome is Planned, Passed, Failed (Reason ComparisonMismatch, or NotCompared when Argo CD did
+	// not compare the app in time), NotAttempted, or Unchanged (not run in a dry run).
+	Outcome string   `json:"outcome"`
+	Reason  string   `json:"reason,omitempty"`
+	Message string   `json:"message,omitempty"`
+	Details []string `json:"details,omitempty"`
+}
+
+// Rollback is the undo of a run whose check failed.
+type Rollback struct {
+	// Complete is true when everything the run changed was put back.
+	Complete bool `json:"complete"`
+	// Restored, Failed and NotAttempted count the objects; Steps are its Application writes.
+	Restored     int          `json:"restored"`
+	Failed       int          `json:"failed"`
+	NotAttempted int          `json:"notAttempted"`
+	Steps        []RenameStep `json:"steps,omitempty"`
+	Checks       []Check      `json:"checks,omitempty"`
+	Message      string       `json:"message,omitempty"`
 }
 
 // ChangeSummary counts outcomes and carries each app's verification.
@@ -99,6 +129,10 @@ func NewChangeReport(kind string, meta Metadata, argo *ArgoCD, r engine.Result) 
 		s.count(res.Outcome)
 	}
 	s.Interrupted = done.Interrupted
+	if r.Change != nil {
+		doc.Checks = checksOf(r.Change, r.Executed)
+		doc.Rollback = rollbackOf(r.Executed)
+	}
 	for i, a := range p.Apps {
 		as := AppSummary{Application: AppRef{a.App.Namespace, a.App.Name}, Instance: a.Instance, Message: a.Message}
 		if i < len(r.Verified) && r.Verified[i] != nil {
@@ -107,6 +141,78 @@ func NewChangeReport(kind string, meta Metadata, argo *ArgoCD, r engine.Result) 
 		s.Applications = append(s.Applications, as)
 	}
 	return doc
+}
+
+// checksOf are a change's checks with their outcomes (Planned until run).
+func checksOf(c *engine.Change, x *engine.Executed) []Check {
+	var out []Check
+	for i, s := range c.Steps {
+		if s.Kind != engine.StepCheck {
+			continue
+		}
+		ch := Check{Application: AppRef{s.App.Namespace, s.App.Name}, Why: s.Why, Outcome: string(engine.OutcomePlanned)}
+		if x != nil && x.Steps[i].Outcome != "" {
+			res := x.Steps[i]
+			ch.Outcome, ch.Reason = string(res.Outcome), res.Reason
+			if res.Mismatch != nil {
+				ch.Message, ch.Details = res.Mismatch.Summary, res.Mismatch.Details
+				if res.Mismatch.Fix != "" {
+					ch.Details = append(ch.Details, res.Mismatch.Fix)
+				}
+			} else {
+				ch.Message = res.Message
+			}
+		}
+		out = append(out, ch)
+	}
+	return out
+}
+
+// stepsOf are a change's Application writes (create, patch, delete) with their outcomes.
+func stepsOf(c *engine.Change, x *engine.Executed) []RenameStep {
+	var out []RenameStep
+	for i, s := range c.Steps {
+		switch s.Kind {
+		case engine.StepCreate, engine.StepUpdate, engine.StepDelete:
+		default:
+			continue
+		}
+		var d engine.Decision
+		if x != nil {
+			d = x.Steps[i].Decision
+		}
+		out = append(out, newRenameStep(s, d))
+	}
+	return out
+}
+
+// rollbackOf is what putting back a run whose check failed did.
+func rollbackOf(x *engine.Executed) *Rollback {
+	if x == nil || (x.Rollback == nil && x.RollbackErr == nil) {
+		return nil
+	}
+	rb := &Rollback{}
+	if x.RollbackErr != nil {
+		rb.Message = x.RollbackErr.Error()
+		return rb
+	}
+	rb.Complete = x.RolledBack()
+	for _, it := range x.Rollback.Items {
+		switch it.Outcome {
+		case engine.OutcomeRestored:
+			rb.Restored++
+		case engine.OutcomeFailed, engine.OutcomeRefused:
+			rb.Failed++
+		case engine.OutcomeNotAttempted:
+			rb.NotAttempted++
+		}
+	}
+	rb.Steps = stepsOf(x.RollbackChange, x.Rollback)
+	rb.Checks = checksOf(x.RollbackChange, x.Rollback)
+	if i := x.Rollback.Stopped; i >= 0 {
+		rb.Message = fmt.Sprintf("stopped at step %d: %s", i+1, x.Rollback.Steps[i].Message)
+	}
+	return rb
 }
 
 func (s *ChangeSummary) count(o engine.Outcome) {

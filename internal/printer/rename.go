@@ -25,44 +25,69 @@ type RenameStep struct {
 	Message     string `json:"message,omitempty"`
 }
 
-// NewRenameReport builds a rename's document from its plan (with its Application writes) and the
-// results of the later phases; steps are the outcomes of the writes (nil before they are sent).
-func NewRenameReport(meta Metadata, argo *ArgoCD, rr *engine.RenameRun, r engine.Result, steps []engine.Decision) RenameReport {
-	doc := RenameReport{ChangeReport: NewChangeReport("RenameReport", meta, argo, r),
-		From: AppRef{rr.Old.Namespace, rr.Old.Name}, To: AppRef{rr.New.Namespace, rr.New.Name}}
-	for i, s := range rr.Steps {
-		var d engine.Decision
-		if i < len(steps) {
-			d = steps[i]
-		}
-		doc.Steps = append(doc.Steps, NewRenameStep(s, d))
+// NewRenameReport builds a rename's document (or, kind UndoReport, the undo of one) from its change
+// and the results of its run.
+func NewRenameReport(kind string, meta Metadata, argo *ArgoCD, r engine.Result) RenameReport {
+	c := r.Change
+	doc := RenameReport{ChangeReport: NewChangeReport(kind, meta, argo, r),
+		From: AppRef{c.Renaming.Old.Namespace, c.Renaming.Old.Name}, To: AppRef{c.Renaming.New.Namespace, c.Renaming.New.Name},
+		Steps: stepsOf(c, r.Executed)}
+	if doc.Steps == nil {
+		doc.Steps = []RenameStep{}
 	}
 	return doc
 }
 
-// NewRenameStep is one Application write and its outcome (Planned until it is sent).
-func NewRenameStep(s *engine.AppStep, d engine.Decision) RenameStep {
+// newRenameStep is one Application write and its outcome (Planned until it is sent).
+func newRenameStep(s *engine.Step, d engine.Decision) RenameStep {
 	outcome := string(d.Outcome)
 	if outcome == "" {
 		outcome = string(engine.OutcomePlanned)
 	}
-	return RenameStep{Verb: s.Verb, Application: AppRef{s.App.Namespace, s.App.Name}, Why: s.Why, Outcome: outcome, Message: d.Message}
+	return RenameStep{Verb: string(s.Kind), Application: AppRef{s.App.Namespace, s.App.Name}, Why: s.Why, Outcome: outcome, Message: d.Message}
 }
 
-// RenameSteps prints the Application writes, numbered in the order they are sent; the tracking
-// rewrites (the table that follows) happen between steps 2 and 3.
-func RenameSteps(w io.Writer, doc RenameReport) {
-	n := 0
-	for i, s := range doc.Steps {
-		n++
-		if i == 2 {
-			fmt.Fprintf(w, "%d. rewrite the tracking of %s to %s (below)\n", n, Count(doc.Summary.Total, "resource"), Safe(doc.To.Name))
-			n++
+// ChangeSteps prints a change's steps as they are carried out, numbered: Application writes, the
+// checks of Argo CD's comparisons, the object patches (the table lists the objects) and the waits
+// for a sync to end.
+func ChangeSteps(w io.Writer, c *engine.Change, x *engine.Executed) {
+	for i, s := range c.Steps {
+		var res engine.StepResult
+		if x != nil {
+			res = x.Steps[i]
 		}
-		line := fmt.Sprintf("%d. %s Application %s/%s: %s [%s]", n, s.Verb, Safe(s.Application.Namespace), Safe(s.Application.Name), s.Why, s.Outcome)
-		if s.Message != "" {
-			line += " — " + Line(s.Message)
+		outcome := string(res.Outcome)
+		if outcome == "" {
+			outcome = string(engine.OutcomePlanned)
+		}
+		var line string
+		switch s.Kind {
+		case engine.StepPatch:
+			line = fmt.Sprintf("%d. %s (%s)", i+1, s.Why, Count(phaseSize(c, s.Phase), "resource"))
+		case engine.StepCheck:
+			line = fmt.Sprintf("%d. check Application %s/%s: %s", i+1, Safe(s.App.Namespace), Safe(s.App.Name), s.Why)
+		case engine.StepSettle:
+			line = fmt.Sprintf("%d. %s (Application %s/%s)", i+1, s.Why, Safe(s.App.Namespace), Safe(s.App.Name))
+		default:
+			line = fmt.Sprintf("%d. %s Application %s/%s: %s", i+1, s.Kind, Safe(s.App.Namespace), Safe(s.App.Name), s.Why)
+		}
+		line += " [" + outcome + "]"
+		if res.Mismatch != nil {
+			line += " — " + Line(res.Mismatch.String())
+		} else if res.Message != "" {
+			line += " — " + Line(res.Message)
 		}
 		fmt.Fprintln(w, line)
 	}
+}
+
+// phaseSize counts the objects of a change's phase.
+func phaseSize(c *engine.Change, phase int) int {
+	n := 0
+	for _, it := range c.Items {
+		if it.Phase == phase {
+			n++
+		}
+	}
+	return n
 }

@@ -1,8 +1,10 @@
 package printer
 
 import (
+	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/scan"
@@ -17,6 +19,20 @@ type ScanReport struct {
 	Summary    ScanSummary `json:"summary"`
 	Items      []ScanItem  `json:"items"`
 	Warnings   []string    `json:"warnings,omitempty"`
+	// Prepared are objects `move --prepare` marked (found through this machine's journals) that
+	// still carry the marks: moves not finished.
+	Prepared []ScanPrepared `json:"prepared,omitempty"`
+}
+
+// ScanPrepared is one object a prepare marked, still carrying the marks.
+type ScanPrepared struct {
+	Application AppRef      `json:"application"`
+	Resource    ResourceRef `json:"resource"`
+	Journal     string      `json:"journal"`
+	PreparedAt  string      `json:"preparedAt"`
+	Marks       []string    `json:"marks"`
+	// TrackedBy is the app instance that tracks the object now.
+	TrackedBy string `json:"trackedBy,omitempty"`
 }
 
 // ScanSummary counts a scan.
@@ -60,9 +76,14 @@ func ScanJSON(w io.Writer, meta Metadata, r scan.Report) error {
 
 // scanHead is the scan's document without its items.
 func scanHead(meta Metadata, r scan.Report) ScanReport {
-	return ScanReport{APIVersion: APIVersion, Kind: "ScanReport", Metadata: meta, ArgoCD: NewArgoCD(r.ArgoCDNamespace, r.Settings),
+	doc := ScanReport{APIVersion: APIVersion, Kind: "ScanReport", Metadata: meta, ArgoCD: NewArgoCD(r.ArgoCDNamespace, r.Settings),
 		Items: []ScanItem{}, Warnings: r.Warnings,
 		Summary: ScanSummary{ApplicationsScanned: r.AppsScanned, StuckApplications: r.StuckApps(), Resources: len(r.Findings)}}
+	for _, p := range r.Prepared {
+		doc.Prepared = append(doc.Prepared, ScanPrepared{Application: AppRef{p.App.Namespace, p.App.Name}, Resource: fromRow(p.Resource), Journal: p.Journal,
+			PreparedAt: p.At.UTC().Format(time.RFC3339), Marks: p.Marks, TrackedBy: p.TrackedBy})
+	}
+	return doc
 }
 
 func newScanItem(f *scan.Finding) ScanItem {
@@ -77,6 +98,34 @@ func newScanItem(f *scan.Finding) ScanItem {
 // Names are the -o name lines.
 func (d ScanReport) Names() []string {
 	return names(d.Items, func(it ScanItem) string { return it.Resource.NameLine() })
+}
+
+// PreparedLines say, for each move prepared and not finished, what holds the object and how to go
+// on; program is how the user runs unprune.
+func PreparedLines(program string, doc ScanReport) []string {
+	var out []string
+	for _, p := range doc.Prepared {
+		app := p.Application.Namespace + "/" + p.Application.Name
+		head := fmt.Sprintf("%s still carries the marks of `move %v` (%s, journal %s)", Safe(p.Resource.String()), option.Prepare, strings.Join(p.Marks, ","), p.Journal)
+		instance := p.TrackedBy
+		switch {
+		case instance != "" && instance != p.Application.Name && instance != p.Application.Namespace+"_"+p.Application.Name:
+			out = append(out, fmt.Sprintf("%s: app instance %s tracks it now, and can never prune or cascade-delete it; take the marks off with: %s move %s %s %v %s",
+				head, Safe(instance), program, app, Safe(p.Resource.String()), option.To, Safe(appOfInstance(instance, p.Application.Namespace))))
+		default:
+			out = append(out, fmt.Sprintf("%s: %s can never prune or cascade-delete it; once its manifest moved to the other app's source, finish with: "+
+				"%s move %s %s %v APP2 — or take the marks off with: %s undo %s", head, app, program, app, Safe(p.Resource.String()), option.To, program, p.Journal))
+		}
+	}
+	return out
+}
+
+// appOfInstance is the NAME or NAMESPACE/NAME of the app a tracking instance names.
+func appOfInstance(instance, namespace string) string {
+	if ns, name, found := strings.Cut(instance, "_"); found {
+		return ns + "/" + name
+	}
+	return namespace + "/" + instance
 }
 
 // ScanTable writes the human table; wide adds the cluster, why each is risky and what Argo CD

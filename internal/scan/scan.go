@@ -45,7 +45,10 @@ type Report struct {
 	ArgoCDNamespace string
 	AppsScanned     int
 	Findings        []Finding
-	Warnings        []string
+	// Prepared are objects `move --prepare` marked (journals of this machine) that still carry the
+	// marks: moves not finished.
+	Prepared []Prepared
+	Warnings []string
 }
 
 // StuckApps counts the apps with findings.

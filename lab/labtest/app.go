@@ -27,6 +27,10 @@ type AppOptions struct {
 	Path string
 	// Helm is spec.source.helm; nil leaves it unset, so the release name is the app's name.
 	Helm *HelmSource
+	// JsonnetExtVars are spec.source.directory.jsonnet.extVars, name to value: the path's
+	// *.jsonnet files are rendered with them, and Argo CD substitutes $ARGOCD_APP_NAME and its other
+	// build variables in the values.
+	JsonnetExtVars map[string]string
 	// DestNamespace is spec.destination.namespace (default: a unique name); it is created for the
 	// test in the destination cluster.
 	DestNamespace string
@@ -135,6 +139,13 @@ func (i *Install) CreateApp(t testing.TB, opts AppOptions) *App {
 	source := map[string]any{"repoURL": opts.Repo.URL, "path": opts.Path, "targetRevision": "main"}
 	if opts.Helm != nil {
 		source["helm"] = opts.Helm.spec()
+	}
+	if len(opts.JsonnetExtVars) > 0 {
+		vars := make([]any, 0, len(opts.JsonnetExtVars))
+		for _, k := range SortedKeys(opts.JsonnetExtVars) {
+			vars = append(vars, map[string]any{"name": k, "value": opts.JsonnetExtVars[k]})
+		}
+		source["directory"] = map[string]any{"jsonnet": map[string]any{"extVars": vars}}
 	}
 	spec := map[string]any{
 		"project":     opts.Project,
@@ -361,6 +372,9 @@ type Status struct {
 	SourceType string
 	Resources  []Resource
 	Operation  Operation
+	// ReconciledAt is when the controller started its last full comparison (second precision);
+	// zero before the first.
+	ReconciledAt time.Time
 }
 
 // Status reads the Application's status.
@@ -383,6 +397,7 @@ func ParseStatus(t testing.TB, u *unstructured.Unstructured) Status {
 				Status string `json:"status"`
 			} `json:"health"`
 			SourceType     string     `json:"sourceType"`
+			ReconciledAt   *time.Time `json:"reconciledAt"`
 			Resources      []Resource `json:"resources"`
 			OperationState struct {
 				Phase     string `json:"phase"`
@@ -407,7 +422,11 @@ func ParseStatus(t testing.TB, u *unstructured.Unstructured) Status {
 		t.Fatal(err)
 	}
 	s := raw.Status
-	return Status{
+	var reconciled time.Time
+	if s.ReconciledAt != nil {
+		reconciled = *s.ReconciledAt
+	}
+	return Status{ReconciledAt: reconciled,
 		Requested: raw.Operation != nil,
 		Sync:      s.Sync.Status, Revision: s.Sync.Revision, Health: s.Health.Status, SourceType: s.SourceType, Resources: s.Resources,
 		Operation: Operation{Phase: s.OperationState.Phase, Message: s.OperationState.Message,

@@ -77,7 +77,7 @@ func TestConcurrentWriteIsNotClobbered(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	done, err := e.Apply(labtest.Context(t), run, engine.DryRunNone)
+	done, err := e.Execute(labtest.Context(t), run, engine.DryRunNone)
 	if err != nil {
 		t.Fatal(err)
 	}

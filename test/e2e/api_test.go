@@ -150,7 +150,7 @@ func TestThroughArgoCDsAPI(t *testing.T) {
 		if _, err := env.Kube.CoreV1().Namespaces().Patch(labtest.Context(t), ns, types.MergePatchType, []byte(`{"metadata":{"labels":{"someone":"else"}}}`), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		done, err := e.Apply(labtest.Context(t), run, engine.DryRunNone)
+		done, err := e.Execute(labtest.Context(t), run, engine.DryRunNone)
 		if err != nil {
 			t.Fatal(err)
 		}

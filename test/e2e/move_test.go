@@ -62,6 +62,8 @@ func (o object) gvr() schema.GroupVersionResource {
 		return schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	case "ConfigMap":
 		return schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	case "Secret":
+		return schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	case "Deployment":
 		return schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,6 +64,9 @@ func (s *live) warn(msg string) { fmt.Fprintln(s.cfg.Warnings, "warning:", print
 func (s *live) clients(ctx context.Context) (*kube.Clients, error) {
 	return s.home.get(func() (*kube.Clients, error) {
 		flags := s.cfg.Kubeconfig
+		if err := s.kubeconfigExists(); err != nil {
+			return nil, err
+		}
 		cfg, err := flags.ToRESTConfig()
 		if err != nil {
 			return nil, fmt.Errorf("cannot build a client from your kubeconfig: %v (set --kubeconfig or --context)", err)
@@ -80,6 +85,29 @@ func (s *live) clients(ctx context.Context) (*kube.Clients, error) {
 		}
 		return c, nil
 	})
+}
+
+// kubeconfigExists names a kubeconfig file that is not there: client-go passes over files of
+// $KUBECONFIG that do not exist and falls back to an in-cluster or localhost:8080 configuration, and
+// the user then reads "cannot reach localhost:8080" for a mistyped path.
+func (s *live) kubeconfigExists() error {
+	if k := s.cfg.Kubeconfig.KubeConfig; k != nil && *k != "" {
+		if _, err := os.Stat(*k); err != nil {
+			return fmt.Errorf("the kubeconfig file %s (--kubeconfig) cannot be read: %v", *k, err)
+		}
+		return nil
+	}
+	env := s.Getenv(clientcmd.RecommendedConfigPathEnvVar)
+	if env == "" {
+		return nil
+	}
+	paths := filepath.SplitList(env)
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("$KUBECONFIG names %s, and no such file exists: set KUBECONFIG to your kubeconfig file, or pass --kubeconfig", strings.Join(paths, string(filepath.ListSeparator)))
 }
 
 func (s *live) options() kube.Options { return kube.Options{QPS: s.cfg.QPS, Burst: s.cfg.Burst} }

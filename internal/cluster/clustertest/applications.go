@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -22,12 +23,23 @@ func (a *ArgoCD) AppWrites() []string {
 	return append([]string(nil), a.writes...)
 }
 
-func (a *ArgoCD) record(dryRun bool, format string, args ...any) {
+func (a *ArgoCD) record(dryRun bool, format string, args ...any) string {
 	w := fmt.Sprintf(format, args...)
 	if dryRun {
 		w = "dry-run " + w
 	}
 	a.writes = append(a.writes, w)
+	if dryRun {
+		return ""
+	}
+	return w
+}
+
+// afterWrite calls AfterWrite with a write served, once the fake's lock is released.
+func (a *ArgoCD) afterWrite(written *string, err *error) {
+	if a.AfterWrite != nil && *written != "" && *err == nil {
+		a.AfterWrite(*written)
+	}
 }
 
 // rawLocked returns the stored object of an app, made from its struct on first use.
@@ -80,19 +92,26 @@ func (a *ArgoCD) ApplicationObject(_ context.Context, namespace, name string) (m
 }
 
 // CreateApplication stores a new app; OnCreate plays its first comparison.
-func (a *ArgoCD) CreateApplication(_ context.Context, obj map[string]any, dryRun bool) (map[string]any, error) {
+func (a *ArgoCD) CreateApplication(_ context.Context, obj map[string]any, dryRun bool) (_ map[string]any, err error) {
+	var written string
+	defer a.afterWrite(&written, &err)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	meta, _ := obj["metadata"].(map[string]any)
 	ns, _ := meta["namespace"].(string)
 	name, _ := meta["name"].(string)
-	a.record(dryRun, "create %s/%s", ns, name)
+	written = a.record(dryRun, "create %s/%s", ns, name)
 	if a.rawLocked(ns+"/"+name) != nil {
 		return nil, apierrors.NewAlreadyExists(appResource, name)
 	}
 	out := roundTrip(obj)
 	m := out["metadata"].(map[string]any)
 	m["uid"], m["resourceVersion"] = "uid-"+name, "1"
+	if a.Clock != nil {
+		m["creationTimestamp"] = a.Clock.Now().UTC().Format(time.RFC3339)
+	} else if a.Now != nil {
+		m["creationTimestamp"] = a.Now().UTC().Truncate(time.Second).Format(time.RFC3339)
+	}
 	if dryRun {
 		return out, nil
 	}
@@ -101,15 +120,18 @@ func (a *ArgoCD) CreateApplication(_ context.Context, obj map[string]any, dryRun
 		a.OnCreate(app)
 	}
 	a.raw[app.Ref()] = out
+	a.Clock.wrote()
 	return roundTrip(out), nil
 }
 
 // PatchApplication applies a JSON merge patch, refusing a stale resourceVersion.
-func (a *ArgoCD) PatchApplication(_ context.Context, namespace, name string, patch []byte, dryRun bool) (map[string]any, error) {
+func (a *ArgoCD) PatchApplication(_ context.Context, namespace, name string, patch []byte, dryRun bool) (_ map[string]any, err error) {
+	var written string
+	defer a.afterWrite(&written, &err)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ref := namespace + "/" + name
-	a.record(dryRun, "patch %s %s", ref, patch)
+	written = a.record(dryRun, "patch %s %s", ref, patch)
 	stored := a.rawLocked(ref)
 	if stored == nil {
 		return nil, apierrors.NewNotFound(appResource, name)
@@ -130,17 +152,20 @@ func (a *ArgoCD) PatchApplication(_ context.Context, namespace, name string, pat
 	}
 	a.sync(out, a.apps[ref])
 	a.raw[ref] = out
+	a.Clock.wrote()
 	return roundTrip(out), nil
 }
 
 // DeleteApplication deletes the app under uid and resourceVersion preconditions. Like the API
 // server with Argo CD's finalizer, it refuses to make an app with finalizers disappear: the test
 // fails loudly instead of modelling a cascade.
-func (a *ArgoCD) DeleteApplication(_ context.Context, namespace, name, uid, resourceVersion string, dryRun bool) error {
+func (a *ArgoCD) DeleteApplication(_ context.Context, namespace, name, uid, resourceVersion string, dryRun bool) (err error) {
+	var written string
+	defer a.afterWrite(&written, &err)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	ref := namespace + "/" + name
-	a.record(dryRun, "delete %s", ref)
+	written = a.record(dryRun, "delete %s", ref)
 	stored := a.rawLocked(ref)
 	if stored == nil {
 		return apierrors.NewNotFound(appResource, name)
@@ -155,6 +180,7 @@ func (a *ArgoCD) DeleteApplication(_ context.Context, namespace, name, uid, reso
 	if !dryRun {
 		delete(a.apps, ref)
 		delete(a.raw, ref)
+		a.Clock.wrote()
 	}
 	return nil
 }

@@ -59,8 +59,12 @@ type Cluster struct {
 	// BeforePatch runs before a patch is judged, under the cluster's lock: it may change the stored
 	// object (another writer; its resourceVersion is then bumped) or fail the patch.
 	BeforePatch func(n int, ref cluster.Ref, stored *cluster.Object) (changed bool, err error)
-	// PatchDelay is how long each patch takes.
-	PatchDelay time.Duration
+	// PatchDelay is how long each patch takes; PatchStarted, when set, is called as a patch arrives,
+	// before that delay.
+	PatchDelay   time.Duration
+	PatchStarted func(ref cluster.Ref)
+	// Clock, when set, is moved on by every write served (Clock).
+	Clock *Clock
 }
 
 var (
@@ -178,6 +182,9 @@ func (c *Cluster) Get(_ context.Context, r cluster.Ref) (*cluster.Object, error)
 
 // Patch applies a JSON merge patch of metadata, refusing a stale resourceVersion with a conflict.
 func (c *Cluster) Patch(ctx context.Context, r cluster.Ref, body []byte, dryRun bool) (*cluster.Object, error) {
+	if c.PatchStarted != nil {
+		c.PatchStarted(r)
+	}
 	if c.PatchDelay > 0 {
 		select {
 		case <-time.After(c.PatchDelay):
@@ -229,6 +236,7 @@ func (c *Cluster) Patch(ctx context.Context, r cluster.Ref, body []byte, dryRun 
 		c.rv++
 		merged.ResourceVersion = strconv.Itoa(c.rv)
 		c.objects[key(r)] = clone(merged)
+		c.Clock.wrote()
 	}
 	record("ok")
 	return merged, nil
@@ -302,8 +310,10 @@ type ArgoCD struct {
 	Remote map[string]*Cluster
 	// Config is the tracking settings Settings returns and the controller compares with.
 	Config argocd.Settings
-	// Now is the controller's clock.
-	Now func() time.Time
+	// Now is the controller's clock; Clock, when set, replaces it: comparisons start on it, and the
+	// Application writes served move it on.
+	Now   func() time.Time
+	Clock *Clock
 
 	// Shared are the rows (by argocd.Resource.Key) that several apps declare and whose only
 	// difference from git is the tracking: an app compares them Synced when the live object is
@@ -312,6 +322,9 @@ type ArgoCD struct {
 	// OnCreate runs when an Application is created, under the fake's lock: the test plays the
 	// controller's first comparison (its status rows).
 	OnCreate func(app *argocd.Application)
+	// AfterWrite runs after each Application write served (not a dry run), outside the fake's lock,
+	// with the write as AppWrites lists it.
+	AfterWrite func(write string)
 
 	mu       sync.Mutex
 	apps     map[string]*argocd.Application
@@ -470,7 +483,11 @@ func (a *ArgoCD) compare(app *argocd.Application) {
 	}
 	if app.Refresh != "" {
 		app.Refresh = ""
-		app.ReconciledAt = a.Now().Truncate(time.Second)
+		if a.Clock != nil {
+			app.ReconciledAt = a.Clock.compare()
+		} else {
+			app.ReconciledAt = a.Now().Truncate(time.Second)
+		}
 	}
 }
 
