@@ -136,17 +136,20 @@ export function ResourceTab(props) {
     const app = props.application;
     const r = resourceOfManifest(props.resource);
     const row = statusRow(app, r);
-    if (!row || !row.requiresPruning) {
+    // Once a release starts here, its outcome stays on show: the row leaves the app's status as
+    // soon as Argo CD sees the release.
+    const [engaged, setEngaged] = R().useState(false);
+    if (!engaged && (!row || !row.requiresPruning)) {
         return h('div', {style: styles.box, 'data-testid': 'unprune-tab'}, h('p', null, `Argo CD does not list ${resourceLabel(r)} as requiring pruning in ${app.metadata.name}: no prune deletes it now, and there is nothing to release.`));
     }
-    return h(ReleaseView, {application: app, resource: r, key: resourceString(r)});
+    return h(ReleaseView, {application: app, resource: r, key: resourceString(r), onEngage: () => setEngaged(true)});
 }
 
 function query(r) {
     return '?' + new URLSearchParams({group: r.group || '', kind: r.kind, namespace: r.namespace || '', name: r.name}).toString();
 }
 
-function ReleaseView({application: app, resource: r}) {
+function ReleaseView({application: app, resource: r, onEngage}) {
     const [state, reload] = useAnswer(() => backend(app, 'GET', `/resource${query(r)}`), [resourceString(r)]);
     const [step, setStep] = R().useState({name: 'preview'});
     if (state.error) {
@@ -158,6 +161,7 @@ function ReleaseView({application: app, resource: r}) {
     const ans = state.doc;
     const plan = ans.release;
     const release = async () => {
+        onEngage();
         setStep({name: 'releasing', log: ['Writing the journal…']});
         const log = [];
         const say = line => {

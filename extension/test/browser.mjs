@@ -20,7 +20,8 @@ export async function launch() {
     const problems = [];
     page.on('console', msg => {
         if (msg.type() === 'error') {
-            problems.push(`console: ${msg.text()}`);
+            const where = msg.location() && msg.location().url ? ` (${msg.location().url})` : '';
+            problems.push(`console: ${msg.text()}${where}`);
         }
     });
     page.on('pageerror', err => problems.push(`page error: ${err.message}`));
