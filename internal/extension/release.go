@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
@@ -15,6 +16,9 @@ import (
 )
 
 type journalChange = journal.Change
+
+// journalID is what the IDs of journals look like (journal.Store.newID): no path separator.
+var journalID = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z.-]*$`)
 
 func errNotPlanned(row argocd.Resource) error {
 	return fmt.Errorf("the engine planned nothing for %s", row)
@@ -165,7 +169,12 @@ type Verification struct {
 
 // openOwn opens a journal of the request's app.
 func (s *server) openOwn(r *request) (*journal.Recorder, *journal.Journal, reply, bool) {
-	rec, err := s.cfg.Journals(r.user).Open(r.PathValue("id"))
+	id := r.PathValue("id")
+	if !journalID.MatchString(id) {
+		return nil, nil, fail(http.StatusBadRequest, "BadRequest", "%q is not a journal ID", id), false
+	}
+	store := s.cfg.Journals(r.user)
+	rec, err := store.Open(store.Path(id))
 	if err != nil {
 		return nil, nil, fail(http.StatusNotFound, "JournalNotFound", "%v", err), false
 	}
