@@ -72,6 +72,15 @@ func drive(t *testing.T, install *labtest.Install, user lab.ServerUser, app *lab
 	return shown
 }
 
+// uiArtifacts is where a test's screenshots go: $UNPRUNE_UI_ARTIFACTS/<test>, else a directory the
+// lab keeps for the test (its path is logged).
+func uiArtifacts(t *testing.T) string {
+	if dir := os.Getenv("UNPRUNE_UI_ARTIFACTS"); dir != "" {
+		return filepath.Join(dir, t.Name())
+	}
+	return filepath.Join(labtest.TempDir(t), "ui-artifacts")
+}
+
 func mustContain(t *testing.T, what, got string, want ...string) {
 	t.Helper()
 	for _, w := range want {
@@ -105,10 +114,7 @@ func TestUIExtension(t *testing.T) {
 	if install.State.UI == nil {
 		t.Fatal("the lab started no UI extension")
 	}
-	artifacts := os.Getenv("UNPRUNE_UI_ARTIFACTS")
-	if artifacts == "" {
-		artifacts = filepath.Join(labtest.TempDir(t), "ui-artifacts")
-	}
+	artifacts := uiArtifacts(t)
 	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
 	ns := labtest.UniqueName("ui")
 	t.Cleanup(func() { app.Cluster.DeleteNamespace(ns) })
@@ -195,4 +201,72 @@ func TestUIExtension(t *testing.T) {
 	sameExcept(t, "labels after the undo", labels, l4, nil, nil)
 	sameExcept(t, "annotations after the undo", annotations, a4, nil, nil)
 	app.WaitStatus(t, 90*time.Second, "to require pruning of "+ns+" again", labtest.RequiresPruningAt(reverted, "Namespace", ns))
+}
+
+// TestUIUndoThroughArgoCD: where Argo CD still lists a released object — a namespaced one in the
+// app's destination namespace, shown as an orphaned resource by a project that monitors them —
+// its API can patch it, so the UI's undo restores the tracking exactly through argocd-server, as
+// the admin, and the journal says undone.
+func TestUIUndoThroughArgoCD(t *testing.T) {
+	env := labtest.Get(t)
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Namespace: "argocd-ui", Server: true, UI: true})
+	artifacts := uiArtifacts(t)
+	ctx := labtest.Context(t)
+	project := labtest.UniqueName("orphans")
+	if err := env.Create(ctx, map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+		"metadata": map[string]any{"name": project, "namespace": install.Namespace()},
+		"spec": map[string]any{
+			"sourceRepos":              []any{"*"},
+			"destinations":             []any{map[string]any{"server": "*", "namespace": "*"}},
+			"clusterResourceWhitelist": []any{map[string]any{"group": "*", "kind": "*"}},
+			"orphanedResources":        map[string]any{"warn": false},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, Project: project})
+	name := labtest.UniqueName("settings")
+	app.Repo.Write(t, app.Path+"/"+name+".yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "+name+"\n  namespace: "+app.DestNamespace+"\ndata:\n  k: v\n")
+	added := app.Repo.Commit(t, "add "+name)
+	app.RefreshUntil(t, 90*time.Second, "to see "+added, func(s labtest.Status) bool { return s.Revision == added })
+	if op := app.Sync(t, false); op.Phase != "Succeeded" {
+		t.Fatalf("sync: %s %s", op.Phase, op.Message)
+	}
+	app.WaitSynced(t, added)
+	reverted := app.Repo.Revert(t)
+	app.RefreshUntil(t, 90*time.Second, "to require pruning of "+name, labtest.RequiresPruningAt(reverted, "ConfigMap", name))
+	before, err := env.Kube.CoreV1().ConfigMaps(app.DestNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	row, label := "ConfigMap/"+app.DestNamespace+"/"+name, "ConfigMap "+app.DestNamespace+"/"+name
+	admin := drive(t, install, lab.ServerAdmin, app, "release", row, label, artifacts)
+	mustContain(t, "the release", admin.Released, "Released", "Synced")
+	app.WaitSynced(t, reverted)
+	released, err := env.Kube.CoreV1().ConfigMaps(app.DestNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || released.UID != before.UID {
+		t.Fatalf("the ConfigMap after the release: %v", err)
+	}
+	sameExcept(t, "annotations after the release", before.Annotations, released.Annotations, []string{argocd.AnnotationTrackingID}, nil)
+
+	undo := drive(t, install, lab.ServerAdmin, app, "undo", row, label, artifacts)
+	mustContain(t, "the undo through Argo CD", undo.UndoResult, label+": tracking restored exactly")
+	restored, err := env.Kube.CoreV1().ConfigMaps(app.DestNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || restored.UID != before.UID {
+		t.Fatalf("the ConfigMap after the undo: %v", err)
+	}
+	sameExcept(t, "labels after the undo", before.Labels, restored.Labels, nil, nil)
+	sameExcept(t, "annotations after the undo", before.Annotations, restored.Annotations, nil, nil)
+	undone := false
+	for _, s := range uiJournals(t, env, install.Namespace()) {
+		for _, a := range s.Applications {
+			undone = undone || a.Name == app.Name && s.Undone == 1
+		}
+	}
+	if !undone {
+		t.Fatalf("no journal of %s says undone: %+v", app.Name, uiJournals(t, env, install.Namespace()))
+	}
+	app.WaitStatus(t, 90*time.Second, "to require pruning of "+name+" again", labtest.RequiresPruningAt(reverted, "ConfigMap", name))
 }
