@@ -26,6 +26,9 @@ const ExtensionsDir = "/tmp/extensions"
 
 var extensionsLock = filepath.Join(ExtensionsDir, ".unprune-lab.json")
 
+// labVersion is the version the lab stamps on the extension and the backend it builds.
+const labVersion = "lab"
+
 // UI is the UI extension of an installation with Config.UI: argocd-server serves the host page
 // (extension/host, standing in for Argo CD's UI, which cannot be built here) from its static assets
 // and the extension from /extensions.js; the backend runs as a process with the least-privilege
@@ -140,7 +143,8 @@ func prepareUI(ctx context.Context, st *State, a *ArgoCD, home string) error {
 		}
 	}
 	bin := filepath.Join(st.Dir, "bin", "unprune")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/unprune")
+	// Bundle and backend say one version, as a release's do.
+	build := exec.CommandContext(ctx, "go", "build", "-ldflags", "-X github.com/unprune/unprune/internal/version.version="+labVersion, "-o", bin, "./cmd/unprune")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build ./cmd/unprune: %w: %s", err, out)
@@ -275,6 +279,7 @@ func buildExtension(ctx context.Context, root string) (string, error) {
 	}
 	b := exec.CommandContext(ctx, "node", "build.mjs")
 	b.Dir = dir
+	b.Env = append(os.Environ(), "UNPRUNE_VERSION="+labVersion)
 	if out, err := b.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("node extension/build.mjs: %w: %s", err, out)
 	}

@@ -113,6 +113,7 @@ export function Flyout(props) {
                 h('h5', {style: {marginTop: '1em'}}, 'Deleting the Application'),
                 h('p', {'data-testid': 'flyout-cascade'}, cascadeLine(a.cascade), a.cascade.managedBy ? ` — ${a.cascade.managedBy}` : ''),
                 (a.warnings || []).map((w, i) => h('div', {key: i, style: styles.note}, w)),
+                a.toolVersion !== VERSION && h('div', {style: styles.note, 'data-testid': 'version-skew'}, `This extension is ${VERSION}, its backend ${a.toolVersion}: install both from one release.`),
                 h('p', {style: styles.note}, 'Release a resource from its own tab ("Unprune") in the resource panel: nothing is deleted.')
             ),
         h(Journals, {application: app, onChange: reload})
