@@ -57,12 +57,12 @@ type Contents struct {
 
 // Item is one resource a prune would delete: audit's row.
 type Item struct {
-	Resource Resource `json:"resource"`
-	Hook     bool     `json:"hook,omitempty"`
-	Risk     string   `json:"risk"`
-	RiskWhy  string   `json:"riskWhy,omitempty"`
+	Resource Resource  `json:"resource"`
+	Hook     bool      `json:"hook,omitempty"`
+	Risk     string    `json:"risk"`
+	RiskWhy  string    `json:"riskWhy,omitempty"`
 	Contents *Contents `json:"contents,omitempty"`
-	Guards   []Guard  `json:"guards"`
+	Guards   []Guard   `json:"guards"`
 	// Guarded: a hard guard stops the prune.
 	Guarded   bool     `json:"guarded"`
 	Notes     []string `json:"notes,omitempty"`
@@ -283,7 +283,7 @@ func (s *server) resource(r *request) reply {
 		return fail(http.StatusNotFound, "NotInApplication", "Application %s lists no %s", r.app.Ref(), want.row())
 	}
 	ans := ResourceAnswer{APIVersion: APIVersion, Kind: "UIResource", ToolVersion: s.cfg.ToolVersion,
-		Application: AppRef{Namespace: r.app.Namespace, Name: r.app.Name, Project: r.app.Project},
+		Application:     AppRef{Namespace: r.app.Namespace, Name: r.app.Name, Project: r.app.Project},
 		RequiresPruning: row.RequiresPruning}
 	rep, err := s.auditApp(r)
 	if err != nil {

@@ -47,8 +47,8 @@ type Config struct {
 	// Token is what HeaderToken must hold.
 	Token       string
 	ToolVersion string
-	Now     func() time.Time
-	Log     io.Writer
+	Now         func() time.Time
+	Log         io.Writer
 }
 
 func (c Config) now() time.Time {

@@ -186,14 +186,7 @@ func TestUIExtensionRBAC(t *testing.T) {
 	for _, role := range append(Kind(objs, "ClusterRole"), Kind(objs, "Role")...) {
 		for _, r := range rules(t, role) {
 			where := fmt.Sprintf("%s rule %+v", role["kind"], r)
-			for _, s := range append(append([]string{}, r.groups...), r.resources...) {
-				if strings.Contains(s, "*") {
-					t.Errorf("%s: wildcard", where)
-				}
-			}
-			if slices.Contains(r.resources, "secrets") {
-				t.Errorf("%s: Secrets", where)
-			}
+			noWildcardNoSecrets(t, where, r)
 			for _, v := range r.verbs {
 				switch {
 				case v == "get" || v == "list":
