@@ -36,11 +36,14 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/unprune/unprune/internal/journal"
 )
@@ -214,7 +217,9 @@ func (s *Store) update(ctx context.Context, path string, change func(old string)
 	if err != nil {
 		return err
 	}
-	for attempt := 0; ; attempt++ {
+	// A conflict means another writer appended meanwhile: read again and apply the change to what
+	// is there now, which never loses a record; only the wait between attempts grows.
+	return retry.RetryOnConflict(conflictBackoff, func() error {
 		cm, err := s.get(ctx, name)
 		if err != nil {
 			return err
@@ -222,13 +227,19 @@ func (s *Store) update(ctx context.Context, path string, change func(old string)
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
 		}
-		cm.Data[DataKey] = change(cm.Data[DataKey])
-		_, err = s.Client.CoreV1().ConfigMaps(s.Namespace).Update(ctx, cm, metav1.UpdateOptions{FieldManager: s.fieldManager()})
-		if err == nil || !apierrors.IsConflict(err) || attempt >= 4 {
-			return err
+		next := change(cm.Data[DataKey])
+		if next == cm.Data[DataKey] {
+			return nil
 		}
-	}
+		cm.Data[DataKey] = next
+		_, err = s.Client.CoreV1().ConfigMaps(s.Namespace).Update(ctx, cm, metav1.UpdateOptions{FieldManager: s.fieldManager()})
+		return err
+	})
 }
+
+// conflictBackoff bounds the retries of a write that keeps meeting other writers (13–20 s in
+// all): journals of one release have few writers, and each retry is safe.
+var conflictBackoff = wait.Backoff{Duration: 10 * time.Millisecond, Factor: 1.5, Jitter: 0.5, Steps: 16}
 
 // List returns the path of every journal ConfigMap, by name.
 func (s *Store) List(ctx context.Context) ([]string, error) {
