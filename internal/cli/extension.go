@@ -77,6 +77,9 @@ func (o *ExtensionOptions) Complete() error {
 	if o.Via == ViaArgoCD {
 		return usageError("unprune extension reads Argo CD through the Kubernetes API: --via argocd is not supported (the browser talks to argocd-server)")
 	}
+	if err := o.GlobalOptions.Complete(); err != nil {
+		return err
+	}
 	token := o.getenv(tokenEnv)
 	if o.TokenFile != "" {
 		b, err := os.ReadFile(o.TokenFile)
@@ -86,10 +89,7 @@ func (o *ExtensionOptions) Complete() error {
 		token = string(b)
 	}
 	if strings.TrimSpace(token) == "" {
-		return usageError("no token: put the value argocd-server sends in header Unprune-Token in --token-file or $%s (see docs/ui.md)", tokenEnv)
-	}
-	if err := o.GlobalOptions.Complete(); err != nil {
-		return err
+		return usageError("no token: put the value argocd-server sends in header Unprune-Token (the argocd-secret key its extension.config.unprune names) in --token-file or $%s; see docs/ui.md", tokenEnv)
 	}
 	ns := o.JournalNamespace
 	if ns == "" {
