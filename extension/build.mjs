@@ -26,7 +26,7 @@ function version() {
 
 const v = version();
 rmSync(dist, {recursive: true, force: true});
-mkdirSync(join(dist, 'host'), {recursive: true});
+mkdirSync(dist, {recursive: true});
 
 const bundle = join(dist, 'extension-unprune.js');
 await build({
@@ -40,18 +40,27 @@ await build({
     logLevel: 'warning'
 });
 
-await build({
-    entryPoints: [join(here, 'host/host.js')],
-    outfile: join(dist, 'host/unprune-host.js'),
-    bundle: true,
-    format: 'iife',
-    target: 'es2019',
-    minify: true,
-    define: {'process.env.NODE_ENV': '"production"'},
-    logLevel: 'warning'
-});
-copyFileSync(join(here, 'host/host.html'), join(dist, 'host/host.html'));
-copyFileSync(join(here, 'host/host.css'), join(dist, 'host/unprune-host.css'));
+// One host page per React the releases' UIs pin: dist/host (19, v3.6) and dist/host-react16
+// (v2.14, v3.0). The extension bundle is the same for both.
+for (const [dir, entry, alias] of [
+    ['host', 'host/react19.js', {}],
+    ['host-react16', 'host/react16.js', {react: 'react16', 'react-dom': 'react-dom16'}]
+]) {
+    mkdirSync(join(dist, dir), {recursive: true});
+    await build({
+        entryPoints: [join(here, entry)],
+        outfile: join(dist, dir, 'unprune-host.js'),
+        bundle: true,
+        format: 'iife',
+        target: 'es2019',
+        minify: true,
+        alias,
+        define: {'process.env.NODE_ENV': '"production"'},
+        logLevel: 'warning'
+    });
+    copyFileSync(join(here, 'host/host.html'), join(dist, dir, 'host.html'));
+    copyFileSync(join(here, 'host/host.css'), join(dist, dir, 'unprune-host.css'));
+}
 
 // The installer's layout: resources/<dir>/extension-*.js. Reproducible: fixed owner and time.
 const stage = join(dist, 'stage');
@@ -62,4 +71,4 @@ execFileSync('tar', ['--sort=name', '--owner=0', '--group=0', '--numeric-owner',
 rmSync(stage, {recursive: true, force: true});
 const sum = createHash('sha256').update(readFileSync(tar)).digest('hex');
 writeFileSync(join(dist, 'extension-unprune_checksums.txt'), `${sum}  extension-unprune.tar\n`);
-console.log(`built unprune extension ${v}: ${bundle}, ${tar}, host page in ${join(dist, 'host')}`);
+console.log(`built unprune extension ${v}: ${bundle}, ${tar}, host pages in ${join(dist, 'host')} and ${join(dist, 'host-react16')}`);

@@ -46,7 +46,8 @@ type UI struct {
 	Unprune string `json:"unprune"`
 }
 
-// extensionsHolder is what the lock records.
+// extensionsHolder is what the lock records: the lab (its installations share the bundle) and the
+// installation whose argocd-server shows the lab is alive.
 type extensionsHolder struct {
 	Dir       string `json:"dir"`
 	Namespace string `json:"namespace"`
@@ -77,7 +78,11 @@ func holdExtensions(st *State, cfg ArgoCDConfig) error {
 			rerr = json.Unmarshal(data, &holder)
 		}
 		server := holder.Namespace + "-server"
-		if rerr == nil && (holder.Dir != me.Dir || holder.Namespace != me.Namespace) {
+		if rerr == nil && holder.Dir == me.Dir {
+			// Another installation of this lab: both serve the same bundle.
+			return nil
+		}
+		if rerr == nil {
 			if pid := runningPID(holder.Dir, server); pid != 0 {
 				return fmt.Errorf("%s, which argocd-server serves UI extensions from on this machine, is in use by the lab in %s (its argocd-server of %s, pid %d): "+
 					"one lab at a time may run UI=1; stop that one first (make lab-down LAB_DIR=%s)", ExtensionsDir, holder.Dir, holder.Namespace, pid, holder.Dir)
@@ -138,7 +143,7 @@ func prepareUI(ctx context.Context, st *State, a *ArgoCD, home string) error {
 		return err
 	}
 	for _, f := range []string{"host.html", "unprune-host.js", "unprune-host.css"} {
-		if err := copyFile(filepath.Join(dist, "host", f), filepath.Join(home, "static", f)); err != nil {
+		if err := copyFile(filepath.Join(dist, hostPage(cfg.Version), f), filepath.Join(home, "static", f)); err != nil {
 			return err
 		}
 	}
@@ -264,6 +269,16 @@ func applyExtensionRBAC(ctx context.Context, st *State, root, namespace, kubecon
 		}
 	}
 	return st.ServiceAccountKubeconfig(ctx, namespace, account, clusterRole, kubeconfig)
+}
+
+// hostPage is the host page with the React the release's UI pins: 19.2.6 for v3.6
+// (ui/pnpm-lock.yaml), 16.14.0 for v2.14.11 and v3.0.23 (ui/yarn.lock). The lab builds no release
+// in between, so where the line falls among them is not decided here.
+func hostPage(version string) string {
+	if newerVersion("v3.6.0", version) {
+		return "host-react16"
+	}
+	return "host"
 }
 
 // buildExtension installs the extension's npm packages from its lockfile when missing and builds

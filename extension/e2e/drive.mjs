@@ -32,6 +32,7 @@ try {
     await page.goto(`${opts.url}#/applications/${ns}/${name}`);
     await page.getByTestId('panel-summary').waitFor(long);
     out.user = await text('user');
+    out.react = await page.evaluate(() => window.React.version);
 
     if (opts.scenario === 'release' || opts.scenario === 'refused') {
         await page.getByTestId('panel-first').waitFor(long);

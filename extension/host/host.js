@@ -8,7 +8,6 @@
 // the real session cookie. It is no replacement for the UI: only what the extension needs is here.
 import * as React from 'react';
 import * as ReactDOM from 'react-dom';
-import {createRoot} from 'react-dom/client';
 import * as Moment from 'moment';
 import * as JSXRuntime from 'react/jsx-runtime';
 import {extensionsService, install} from './extensions-api.js';
@@ -254,13 +253,21 @@ function Host() {
     );
 }
 
-window.addEventListener('DOMContentLoaded', () => {
-    // extensions.js is deferred after this bundle, as in the UI's index.html: it has registered by
-    // the time the user has signed in and opened an app; the host also re-renders on registration.
-    const root = createRoot(document.getElementById('app'));
-    const render = () => root.render(h(Host));
-    for (const type of ['resource', 'statusPanel']) {
-        extensionsService.addEventListener(type, render);
-    }
-    render();
-});
+/**
+ * Starts the host once the page is parsed. mount renders an element into the page's #app as the
+ * release's UI does: createRoot with React 19 (v3.6's index.tsx), ReactDOM.render with React 16
+ * (v2.14's and v3.0's).
+ */
+export function start(mount) {
+    window.addEventListener('DOMContentLoaded', () => {
+        // extensions.js is deferred after this bundle, as in the UI's index.html: it has registered
+        // by the time the user has signed in and opened an app; the host also re-renders on
+        // registration.
+        const render = mount(document.getElementById('app'));
+        const draw = () => render(h(Host));
+        for (const type of ['resource', 'statusPanel']) {
+            extensionsService.addEventListener(type, draw);
+        }
+        draw();
+    });
+}

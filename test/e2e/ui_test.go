@@ -32,6 +32,7 @@ type uiShown struct {
 	Error            string   `json:"error"`
 	Screenshots      []string `json:"screenshots"`
 	User             string   `json:"user"`
+	React            string   `json:"react"`
 	Panel            struct{ Summary, First, Cascade string }
 	Flyout           struct{ Summary, Item, Cascade string }
 	Plan             struct{ Changes, Diff string }
@@ -108,9 +109,18 @@ func uiJournals(t *testing.T, env *labtest.Env, namespace string) []journal.Summ
 // with the Namespace and its contents intact; the undo in the UI is refused by Argo CD (its API
 // patches only an app's resources) with the command that undoes it, and that command, reading the
 // UI's journal from its ConfigMap, restores the tracking exactly. No page logs an error.
+//
+// It runs on v3.6.1 (the host page with React 19.2.6) and v3.0.23 (React 16.14.0), each with the
+// React its UI pins: the same bundle, unchanged.
 func TestUIExtension(t *testing.T) {
+	for _, tc := range []struct{ version, namespace, react string }{{"v3.6.1", "argocd-ui", "19.2.6"}, {"v3.0.23", "argocd-ui-v30", "16.14.0"}} {
+		t.Run(tc.version, func(t *testing.T) { uiExtension(t, tc.version, tc.namespace, tc.react) })
+	}
+}
+
+func uiExtension(t *testing.T, version, namespace, react string) {
 	env := labtest.Get(t)
-	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Namespace: "argocd-ui", Server: true, UI: true})
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Namespace: namespace, Server: true, UI: true})
 	if install.State.UI == nil {
 		t.Fatal("the lab started no UI extension")
 	}
@@ -133,6 +143,9 @@ func TestUIExtension(t *testing.T) {
 
 	// The viewer sees the same answers, and Argo CD refuses the release.
 	viewer := drive(t, install, lab.ServerViewer, app, "refused", row, label, artifacts)
+	if viewer.React != react {
+		t.Errorf("the host page runs React %s; Argo CD %s's UI pins %s", viewer.React, version, react)
+	}
 	mustContain(t, "the viewer's panel", viewer.Panel.Summary, "1 resource requires pruning", "1 high-risk", "1 unguarded")
 	mustContain(t, "the viewer's panel", viewer.Panel.First, label, "HIGH RISK")
 	mustContain(t, "the viewer's flyout", viewer.Flyout.Item, label, "deleting a namespace deletes everything in it", "Nothing guards this deletion")
