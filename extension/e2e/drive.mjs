@@ -5,17 +5,18 @@
 //
 //   node drive.mjs '{"url":..., "user":..., "password":..., "app":"NS/NAME", "resource":"Namespace//NAME", "scenario":"release|refused|undo", "artifacts":DIR}'
 import {join} from 'node:path';
-import {mkdirSync} from 'node:fs';
+import {mkdirSync, readdirSync} from 'node:fs';
 import {launch} from '../test/browser.mjs';
 
 const opts = JSON.parse(process.argv[2]);
 mkdirSync(opts.artifacts, {recursive: true});
 const {browser, page, problems} = await launch();
 const out = {scenario: opts.scenario};
-let shot = 0;
+// Numbered after what earlier runs of the same test left, so that the files read in order.
+let shot = readdirSync(opts.artifacts).length;
 const snap = async name => {
     shot++;
-    const file = join(opts.artifacts, `${opts.scenario}-${String(shot).padStart(2, '0')}-${name}.png`);
+    const file = join(opts.artifacts, `${opts.scenario}-${String(shot).padStart(3, '0')}-${name}.png`);
     await page.screenshot({path: file, fullPage: true});
     (out.screenshots = out.screenshots || []).push(file);
 };
@@ -67,6 +68,19 @@ try {
             out.refused = await text('refused');
             await snap('refused');
         }
+    }
+
+    if (opts.scenario === 'guard') {
+        await page.locator(`[data-testid="resource-row"][data-resource="${opts.resource}"]`).click();
+        await page.getByTestId('tab-Unprune').click();
+        await page.getByTestId('confirm-guard').waitFor(long);
+        out.guardPlan = await text('confirm-guard');
+        await snap('guard-plan');
+        await page.getByTestId('guard-confirm').click();
+        await page.getByTestId('confirm-guard-confirm').click();
+        await page.getByTestId('guarded').waitFor(long);
+        out.guarded = await text('guarded');
+        await snap('guarded');
     }
 
     if (opts.scenario === 'undo') {

@@ -213,7 +213,37 @@ function ReleaseView({application: app, resource: r, onEngage}) {
                   (plan.notes || []).map((n, i) => h('div', {key: i, style: styles.note}, n))
               )
             : h('p', {'data-testid': 'plan-refused', style: styles.error}, `Nothing to release: ${plan.message || plan.outcome}`),
-        plan.outcome === 'Planned' && h(ReleaseSteps, {step, setStep, release, reload, app})
+        plan.outcome === 'Planned' && h(ReleaseSteps, {step, setStep, release, reload, app}),
+        step.name === 'preview' && ans.confirm && ans.confirm.outcome === 'Planned' && h(ConfirmGuard, {app, ans, reload})
+    );
+}
+
+/** The other way to keep it: Prune=confirm, so that a prune waits for approval on the app. */
+function ConfirmGuard({app, ans, reload}) {
+    const [state, setState] = R().useState({name: 'preview'});
+    const plan = ans.confirm;
+    const run = async () => {
+        setState({name: 'sending'});
+        try {
+            const started = await backend(app, 'POST', '/guards', {resource: ans.item.resource, resourceVersion: plan.resourceVersion, argocdServer: window.location.origin});
+            const sent = await sendPatch(started.patch);
+            const res = await backend(app, 'POST', `/guards/${encodeURIComponent(started.journal.id)}/result`, {status: sent.status, message: sent.message});
+            setState(res.state === 'applied' ? {name: 'done', journal: started.journal} : {name: 'refused', message: res.message});
+        } catch (e) {
+            setState({name: 'refused', message: e.message});
+        }
+    };
+    return h(
+        'div',
+        {'data-testid': 'confirm-guard', style: {marginTop: '1.5em'}},
+        h('h5', null, 'Or keep it tracked, guarded'),
+        h('p', null, `Prune=confirm in its sync-options makes any prune of it wait until someone approves the deletion on ${app.metadata.name} (Argo CD v2.14 and later). It stays OutOfSync.`),
+        h(Changes, {changes: plan.changes}),
+        state.name === 'preview' && h('button', {className: 'argo-button argo-button--base-o', 'data-testid': 'guard-confirm', onClick: () => setState({name: 'sure'})}, 'Require approval to prune'),
+        state.name === 'sure' && h('button', {className: 'argo-button argo-button--base', 'data-testid': 'confirm-guard-confirm', onClick: run}, 'Confirm: add Prune=confirm'),
+        state.name === 'sending' && h('div', null, 'Sending the patch to Argo CD as you…'),
+        state.name === 'done' && h('div', {style: styles.ok, 'data-testid': 'guarded'}, `Guarded: a prune of it now waits for approval. Journal ${state.journal.id}; undo it from the unprune item of the status panel.`, ' ', h('button', {className: 'argo-button argo-button--base-o', onClick: reload}, 'Read again')),
+        state.name === 'refused' && h('div', {style: styles.error, 'data-testid': 'guard-refused'}, state.message)
     );
 }
 
@@ -313,7 +343,7 @@ function JournalRow({journal: j, application: app, onChange}) {
                 'div',
                 {'data-testid': 'undo-result'},
                 undo.results.map((x, i) =>
-                    h('div', {key: i, style: x.state === 'undone' ? styles.ok : styles.error}, `${resourceLabel(x.resource)}: ${x.state === 'undone' ? 'tracking restored exactly' : x.message}`)
+                    h('div', {key: i, style: x.state === 'undone' ? styles.ok : styles.error}, `${resourceLabel(x.resource)}: ${x.state === 'undone' ? 'restored exactly' : x.message}`)
                 ),
                 h('p', {style: styles.note}, 'Or undo with a kubeconfig: ', h('span', {style: styles.code, 'data-testid': 'undo-command'}, j.undoCommand))
             )

@@ -8,6 +8,7 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/audit"
 	"github.com/unprune/unprune/internal/engine"
+	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/plan"
 	"github.com/unprune/unprune/internal/printer"
 	"github.com/unprune/unprune/internal/risk"
@@ -259,6 +260,9 @@ type ResourceAnswer struct {
 	// RequiresPruning is the app's status row's.
 	RequiresPruning bool `json:"requiresPruning"`
 	Release         Plan `json:"release"`
+	// Confirm is the other way to keep it: Prune=confirm merged into its sync-options (what
+	// `unprune guard confirm` plans), so that a prune waits for approval on the Application.
+	Confirm Plan `json:"confirm"`
 }
 
 // rowOf finds the request's resource among the app's status rows.
@@ -304,7 +308,35 @@ func (s *server) resource(r *request) reply {
 		return fail(http.StatusBadGateway, "PlanFailed", "%v", err)
 	}
 	ans.Release = planOf(it)
+	if row.RequiresPruning {
+		c, err := s.planConfirm(r, row)
+		if err != nil {
+			return fail(http.StatusBadGateway, "PlanFailed", "%v", err)
+		}
+		ans.Confirm = planOf(c)
+	}
 	return ok(ans)
+}
+
+// planConfirm is guard confirm's plan for one row of the app: only for a row that requires
+// pruning, whose sync-options git no longer sets (Argo CD would write a manifest's value back).
+func (s *server) planConfirm(r *request, row argocd.Resource) (*engine.Item, error) {
+	objects, err := r.argo.Destination(r.Context(), r.app)
+	if err != nil {
+		return nil, err
+	}
+	e := &engine.Engine{ArgoCD: r.argo, Settings: r.settings.Settings, ToolVersion: s.cfg.ToolVersion, Now: s.cfg.Now}
+	arg := engine.ResourceArg{Kind: row.Kind, Group: row.Group, Namespace: row.Namespace, Name: row.Name, Raw: row.String()}
+	p, err := e.PlanObjects(r.Context(), objects, engine.ObjectsRequest{Command: guard.Command, Strategy: "confirm", Resources: []engine.ResourceArg{arg}, Build: guard.ConfirmPlan})
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Items) != 1 {
+		return nil, errNotPlanned(row)
+	}
+	it := p.Items[0]
+	it.App = &engine.AppRun{App: r.app, Instance: r.app.Instance(r.argo.Namespace())}
+	return it, nil
 }
 
 // planRelease is the engine's plan for releasing one row of the app, as `unprune detach APP

@@ -22,6 +22,8 @@
 //	POST /api/v1alpha1/releases                       journal a release (planned); the patch for the browser to send
 //	POST /api/v1alpha1/releases/{id}/result           complete the journal from what the cluster shows
 //	GET  /api/v1alpha1/releases/{id}                  whether Argo CD shows the release (verify.Judge)
+//	POST /api/v1alpha1/guards                         journal Prune=confirm on a row requiring pruning; the patch
+//	POST /api/v1alpha1/guards/{id}/result             complete that journal from what the cluster shows
 //	GET  /api/v1alpha1/journals                       the app's journals of UI releases
 //	POST /api/v1alpha1/journals/{id}/undo             the undo's patches (engine.PlanUndo), or why not
 //	POST /api/v1alpha1/journals/{id}/undo/result      mark what the cluster shows restored

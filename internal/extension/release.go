@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
+	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/plan"
 	"github.com/unprune/unprune/internal/verify"
@@ -99,16 +101,46 @@ func (s *server) beginRelease(r *request) reply {
 	case req.ResourceVersion == "" || it.Live.ResourceVersion != req.ResourceVersion:
 		return fail(http.StatusConflict, "ChangedSincePreview", "%s changed since the preview (resourceVersion %s, previewed %s): review the new plan before releasing", it.Ref, it.Live.ResourceVersion, req.ResourceVersion)
 	}
+	return s.journalAndPatch(r, it, "detach", string(plan.StrategyUntrack), req.ArgoCDServer, p)
+}
+
+// beginConfirm is POST /guards: the same as a release, for guard confirm's plan.
+func (s *server) beginConfirm(r *request) reply {
+	var req ReleaseRequest
+	if err := decodeBody(r, &req); err != nil {
+		return fail(http.StatusBadRequest, "BadRequest", "%v", err)
+	}
+	row, found := rowOf(r, req.Resource)
+	if !found || !row.RequiresPruning {
+		return fail(http.StatusNotFound, "NotRequiringPruning", "Application %s lists no %s requiring pruning: the UI guards only those (a resource git still holds gets its sync-options from git)", r.app.Ref(), req.Resource.row())
+	}
+	it, err := s.planConfirm(r, row)
+	if err != nil {
+		return fail(http.StatusBadGateway, "PlanFailed", "%v", err)
+	}
+	p := planOf(it)
+	switch {
+	case it.Outcome != engine.OutcomePlanned:
+		return reply{http.StatusConflict, Error{APIVersion: APIVersion, Kind: "Error", Reason: string(it.Outcome), Message: "nothing to change: " + orDefault(strings.Join(append([]string{p.Message}, p.Notes...), " "), string(it.Outcome))}}
+	case req.ResourceVersion == "" || it.Live.ResourceVersion != req.ResourceVersion:
+		return fail(http.StatusConflict, "ChangedSincePreview", "%s changed since the preview (resourceVersion %s, previewed %s): review the new plan first", it.Ref, it.Live.ResourceVersion, req.ResourceVersion)
+	}
+	return s.journalAndPatch(r, it, guard.Command, "confirm", req.ArgoCDServer, p)
+}
+
+// journalAndPatch writes the journal of one planned item (every entry planned, before anything is
+// sent) and answers with the patch for the browser to send through argocd-server.
+func (s *server) journalAndPatch(r *request, it *engine.Item, command, strategy, argocdServer string, p Plan) reply {
 	patch, err := engine.MergePatch(it.Live.ResourceVersion, it.Plan.Changes)
 	if err != nil {
 		return fail(http.StatusInternalServerError, "PatchFailed", "%v", err)
 	}
-	j := journal.New("detach", string(plan.StrategyUntrack), s.cfg.ToolVersion)
+	j := journal.New(command, strategy, s.cfg.ToolVersion)
 	// The patch goes through argocd-server's API, as with --via argocd: the journal says so, and
 	// an undo with a kubeconfig resolves the cluster as the app's destination.
-	home := cluster.Info{Name: argocd.InClusterName, Server: argocd.InClusterServer, Via: cluster.ViaArgoCDAPI, ArgoCDServer: req.ArgoCDServer}
+	home := cluster.Info{Name: argocd.InClusterName, Server: argocd.InClusterServer, Via: cluster.ViaArgoCDAPI, ArgoCDServer: argocdServer}
 	dest := it.Objects.Info()
-	dest = cluster.Info{Name: dest.Name, Server: dest.Server, Via: cluster.ViaArgoCDAPI, ArgoCDServer: req.ArgoCDServer}
+	dest = cluster.Info{Name: dest.Name, Server: dest.Server, Via: cluster.ViaArgoCDAPI, ArgoCDServer: argocdServer}
 	j.ArgoCD = &journal.ArgoCDRef{Namespace: r.argo.Namespace(), TrackingMethod: string(r.settings.Method),
 		InstanceLabelKey: r.settings.InstanceLabelKey, InstallationID: r.settings.InstallationID, Cluster: j.AddCluster(home)}
 	j.Entries = append(j.Entries, journal.Entry{
@@ -126,7 +158,7 @@ func (s *server) beginRelease(r *request) reply {
 	if err := rec.Close(); err != nil {
 		return fail(http.StatusInternalServerError, "JournalFailed", "write the journal (nothing was changed): %v", err)
 	}
-	s.cfg.logf("release of %s in %s planned by %s: journal %s", it.Ref, r.app.Ref(), r.user, path)
+	s.cfg.logf("%s %s of %s in %s planned by %s: journal %s", command, strategy, it.Ref, r.app.Ref(), r.user, path)
 	return ok(ReleaseStarted{APIVersion: APIVersion, Kind: "UIReleaseStarted", Journal: s.journalRef(j, path), Release: p,
 		Patch: patchRequest(r.app, it.Ref, patch)})
 }
@@ -282,7 +314,7 @@ func (s *server) releaseStatus(r *request) reply {
 	_ = rec.Close()
 	e := j.Entries[0]
 	res := ReleaseResult{APIVersion: APIVersion, Kind: "UIReleaseResult", Journal: s.journalRef(j, rec.Path()), State: string(e.State), Message: e.Error}
-	if e.State == journal.StateApplied {
+	if e.State == journal.StateApplied && j.Command == "detach" {
 		row := argocd.Resource{Group: e.Object.Group, Version: e.Object.Version, Kind: e.Object.Kind, Namespace: e.Object.Namespace, Name: e.Object.Name}
 		o := verify.Judge(r.app, []argocd.Resource{row}, verify.Gone, e.UpdatedAt)
 		v := &Verification{Verified: o.Verified, Fresh: o.Fresh, SyncStatus: o.App.SyncStatus, Lingering: []Resource{}, OutOfSync: []Resource{}}

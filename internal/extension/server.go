@@ -97,6 +97,8 @@ func Handler(cfg Config) (http.Handler, error) {
 		{"POST " + APIPrefix + "/releases", s.beginRelease},
 		{"POST " + APIPrefix + "/releases/{id}/result", s.releaseResult},
 		{"GET " + APIPrefix + "/releases/{id}", s.releaseStatus},
+		{"POST " + APIPrefix + "/guards", s.beginConfirm},
+		{"POST " + APIPrefix + "/guards/{id}/result", s.releaseResult},
 		{"GET " + APIPrefix + "/journals", s.journals},
 		{"POST " + APIPrefix + "/journals/{id}/undo", s.planUndo},
 		{"POST " + APIPrefix + "/journals/{id}/undo/result", s.undoResult},

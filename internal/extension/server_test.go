@@ -247,3 +247,43 @@ func TestRefusedRelease(t *testing.T) {
 		t.Fatal("the tracking is gone although Argo CD refused the patch")
 	}
 }
+
+// The other way to keep a resource requiring pruning: Prune=confirm merged into its sync-options
+// (guard confirm's plan), journaled and sent as a release is; the row then shows the guard.
+func TestConfirm(t *testing.T) {
+	f := newFixture(t)
+	var ans ResourceAnswer
+	f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans)
+	c := ans.Confirm
+	if c.Outcome != "Planned" || len(c.Changes) != 1 || c.Changes[0].Key != argocd.AnnotationSyncOptions || c.Changes[0].After == nil || *c.Changes[0].After != "Prune=confirm" {
+		t.Fatalf("confirm plan %+v", c)
+	}
+	var started ReleaseStarted
+	if code := f.call("POST", "/guards", "argocd:guestbook", ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: c.ResourceVersion}, &started); code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	j, _, err := f.store.Load(started.Journal.Path)
+	if err != nil || j.Command != "guard" || j.Strategy != "confirm" || j.Entries[0].Application == nil {
+		t.Fatalf("journal %+v %v", j, err)
+	}
+	var patch string
+	if err := json.Unmarshal([]byte(started.Patch.Body), &patch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.home.Patch(t.Context(), f.refs["team-a"], []byte(patch), false); err != nil {
+		t.Fatal(err)
+	}
+	var res ReleaseResult
+	if code := f.call("POST", "/guards/"+j.ID+"/result", "argocd:guestbook", Sent{Status: 200}, &res); code != http.StatusOK || res.State != "applied" {
+		t.Fatalf("result %d %+v", code, res)
+	}
+	f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans)
+	if !ans.Item.Guarded || ans.Item.Guards[0].Name != "PruneConfirm" || ans.Confirm.Outcome != "Unchanged" {
+		t.Fatalf("after the guard: %+v %+v", ans.Item, ans.Confirm)
+	}
+	// A resource git still holds gets its sync-options from git: the UI does not guard it.
+	var e Error
+	if code := f.call("POST", "/guards", "argocd:platform", ReleaseRequest{Resource: Resource{Version: "v1", Kind: "ConfigMap", Namespace: "platform", Name: "settings"}, ResourceVersion: "1"}, &e); code != http.StatusNotFound || e.Reason != "NotRequiringPruning" {
+		t.Fatalf("a Synced row: %d %+v", code, e)
+	}
+}

@@ -44,6 +44,8 @@ type uiShown struct {
 	Journal          string `json:"journal"`
 	UndoPlan         string `json:"undoPlan"`
 	UndoResult       string `json:"undoResult"`
+	GuardPlan        string `json:"guardPlan"`
+	Guarded          string `json:"guarded"`
 }
 
 // drive runs one scenario of the host page in headless Chromium against the real argocd-server.
@@ -255,6 +257,24 @@ func TestUIUndoThroughArgoCD(t *testing.T) {
 	}
 
 	row, label := "ConfigMap/"+app.DestNamespace+"/"+name, "ConfigMap "+app.DestNamespace+"/"+name
+
+	// Kept tracked instead, guarded: Prune=confirm through Argo CD's API, then undone there too.
+	guarded := drive(t, install, lab.ServerAdmin, app, "guard", row, label, artifacts)
+	mustContain(t, "the guard's plan", guarded.GuardPlan, argocd.AnnotationSyncOptions, "Prune=confirm")
+	mustContain(t, "the guard", guarded.Guarded, "Guarded")
+	cm, err := env.Kube.CoreV1().ConfigMaps(app.DestNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameExcept(t, "annotations after the guard", before.Annotations, cm.Annotations, nil, map[string]string{argocd.AnnotationSyncOptions: "Prune=confirm"})
+	undoGuard := drive(t, install, lab.ServerAdmin, app, "undo", row, label, artifacts)
+	mustContain(t, "the guard's undo", undoGuard.UndoResult, label+": restored exactly")
+	cm, err = env.Kube.CoreV1().ConfigMaps(app.DestNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameExcept(t, "annotations after the guard's undo", before.Annotations, cm.Annotations, nil, nil)
+	before = cm
 	admin := drive(t, install, lab.ServerAdmin, app, "release", row, label, artifacts)
 	mustContain(t, "the release", admin.Released, "Released", "Synced")
 	app.WaitSynced(t, reverted)
@@ -265,7 +285,7 @@ func TestUIUndoThroughArgoCD(t *testing.T) {
 	sameExcept(t, "annotations after the release", before.Annotations, released.Annotations, []string{argocd.AnnotationTrackingID}, nil)
 
 	undo := drive(t, install, lab.ServerAdmin, app, "undo", row, label, artifacts)
-	mustContain(t, "the undo through Argo CD", undo.UndoResult, label+": tracking restored exactly")
+	mustContain(t, "the undo through Argo CD", undo.UndoResult, label+": restored exactly")
 	restored, err := env.Kube.CoreV1().ConfigMaps(app.DestNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil || restored.UID != before.UID {
 		t.Fatalf("the ConfigMap after the undo: %v", err)
