@@ -88,6 +88,7 @@ try {
         const journal = page.locator('[data-testid="journal"]', {hasText: opts.resourceLabel});
         await journal.first().waitFor(long);
         out.journal = await journal.first().innerText();
+        const id = await journal.first().getAttribute('data-journal');
         await snap('journals');
         await journal.getByTestId('undo').first().click();
         await page.getByTestId('undo-plan').waitFor(long);
@@ -97,6 +98,10 @@ try {
         await page.getByTestId('undo-result').waitFor(long);
         out.undoResult = await text('undo-result');
         out.undoCommand = await text('undo-command');
+        if (out.undoResult.includes('restored exactly')) {
+            // The list is read again after an undo: the journal says so.
+            await page.locator(`[data-testid="journal"][data-journal="${id}"]`, {hasText: 'undone'}).waitFor({timeout: 20000});
+        }
         await snap('undo-result');
     }
 } catch (e) {

@@ -293,13 +293,13 @@ function UndoHint({journal}) {
 function Journals({application: app, onChange}) {
     const [state, reload] = useAnswer(() => backend(app, 'GET', '/journals'), [app.metadata.name, app.metadata.resourceVersion]);
     if (state.error) {
-        return h('div', null, h('h5', null, 'Releases made here'), h(Failure, {error: state.error}));
+        return h('div', null, h('h5', null, 'Changes made here'), h(Failure, {error: state.error}));
     }
     const items = (state.doc && state.doc.items) || [];
     return h(
         'div',
         {'data-testid': 'journals'},
-        h('h5', {style: {marginTop: '1em'}}, 'Releases made here'),
+        h('h5', {style: {marginTop: '1em'}}, 'Changes made here (releases, guards)'),
         items.length === 0 && h('p', {style: styles.note}, 'None yet.'),
         items.map(j => h(JournalRow, {key: j.id, journal: j, application: app, onChange: () => (reload(), onChange())}))
     );

@@ -287,3 +287,42 @@ func TestConfirm(t *testing.T) {
 		t.Fatalf("a Synced row: %d %+v", code, e)
 	}
 }
+
+// The undo of a UI release: planned by the engine's undo, sent by the browser, marked undone from
+// what the object shows, and the journal list says so.
+func TestUndoOfARelease(t *testing.T) {
+	f := newFixture(t)
+	var ans ResourceAnswer
+	f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans)
+	var started ReleaseStarted
+	f.call("POST", "/releases", "argocd:guestbook", ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion}, &started)
+	var patch string
+	_ = json.Unmarshal([]byte(started.Patch.Body), &patch)
+	if _, err := f.home.Patch(t.Context(), f.refs["team-a"], []byte(patch), false); err != nil {
+		t.Fatal(err)
+	}
+	var res ReleaseResult
+	f.call("POST", "/releases/"+started.Journal.ID+"/result", "argocd:guestbook", Sent{Status: 200}, &res)
+	var undo UndoAnswer
+	if code := f.call("POST", "/journals/"+started.Journal.ID+"/undo", "argocd:guestbook", nil, &undo); code != http.StatusOK || len(undo.Items) != 1 || undo.Items[0].Patch == nil {
+		t.Fatalf("undo plan %d %+v", code, undo)
+	}
+	if err := json.Unmarshal([]byte(undo.Items[0].Patch.Body), &patch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.home.Patch(t.Context(), f.refs["team-a"], []byte(patch), false); err != nil {
+		t.Fatal(err)
+	}
+	var done UndoResult
+	if code := f.call("POST", "/journals/"+started.Journal.ID+"/undo/result", "argocd:guestbook", UndoSent{Entry: 0, Sent: Sent{Status: 200}}, &done); code != http.StatusOK || done.State != "undone" {
+		t.Fatalf("undo result %d %+v", code, done)
+	}
+	var list JournalList
+	f.call("GET", "/journals", "argocd:guestbook", nil, &list)
+	if len(list.Items) != 1 || list.Items[0].Entries[0].State != "undone" {
+		t.Fatalf("journals after the undo: %+v", list.Items)
+	}
+	if got := f.home.Object(f.refs["team-a"]).Annotations[argocd.AnnotationTrackingID]; got != "guestbook:/Namespace:guestbook/team-a" {
+		t.Fatalf("tracking after the undo: %q", got)
+	}
+}
