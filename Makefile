@@ -13,8 +13,9 @@ APP_NAMESPACES ?=
 KCM ?= on
 REMOTE ?=
 SERVER ?=
+UI ?=
 LAB_DIR ?= $(CURDIR)/.lab
-export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES KCM REMOTE SERVER LAB_DIR
+export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES KCM REMOTE SERVER UI LAB_DIR
 
 # Components `make test` needs: the control plane and every Argo CD version the lab runs, each with
 # the helm and kustomize its repo-server runs (lab/modules/argocd-VERSION/repo-server-tools).
@@ -24,7 +25,7 @@ LAB_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_VERSIONS),argocd-$(v) 
 # What `make demo` needs: the control plane and the one Argo CD version it runs, with its repo-server's tools.
 DEMO_COMPONENTS = etcd kubernetes argocd-$(ARGOCD_VERSION) $(call repo_server_tools,$(ARGOCD_VERSION))
 
-.PHONY: help deps build dist docs lab-build lab-up lab-down lab-status test test-unit test-lab demo bench fuzz vet
+.PHONY: help deps build dist docs extension lab-build lab-up lab-down lab-status test test-unit test-lab demo bench fuzz vet
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -54,13 +55,16 @@ dist: ## cross-compile the release archives into dist/ with checksums and the kr
 	rm -rf dist
 	$(GO) run ./hack/dist -out dist $(if $(VERSION),-version $(VERSION))
 
+extension: ## build the Argo CD UI extension into extension/dist (bundle, installer tarball, host page)
+	cd extension && npm ci --no-audit --no-fund && node build.mjs
+
 docs: ## regenerate the command reference, docs/commands/*.md, from the command tree
 	$(GO) run ./hack/gendocs -dir docs/commands
 
 lab-build: deps ## build the lab's binaries (or find them in the cache)
 	@bash lab/build.sh $(LAB_COMPONENTS) >/dev/null
 
-lab-up: deps ## start the lab (ARGOCD_VERSION, TRACKING, REMOTE=1, SERVER=1, …); last line: KUBECONFIG=<path>
+lab-up: deps ## start the lab (ARGOCD_VERSION, TRACKING, REMOTE=1, SERVER=1, UI=1, …); last line: KUBECONFIG=<path>
 	@$(GO) run ./lab/cmd/lab up
 
 lab-down: ## stop exactly what lab-up started
@@ -77,8 +81,9 @@ vet: ## go vet, with and without the lab build tag
 
 # test/krew and test/prometheus are modules of their own (krew's and Prometheus's requirements would
 # replace the tool's client-go).
-test-unit: ## pure and command tests (no lab), the krew manifest checked by krew, the alerts by Prometheus
+test-unit: deps ## pure and command tests (no lab), the UI extension's (node, headless Chromium), the krew manifest checked by krew, the alerts by Prometheus
 	$(GO) test -count=1 ./...
+	cd extension && npm ci --no-audit --no-fund && npm test
 	cd test/krew && $(GO) test -count=1 ./...
 	cd test/prometheus && $(GO) test -count=1 ./...
 

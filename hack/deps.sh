@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs the operating-system packages the lab and the tests need, when they are missing:
-# redis-server (Argo CD's cache) and git (Argo CD's repo-server reads file:// repositories).
-# Go comes with the machine; everything else is built from Go modules by lab/build.sh.
+# redis-server (Argo CD's cache), git (Argo CD's repo-server reads file:// repositories), and
+# chromium, headless, for the UI extension's browser tests (extension/; npm installs its packages
+# from extension/package-lock.json). Go and Node.js come with the machine; everything else is built
+# from Go modules by lab/build.sh.
 set -euo pipefail
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v git >/dev/null 2>&1 || missing+=(git)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then

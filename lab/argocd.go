@@ -35,6 +35,8 @@ type ArgoCDConfig struct {
 	// Server also runs argocd-server (plain HTTP on 127.0.0.1, no dex) with the local users of
 	// ServerUsers, for tests and operators who reach clusters only through Argo CD's API.
 	Server bool `json:"server,omitempty"`
+	// UI also runs unprune's UI extension with argocd-server (which it needs): see lab/ui.go.
+	UI bool `json:"ui,omitempty"`
 }
 
 // ArgoCDVersions are the Argo CD releases the lab can build.
@@ -90,6 +92,9 @@ func (c ArgoCDConfig) Validate() error {
 	if c.Namespace == "" {
 		return fmt.Errorf("an Argo CD installation needs a namespace")
 	}
+	if c.UI && !c.Server {
+		return fmt.Errorf("UI=1 needs argocd-server: set SERVER=1 too")
+	}
 	return nil
 }
 
@@ -104,6 +109,8 @@ type ArgoCD struct {
 	// ServerURL is argocd-server's plain-HTTP address (http://127.0.0.1:PORT) when Config.Server.
 	ServerURL  string `json:"serverURL,omitempty"`
 	ServerPort int    `json:"serverPort,omitempty"`
+	// UI is the UI extension, when Config.UI.
+	UI *UI `json:"ui,omitempty"`
 	// ControllerKubeconfig is the application controller's own: ServiceAccount ControllerAccount's
 	// token, whose rights are the release's ClusterRole for the controller.
 	ControllerKubeconfig string `json:"controllerKubeconfig"`
@@ -340,11 +347,16 @@ func startServer(ctx context.Context, st *State, a *ArgoCD, bin, home string, en
 	if len(cfg.AppNamespaces) > 0 {
 		args = append(args, "--application-namespaces="+strings.Join(cfg.AppNamespaces, ","))
 	}
+	if cfg.UI {
+		if err := prepareUI(ctx, st, a, home); err != nil {
+			return err
+		}
+	}
 	server := process{
 		Name: cfg.component("server"),
 		Path: bin,
 		Args: args,
-		Env:  append([]string{"ARGOCD_BINARY_NAME=argocd-server"}, env...),
+		Env:  append(append([]string{"ARGOCD_BINARY_NAME=argocd-server"}, env...), serverUIEnv(cfg)...),
 		Dir:  home,
 	}
 	if _, err := server.start(st.Dir); err != nil {
@@ -355,6 +367,9 @@ func startServer(ctx context.Context, st *State, a *ArgoCD, bin, home string, en
 		return err
 	}
 	a.ServerURL, a.ServerPort = url, port
+	if cfg.UI {
+		return startUIBackend(ctx, st, a, home)
+	}
 	return nil
 }
 
@@ -380,7 +395,7 @@ func hashPasswords(ctx context.Context, bin, home string) (map[string]string, er
 
 func stopArgoCD(st *State, a ArgoCD) error {
 	var errs []string
-	for _, role := range []string{"server", "applicationset-controller", "application-controller", "repo-server", "redis"} {
+	for _, role := range []string{"unprune-extension", "server", "applicationset-controller", "application-controller", "repo-server", "redis"} {
 		if err := stopProcess(st.Dir, a.Config.component(role), 10*time.Second); err != nil {
 			errs = append(errs, err.Error())
 		}

@@ -229,6 +229,7 @@ func Down(dir string) error {
 		return 0
 	}
 	var errs []error
+	defer releaseExtensions(dir)
 	for pass := 0; pass <= 3; pass++ {
 		for _, n := range names {
 			if order(n) == pass {
@@ -246,8 +247,8 @@ func describe(c Config) string {
 		return fmt.Sprintf("control plane only, kcm=%t, remote=%t", c.KCM, c.Remote)
 	}
 	a := c.ArgoCD
-	return fmt.Sprintf("argocd %s, tracking=%q, instanceLabelKey=%q, installationID=%q, appNamespaces=%v, server=%t, kcm=%t, remote=%t",
-		a.Version, a.Tracking, a.InstanceLabelKey, a.InstallationID, a.AppNamespaces, a.Server, c.KCM, c.Remote)
+	return fmt.Sprintf("argocd %s, tracking=%q, instanceLabelKey=%q, installationID=%q, appNamespaces=%v, server=%t, ui=%t, kcm=%t, remote=%t",
+		a.Version, a.Tracking, a.InstanceLabelKey, a.InstallationID, a.AppNamespaces, a.Server, a.UI, c.KCM, c.Remote)
 }
 
 // binaries are the folders holding each built component.

@@ -178,6 +178,7 @@ and puts guards in place.
 		NewGuardCommand(g, streams),
 		NewCheckCommand(g, streams),
 		NewWatchCommand(g, streams),
+		NewExtensionCommand(g, streams),
 		NewVersionCommand(g, streams),
 	)
 	if g.program != NameUnprune {

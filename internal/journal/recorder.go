@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -33,11 +34,14 @@ type Recorder struct {
 }
 
 func newRecorder(s *Store, path string, j *Journal) (*Recorder, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	r := &Recorder{store: s, path: path, j: j, stop: make(chan struct{}), stopped: make(chan struct{})}
+	if s.Backing == nil {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return nil, fmt.Errorf("open journal %s: %w", path, err)
+		}
+		r.file = f
 	}
-	r := &Recorder{store: s, path: path, file: f, j: j, stop: make(chan struct{}), stopped: make(chan struct{})}
 	interval := s.FlushInterval
 	if interval <= 0 {
 		interval = 20 * time.Millisecond
@@ -129,8 +133,10 @@ func (r *Recorder) Sync() error {
 	if failed != nil || len(buf) == 0 {
 		return failed
 	}
-	_, err := r.file.Write(buf)
-	if err == nil {
+	var err error
+	if b := r.store.Backing; b != nil {
+		err = b.Append(context.Background(), r.path, buf)
+	} else if _, err = r.file.Write(buf); err == nil {
 		err = r.file.Sync()
 	}
 	if err != nil {
@@ -164,7 +170,9 @@ func (r *Recorder) Close() error {
 	close(r.stop)
 	<-r.stopped
 	err := r.Sync()
-	if cerr := r.file.Close(); err == nil && cerr != nil {
+	if r.file == nil {
+		// Backed: nothing to close.
+	} else if cerr := r.file.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("close journal %s: %w", r.path, cerr)
 	}
 	if err != nil {
@@ -179,6 +187,12 @@ func (r *Recorder) Close() error {
 		return fmt.Errorf("compact journal %s: %w", r.path, verr)
 	case eerr != nil:
 		return fmt.Errorf("compact journal %s: %w", r.path, eerr)
+	}
+	if b := r.store.Backing; b != nil {
+		if err := b.Replace(context.Background(), r.path, data); err != nil {
+			return fmt.Errorf("compact journal %s: %w", r.path, err)
+		}
+		return nil
 	}
 	return writeAtomic(r.path, data, true, r.store.write)
 }

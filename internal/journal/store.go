@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -53,8 +54,16 @@ type Store struct {
 	// 0 means 20ms.
 	FlushInterval time.Duration
 
+	// Backing, when set, keeps the journals instead of files in Dir (see Backing).
+	Backing Backing
+
 	// write writes data to a temp file; tests replace it to inject failures.
 	write func(f *os.File, data []byte) error
+}
+
+// NewBackedStore returns a Store keeping its journals in b, with clock now (nil: time.Now).
+func NewBackedStore(b Backing, now func() time.Time) *Store {
+	return &Store{Dir: b.Where(), Backing: b, Now: now}
 }
 
 // NewStore returns a Store for dir with clock now (nil: time.Now).
@@ -70,7 +79,12 @@ func (s *Store) now() time.Time {
 }
 
 // Path returns the file path of the journal with the given ID.
-func (s *Store) Path(id string) string { return filepath.Join(s.Dir, id+Ext) }
+func (s *Store) Path(id string) string {
+	if s.Backing != nil {
+		return s.Backing.Path(id)
+	}
+	return filepath.Join(s.Dir, id+Ext)
+}
 
 // Create writes j as a new file, every entry planned, fsynced before it returns, and returns a
 // Recorder that appends the outcomes. It assigns an ID and createdAt if empty, validates j, creates
@@ -90,8 +104,10 @@ func (s *Store) Create(j *Journal) (*Recorder, error) {
 			j.Entries[i].UpdatedAt = j.CreatedAt
 		}
 	}
-	if err := ensureDir(s.Dir); err != nil {
-		return nil, err
+	if s.Backing == nil {
+		if err := ensureDir(s.Dir); err != nil {
+			return nil, err
+		}
 	}
 	generated := j.ID == ""
 	for attempt := 0; ; attempt++ {
@@ -124,6 +140,9 @@ func (s *Store) create(j *Journal) (string, error) {
 		return "", fmt.Errorf("create journal %s: encode: %w", j.ID, err)
 	}
 	path := s.Path(j.ID)
+	if s.Backing != nil {
+		return path, s.Backing.Create(context.Background(), path, data)
+	}
 	return path, writeAtomic(path, data, false, s.write)
 }
 
@@ -166,6 +185,10 @@ func (s *Store) newID(j *Journal) (string, error) {
 // Load reads the journal at path after checking that nobody else could have written it or its
 // directory. torn reports a last record cut short by a crash (dropped).
 func (s *Store) Load(path string) (j *Journal, torn bool, err error) {
+	if s.Backing != nil {
+		j, torn, _, err = s.loadBacked(path)
+		return j, torn, err
+	}
 	if err := checkPrivate(filepath.Dir(path), true); err != nil {
 		return nil, false, err
 	}
@@ -181,6 +204,13 @@ func (s *Store) Load(path string) (j *Journal, torn bool, err error) {
 
 // Open loads the journal at path and returns a Recorder to append to it (undo).
 func (s *Store) Open(path string) (*Recorder, error) {
+	if s.Backing != nil {
+		j, _, canonical, err := s.loadBacked(path)
+		if err != nil {
+			return nil, err
+		}
+		return newRecorder(s, canonical, j)
+	}
 	j, _, err := s.Load(path)
 	if err != nil {
 		return nil, err
@@ -237,6 +267,17 @@ func (s *Store) List() ([]Summary, error) {
 // each loads every journal file of the directory, in directory order. A missing directory means no
 // journals.
 func (s *Store) each(fn func(path string, j *Journal, torn bool, err error)) error {
+	if s.Backing != nil {
+		paths, err := s.Backing.List(context.Background())
+		if err != nil {
+			return fmt.Errorf("list journals in %s: %w", s.Dir, err)
+		}
+		for _, path := range paths {
+			j, torn, _, err := s.loadBacked(path)
+			fn(path, j, torn, err)
+		}
+		return nil
+	}
 	des, err := os.ReadDir(s.Dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -322,4 +363,14 @@ func (s *Store) Releases(uids map[string]bool) map[string]Release {
 		}
 	})
 	return out
+}
+
+// loadBacked reads a journal from the Backing; canonical is its path however it was named.
+func (s *Store) loadBacked(path string) (j *Journal, torn bool, canonical string, err error) {
+	data, canonical, err := s.Backing.Read(context.Background(), path)
+	if err != nil {
+		return nil, false, "", fmt.Errorf("read journal %s: %w", path, err)
+	}
+	j, torn, err = decode(canonical, data)
+	return j, torn, canonical, err
 }

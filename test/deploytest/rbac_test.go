@@ -32,6 +32,19 @@ func rules(t *testing.T, role map[string]any) []rule {
 
 func asSlice(v any) []any { s, _ := v.([]any); return s }
 
+// noWildcardNoSecrets: a rule names its groups and resources, and Secrets are not among them.
+func noWildcardNoSecrets(t *testing.T, where string, r rule) {
+	t.Helper()
+	for _, s := range append(append([]string{}, r.groups...), r.resources...) {
+		if strings.Contains(s, "*") {
+			t.Errorf("%s: wildcard", where)
+		}
+	}
+	if slices.Contains(r.resources, "secrets") {
+		t.Errorf("%s: Secrets", where)
+	}
+}
+
 // TestRBACLeastPrivilege: the base grants reads only, except Events (create, patch) and its own Lease
 // (create; get and update by name); no wildcard; no Secrets; nothing that writes elsewhere.
 func TestRBACLeastPrivilege(t *testing.T) {
@@ -44,14 +57,7 @@ func TestRBACLeastPrivilege(t *testing.T) {
 	for _, role := range roles {
 		for _, r := range rules(t, role) {
 			where := fmt.Sprintf("%s rule %+v", role["kind"], r)
-			for _, s := range append(append([]string{}, r.groups...), r.resources...) {
-				if strings.Contains(s, "*") {
-					t.Errorf("%s: wildcard", where)
-				}
-			}
-			if slices.Contains(r.resources, "secrets") {
-				t.Errorf("%s: Secrets", where)
-			}
+			noWildcardNoSecrets(t, where, r)
 			for _, v := range r.verbs {
 				switch {
 				case slices.Contains(read, v):

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/unprune/unprune/internal/backend/kube"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/journal/cmstore"
 	"github.com/unprune/unprune/internal/printer"
 )
 
@@ -242,6 +244,9 @@ func (s *live) Destination(ctx context.Context, c cluster.Info) (cluster.Objects
 
 func (s *live) Journals() (*journal.Store, error) {
 	dir := s.cfg.JournalDir
+	if ns, ok := cmstore.Namespace(dir); ok {
+		return s.configMapJournals(ns)
+	}
 	if dir == "" {
 		var err error
 		if dir, err = journal.DefaultDir(s.Getenv, os.UserHomeDir); err != nil {
@@ -249,6 +254,26 @@ func (s *live) Journals() (*journal.Store, error) {
 		}
 	}
 	return journal.NewStore(dir, s.Now), nil
+}
+
+// configMapJournals is the store of the journals of releases made in Argo CD's UI (package
+// cmstore): ConfigMaps in a namespace of the kubeconfig's cluster, written by the UI extension's
+// backend. Building it connects to nothing.
+func (s *live) configMapJournals(namespace string) (*journal.Store, error) {
+	if namespace == "" {
+		return nil, fmt.Errorf("--journal-dir %sNAMESPACE: name the namespace of the journals' ConfigMaps", cmstore.Scheme)
+	}
+	cfg, err := s.cfg.Kubeconfig.ToRESTConfig()
+	if err != nil {
+		return nil, fmt.Errorf("journals in ConfigMaps: cannot build a client from your kubeconfig: %v (set --kubeconfig or --context)", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cms := cmstore.New(client, namespace)
+	cms.FieldManager = s.cfg.FieldManager
+	return journal.NewBackedStore(cms, s.Now), nil
 }
 
 // lazy is a value made on first use; a failure is not kept, so a later call tries again.

@@ -6,7 +6,8 @@
 //
 // Configuration comes from the environment, as `make lab-up VAR=…` passes it: ARGOCD_VERSION
 // (v3.6.1, v3.0.23, v2.14.11 or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES,
-// KCM, REMOTE (a second cluster, registered with the installation), SERVER (argocd-server), LAB_DIR.
+// KCM, REMOTE (a second cluster, registered with the installation), SERVER (argocd-server), UI
+// (unprune's UI extension, with SERVER), LAB_DIR.
 package main
 
 import (
@@ -75,6 +76,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				fmt.Fprintf(stderr, "lab:   %-8s %s\n", u.Name, u.Role)
 				fmt.Fprintf(stderr, "lab:            argocd login 127.0.0.1:%d --plaintext --username %s --password %s\n", a.ServerPort, u.Name, u.Password)
 			}
+			if ui := a.UI; ui != nil {
+				fmt.Fprintf(stderr, "lab: unprune's UI extension in Argo CD's API: open %s and sign in as one of the users above (the host page stands in for Argo CD's UI; see docs/ui.md)\n", ui.URL)
+				fmt.Fprintf(stderr, "lab:   backend %s (unprune extension); journals of UI releases: unprune undo --journal-dir configmaps:%s --list\n", ui.BackendURL, ui.JournalNamespace)
+			}
 			fmt.Fprintf(stderr, "lab:   or: curl -s %s/api/v1/session -H 'Content-Type: application/json' -d '{\"username\":\"admin\",\"password\":\"%s\"}'  (a JWT for Authorization: Bearer)\n",
 				a.ServerURL, lab.ServerAdmin.Password)
 		}
@@ -133,6 +138,10 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	ui, err := onOff(getenv, "UI", false)
+	if err != nil {
+		return cfg, err
+	}
 	version := getenv("ARGOCD_VERSION")
 	if version == "" {
 		version = "v3.6.1"
@@ -158,6 +167,7 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 		InstallationID:   getenv("INSTALLATION_ID"),
 		AppNamespaces:    appNamespaces,
 		Server:           server,
+		UI:               ui,
 	}
 	return cfg, cfg.ArgoCD.Validate()
 }

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/unprune/unprune/internal/extension"
+	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/journal/cmstore"
+	"github.com/unprune/unprune/internal/version"
+)
+
+// ExtensionOptions are `unprune extension`'s inputs.
+type ExtensionOptions struct {
+	*GlobalOptions
+	genericiooptions.IOStreams
+
+	Listen           string
+	TokenFile        string
+	JournalNamespace string
+
+	config extension.Config
+}
+
+// tokenEnv holds the token when no --token-file is given.
+const tokenEnv = "UNPRUNE_EXTENSION_TOKEN"
+
+// NewExtensionCommand builds `unprune extension`.
+func NewExtensionCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ExtensionOptions{GlobalOptions: g, IOStreams: streams, Listen: "127.0.0.1:8080"}
+	cmd := &cobra.Command{
+		Use:   "extension",
+		Short: "Serve the backend of unprune's Argo CD UI extension (read-only, long-running)",
+		Long: `Serve the backend that argocd-server's proxy extension forwards unprune's UI extension to: for
+each Application, what a prune would delete and what guards it (audit's answer), whether deleting
+the app cascades into high-risk resources, and for a resource requiring pruning the release plan
+with its metadata diff — the same plan as unprune detach.
+
+It changes no resource: the browser sends each release to argocd-server's own API with the user's
+session, so Argo CD's RBAC for that user decides (applications, update on the app). It writes only
+the journal of each release made in the UI, in ConfigMaps of --journal-namespace (before the patch,
+then completed from what the cluster shows), where ` + "`unprune undo --journal-dir configmaps:NAMESPACE`" + `
+finds them.
+
+Requests must carry the token that argocd-server adds from its extension config (header
+Unprune-Token, a key of argocd-secret); give the same token in --token-file or $` + tokenEnv + `.
+Out of the cluster it uses your kubeconfig; in a pod, its ServiceAccount. See docs/ui.md and
+deploy/components/ui-extension.`,
+		Example: `  # As deploy/components/ui-extension runs it
+  unprune extension --listen :8080 --token-file /etc/unprune-extension/token --journal-namespace argocd
+
+  # On a laptop, against the lab
+  UNPRUNE_EXTENSION_TOKEN=secret unprune extension --journal-namespace argocd`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Listen, "listen", o.Listen, "address to serve on (:8080 in a pod)")
+	f.StringVar(&o.TokenFile, "token-file", "", "file holding the token argocd-server sends in header Unprune-Token (default $"+tokenEnv+")")
+	f.StringVar(&o.JournalNamespace, "journal-namespace", "", "namespace of the ConfigMaps journaling UI releases (default: -n, or the pod's namespace)")
+	return cmd
+}
+
+// Complete reads the token and builds the session and the journal store.
+func (o *ExtensionOptions) Complete() error {
+	if o.Via == ViaArgoCD {
+		return usageError("unprune extension reads Argo CD through the Kubernetes API: --via argocd is not supported (the browser talks to argocd-server)")
+	}
+	if err := o.GlobalOptions.Complete(); err != nil {
+		return err
+	}
+	token := o.getenv(tokenEnv)
+	if o.TokenFile != "" {
+		b, err := os.ReadFile(o.TokenFile)
+		if err != nil {
+			return usageError("--token-file: %v", err)
+		}
+		token = string(b)
+	}
+	if strings.TrimSpace(token) == "" {
+		return usageError("no token: put the value argocd-server sends in header Unprune-Token (the argocd-secret key its extension.config.unprune names) in --token-file or $%s; see docs/ui.md", tokenEnv)
+	}
+	ns := o.JournalNamespace
+	if ns == "" {
+		var err error
+		if ns, _, err = o.ConfigFlags.ToRawKubeConfigLoader().Namespace(); err != nil || ns == "" {
+			return usageError("the journals' namespace: set --journal-namespace")
+		}
+	}
+	cfg, err := o.ConfigFlags.ToRESTConfig()
+	if err != nil {
+		return usageError("cannot build a client from your kubeconfig or the pod's ServiceAccount: %v (set --kubeconfig)", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return failure(err)
+	}
+	o.config = extension.Config{
+		Session: o.session,
+		Journals: func(requestedBy string) *journal.Store {
+			cms := cmstore.New(client, ns)
+			cms.RequestedBy, cms.FieldManager = requestedBy, o.FieldManager
+			return journal.NewBackedStore(cms, o.Now)
+		},
+		UndoCommand: func(id string) string {
+			return fmt.Sprintf("%s undo --journal-dir %s%s %s --yes", o.program, cmstore.Scheme, ns, id)
+		},
+		Token:       token,
+		ToolVersion: version.Get().String(),
+		Now:         o.Now,
+		Log:         o.ErrOut,
+	}
+	return nil
+}
+
+// Run serves until interrupted.
+func (o *ExtensionOptions) Run(ctx context.Context) error {
+	if err := extension.Serve(ctx, o.Listen, o.config); err != nil {
+		return failure(err)
+	}
+	return nil
+}

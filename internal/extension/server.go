@@ -1,0 +1,234 @@
+package extension
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cli/session"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/journal"
+)
+
+// Headers argocd-server sets (server/extension/extension.go) and the one its extension config adds.
+const (
+	HeaderApplication = "Argocd-Application-Name" // NAMESPACE:NAME, checked by argocd-server
+	HeaderProject     = "Argocd-Project-Name"
+	HeaderNamespace   = "Argocd-Namespace" // Argo CD's own namespace
+	HeaderUsername    = "Argocd-Username"
+	HeaderGroups      = "Argocd-User-Groups"
+	// HeaderToken carries the shared secret argocd-server adds from `extension.config.unprune`
+	// (a value of argocd-secret): the proof that a request passed argocd-server's checks.
+	HeaderToken = "Unprune-Token"
+	// HeaderVersion is the extension bundle's version, sent by the browser; answers carry the
+	// backend's, so that the UI can say when they differ.
+	HeaderVersion = "Unprune-Version"
+)
+
+// APIPrefix starts every path of the backend's API.
+const APIPrefix = "/api/v1alpha1"
+
+// Config is what the backend needs.
+type Config struct {
+	// Session reaches Argo CD and its destinations, read-only.
+	Session session.Session
+	// Journals returns the store of UI releases, recording who asked (as Argo CD names them).
+	Journals func(requestedBy string) *journal.Store
+	// UndoCommand is the command line that undoes a journal with a kubeconfig, for the UI to show.
+	UndoCommand func(journalID string) string
+	// Token is what HeaderToken must hold.
+	Token       string
+	ToolVersion string
+	Now         func() time.Time
+	Log         io.Writer
+}
+
+func (c Config) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}
+
+func (c Config) logf(format string, args ...any) {
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, "%s "+format+"\n", append([]any{c.now().UTC().Format(time.RFC3339)}, args...)...)
+	}
+}
+
+// Validate refuses a configuration that would serve without the proof of argocd-server's checks.
+func (c Config) Validate() error {
+	switch {
+	case c.Session == nil:
+		return errors.New("no session")
+	case c.Journals == nil:
+		return errors.New("no journal store")
+	case strings.TrimSpace(c.Token) == "":
+		return errors.New("no token: argocd-server must send one (extension.config.unprune headers), and the backend must require it")
+	}
+	return nil
+}
+
+// server serves the API.
+type server struct{ cfg Config }
+
+// Handler is the backend's HTTP handler.
+func Handler(cfg Config) (http.Handler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &server{cfg: cfg}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	routes := []struct {
+		pattern string
+		fn      handlerFunc
+	}{
+		{"GET " + APIPrefix + "/application", s.application},
+		{"GET " + APIPrefix + "/resource", s.resource},
+		{"POST " + APIPrefix + "/releases", s.beginRelease},
+		{"POST " + APIPrefix + "/releases/{id}/result", s.releaseResult},
+		{"GET " + APIPrefix + "/releases/{id}", s.releaseStatus},
+		{"POST " + APIPrefix + "/guards", s.beginConfirm},
+		{"POST " + APIPrefix + "/guards/{id}/result", s.releaseResult},
+		{"GET " + APIPrefix + "/journals", s.journals},
+		{"POST " + APIPrefix + "/journals/{id}/undo", s.planUndo},
+		{"POST " + APIPrefix + "/journals/{id}/undo/result", s.undoResult},
+	}
+	for _, r := range routes {
+		mux.Handle(r.pattern, s.scoped(r.fn))
+	}
+	return mux, nil
+}
+
+// Serve listens on addr until ctx ends.
+func Serve(ctx context.Context, addr string, cfg Config) error {
+	h, err := Handler(cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	cfg.logf("unprune UI extension backend listening on %s", ln.Addr())
+	stop := context.AfterFunc(ctx, func() {
+		shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+	})
+	defer stop()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// request is one call, scoped to the Application argocd-server authorized.
+type request struct {
+	*http.Request
+	argo     cluster.ArgoCD
+	settings cluster.Settings
+	app      argocd.Application
+	// user is who clicked, as argocd-server names them (for the journal; never a permission).
+	user string
+}
+
+// reply is an answer: a status and a document (or an error).
+type reply struct {
+	status int
+	doc    any
+}
+
+type handlerFunc func(r *request) reply
+
+// Error is the document of a refusal or failure.
+type Error struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Reason is a machine-readable code; Message says what happened and what to do.
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+func fail(status int, reason, format string, args ...any) reply {
+	return reply{status, Error{APIVersion: APIVersion, Kind: "Error", Reason: reason, Message: fmt.Sprintf(format, args...)}}
+}
+
+func ok(doc any) reply { return reply{http.StatusOK, doc} }
+
+// scoped checks the token and the app headers, reads the app and runs fn.
+func (s *server) scoped(fn handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rep := s.serve(r, fn)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set(HeaderVersion, s.cfg.ToolVersion)
+		w.WriteHeader(rep.status)
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rep.doc)
+		if rep.status >= 400 {
+			if e, isErr := rep.doc.(Error); isErr {
+				s.cfg.logf("%s %s (%s, app %s): %d %s: %s", r.Method, r.URL.Path, r.Header.Get(HeaderUsername), r.Header.Get(HeaderApplication), rep.status, e.Reason, e.Message)
+			}
+		}
+	})
+}
+
+func (s *server) serve(r *http.Request, fn handlerFunc) reply {
+	got := r.Header.Get(HeaderToken)
+	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(strings.TrimSpace(s.cfg.Token))) != 1 {
+		return fail(http.StatusUnauthorized, "Unauthorized", "this backend answers only argocd-server's proxy extension: the request lacks the %s argocd-server adds (extension.config.unprune in argocd-cm)", HeaderToken)
+	}
+	ns, name, found := strings.Cut(r.Header.Get(HeaderApplication), ":")
+	if !found || ns == "" || name == "" {
+		return fail(http.StatusBadRequest, "BadRequest", "header %s must name the Application as NAMESPACE:NAME", HeaderApplication)
+	}
+	ctx := r.Context()
+	argo, err := s.cfg.Session.ArgoCD(ctx)
+	if err != nil {
+		return fail(http.StatusBadGateway, "ArgoCDUnreachable", "%v", err)
+	}
+	if want := r.Header.Get(HeaderNamespace); want != "" && want != argo.Namespace() {
+		return fail(http.StatusBadRequest, "OtherInstallation", "this backend serves the Argo CD in namespace %s, not the one in %s", argo.Namespace(), want)
+	}
+	settings, err := s.cfg.Session.Settings(ctx)
+	if err != nil {
+		return fail(http.StatusBadGateway, "ArgoCDUnreachable", "%v", err)
+	}
+	app, err := argo.GetApplication(ctx, ns, name)
+	if err != nil {
+		if cluster.IsNotFound(err) {
+			return fail(http.StatusNotFound, "ApplicationNotFound", "Application %s/%s does not exist", ns, name)
+		}
+		return fail(http.StatusBadGateway, "ArgoCDUnreachable", "read Application %s/%s: %v", ns, name, err)
+	}
+	if p := r.Header.Get(HeaderProject); p != "" && p != app.Project {
+		return fail(http.StatusBadRequest, "ProjectMismatch", "Application %s is in project %s, not %s", app.Ref(), app.Project, p)
+	}
+	user := r.Header.Get(HeaderUsername)
+	if g := r.Header.Get(HeaderGroups); g != "" {
+		user += " (groups " + g + ")"
+	}
+	return fn(&request{Request: r, argo: argo, settings: settings, app: app, user: user})
+}
+
+// decodeBody reads a JSON request body strictly.
+func decodeBody(r *request, into any) error {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(into); err != nil {
+		return fmt.Errorf("the request body is not what this backend (%s) reads: %v", APIPrefix, err)
+	}
+	return nil
+}

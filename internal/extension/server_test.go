@@ -1,0 +1,328 @@
+package extension
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cli/session"
+	"github.com/unprune/unprune/internal/cli/session/sessiontest"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/cluster/clustertest"
+	"github.com/unprune/unprune/internal/journal"
+)
+
+const token = "s3cret-token"
+
+var t0 = time.Date(2026, 12, 1, 22, 0, 0, 0, time.UTC)
+
+type fixture struct {
+	t     *testing.T
+	home  *clustertest.Cluster
+	argo  *clustertest.ArgoCD
+	refs  map[string]cluster.Ref
+	h     http.Handler
+	store *journal.Store
+}
+
+// newFixture is Argo CD with app guestbook stuck on team-a (no guard) and kube-system (immortal),
+// and app platform, whose ConfigMap requires nothing; journals go to a file store in a temp dir
+// (the ConfigMap store behaves the same: package cmstore's tests).
+func newFixture(t *testing.T) *fixture {
+	s := argocd.NewSettings(map[string]string{argocd.SettingTrackingMethod: "annotation"}, nil)
+	home := clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer)
+	argo := clustertest.NewArgoCD("argocd", home, s)
+	argo.Now = func() time.Time { return t0.Add(2 * time.Second) }
+	f := &fixture{t: t, home: home, argo: argo, refs: map[string]cluster.Ref{}}
+	app := argocd.Application{Name: "guestbook", Project: "default", SyncStatus: "OutOfSync",
+		Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "guestbook"}}
+	for _, ns := range []string{"kube-system", "team-a"} {
+		id := argocd.TrackingID{Instance: "guestbook", Kind: "Namespace", Namespace: "guestbook", Name: ns}
+		f.refs[ns] = home.Add("", "Namespace", "", ns, map[string]string{"team": "storage"}, map[string]string{argocd.AnnotationTrackingID: id.String(), "note": "keep me"})
+		app.Resources = append(app.Resources, argocd.Resource{Version: "v1", Kind: "Namespace", Name: ns, Status: "OutOfSync", RequiresPruning: true})
+	}
+	argo.AddApp(app)
+	id := argocd.TrackingID{Instance: "platform", Kind: "ConfigMap", Namespace: "platform", Name: "settings"}
+	f.refs["settings"] = home.Add("", "ConfigMap", "platform", "settings", nil, map[string]string{argocd.AnnotationTrackingID: id.String()})
+	argo.AddApp(argocd.Application{Name: "platform", Project: "infra", SyncStatus: "Synced", Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "platform"},
+		Resources: []argocd.Resource{{Version: "v1", Kind: "ConfigMap", Namespace: "platform", Name: "settings", Status: "Synced"}}})
+	sess := &sessiontest.Session{Argo: argo, Config: session.Config{Now: func() time.Time { return t0 }}, Env: map[string]string{}, Rand: sessiontest.Counter()}
+	f.store = journal.NewStore(filepath.Join(t.TempDir(), "journal"), func() time.Time { return t0 })
+	f.store.Rand = sessiontest.Counter()
+	h, err := Handler(Config{Session: sess, Journals: func(string) *journal.Store { return f.store }, Token: token, ToolVersion: "v0.0.0-test",
+		UndoCommand: func(id string) string { return "unprune undo --journal-dir configmaps:argocd " + id + " --yes" }, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.h = h
+	return f
+}
+
+// call sends a request as argocd-server's proxy would for app (NAMESPACE:NAME) and decodes the answer.
+func (f *fixture) call(method, path, app string, body any, into any, headers ...string) int {
+	f.t.Helper()
+	var r *bytes.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	} else {
+		r = bytes.NewReader(nil)
+	}
+	req := httptest.NewRequest(method, APIPrefix+path, r)
+	req.Header.Set(HeaderToken, token)
+	req.Header.Set(HeaderApplication, app)
+	req.Header.Set(HeaderUsername, "admin")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, req)
+	if into != nil {
+		if err := json.Unmarshal(rec.Body.Bytes(), into); err != nil {
+			f.t.Fatalf("%s %s: %d %s: %v", method, path, rec.Code, rec.Body, err)
+		}
+	}
+	return rec.Code
+}
+
+func TestOnlyThroughArgoCDsProxy(t *testing.T) {
+	f := newFixture(t)
+	for _, tc := range []struct {
+		name    string
+		headers []string
+		want    int
+		reason  string
+	}{
+		{"no token", []string{HeaderToken, ""}, http.StatusUnauthorized, "Unauthorized"},
+		{"wrong token", []string{HeaderToken, "guess"}, http.StatusUnauthorized, "Unauthorized"},
+		{"no app", []string{HeaderApplication, ""}, http.StatusBadRequest, "BadRequest"},
+		{"another installation", []string{HeaderNamespace, "argocd-other"}, http.StatusBadRequest, "OtherInstallation"},
+		{"another project", []string{HeaderProject, "infra"}, http.StatusBadRequest, "ProjectMismatch"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var e Error
+			if got := f.call("GET", "/application", "argocd:guestbook", nil, &e, tc.headers...); got != tc.want || e.Reason != tc.reason {
+				t.Fatalf("got %d %+v, want %d %s", got, e, tc.want, tc.reason)
+			}
+		})
+	}
+	if _, err := Handler(Config{Session: &sessiontest.Session{}, Journals: func(string) *journal.Store { return f.store }}); err == nil {
+		t.Fatal("a backend without a token must not start")
+	}
+}
+
+func TestApplicationAnswer(t *testing.T) {
+	f := newFixture(t)
+	var a ApplicationAnswer
+	if code := f.call("GET", "/application", "argocd:guestbook", nil, &a); code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	if a.Summary != (ApplicationSummary{RequiresPruning: 2, HighRisk: 2, Unguarded: 1, UnguardedHighRisk: 1}) {
+		t.Fatalf("summary %+v", a.Summary)
+	}
+	// High risk first, the unguarded before the guarded.
+	if len(a.Items) != 2 || a.Items[0].Resource.Name != "team-a" || a.Items[0].Guarded || a.Items[1].Resource.Name != "kube-system" || !a.Items[1].Guarded {
+		t.Fatalf("items %+v", a.Items)
+	}
+	if g := a.Items[1].Guards; len(g) != 1 || g[0].Name != "ImmortalNamespace" || !g[0].Hard {
+		t.Fatalf("kube-system's guards %+v", g)
+	}
+	if a.Cascade.Finalizer != "" || len(a.Cascade.HighRisk) != 0 {
+		t.Fatalf("an app without a resources finalizer cascades into nothing: %+v", a.Cascade)
+	}
+}
+
+func TestResourceOfAnotherAppIsRefused(t *testing.T) {
+	f := newFixture(t)
+	var e Error
+	if code := f.call("GET", "/resource?kind=ConfigMap&namespace=platform&name=settings", "argocd:guestbook", nil, &e); code != http.StatusNotFound || e.Reason != "NotInApplication" {
+		t.Fatalf("got %d %+v", code, e)
+	}
+}
+
+// A release: the plan and its diff, the journal written before the patch, the patch the browser
+// sends through argocd-server, and the journal completed from what the object then shows.
+func TestRelease(t *testing.T) {
+	f := newFixture(t)
+	var ans ResourceAnswer
+	if code := f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans); code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	p := ans.Release
+	if p.Outcome != "Planned" || len(p.Changes) != 1 || p.Changes[0].Key != argocd.AnnotationTrackingID || p.Changes[0].After != nil {
+		t.Fatalf("plan %+v", p)
+	}
+	if !strings.Contains(p.Diff, `-    argocd.argoproj.io/tracking-id: "guestbook:/Namespace:guestbook/team-a"`) || !strings.Contains(p.Diff, `     note: "keep me"`) {
+		t.Fatalf("diff:\n%s", p.Diff)
+	}
+	if ans.Item.Risk != "High" || ans.Item.Guarded {
+		t.Fatalf("item %+v", ans.Item)
+	}
+
+	// A plan previewed at another resourceVersion is not sent: the user reviews the new one.
+	var e Error
+	req := ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: "0", ArgoCDServer: "https://argocd.example.com"}
+	if code := f.call("POST", "/releases", "argocd:guestbook", req, &e); code != http.StatusConflict || e.Reason != "ChangedSincePreview" {
+		t.Fatalf("stale preview: %d %+v", code, e)
+	}
+	if sums, _ := f.store.List(); len(sums) != 0 {
+		t.Fatalf("a refused release wrote a journal: %+v", sums)
+	}
+
+	req.ResourceVersion = p.ResourceVersion
+	var started ReleaseStarted
+	if code := f.call("POST", "/releases", "argocd:guestbook", req, &started); code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	j, _, err := f.store.Load(started.Journal.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := j.Entries[0]; e.State != journal.StatePlanned || e.Object.UID == "" || len(e.Changes) != 1 || j.Clusters[0].Via != cluster.ViaArgoCDAPI || j.Clusters[0].ArgoCDServer != "https://argocd.example.com" {
+		t.Fatalf("journal before the patch: %+v %+v", j.Clusters, e)
+	}
+	pr := started.Patch
+	if pr.Method != "POST" || pr.Path != "/api/v1/applications/guestbook/resource" || pr.Query["kind"] != "Namespace" || pr.Query["resourceName"] != "team-a" ||
+		pr.Query["patchType"] != "application/merge-patch+json" || pr.Query["appNamespace"] != "argocd" || pr.Query["project"] != "default" {
+		t.Fatalf("patch request %+v", pr)
+	}
+	if !strings.Contains(started.Journal.UndoCommand, j.ID) {
+		t.Fatalf("undo command %q", started.Journal.UndoCommand)
+	}
+	var patch string
+	if err := json.Unmarshal([]byte(pr.Body), &patch); err != nil {
+		t.Fatalf("the body is argocd-server's patch field, a JSON string: %v", err)
+	}
+	want := `{"metadata":{"annotations":{"argocd.argoproj.io/tracking-id":null},"resourceVersion":"` + p.ResourceVersion + `"}}`
+	if patch != want {
+		t.Fatalf("patch %s, want %s", patch, want)
+	}
+
+	// What argocd-server does with it: the merge patch, on the live object.
+	if _, err := f.home.Patch(t.Context(), f.refs["team-a"], []byte(patch), false); err != nil {
+		t.Fatal(err)
+	}
+	var res ReleaseResult
+	if code := f.call("POST", "/releases/"+j.ID+"/result", "argocd:guestbook", Sent{Status: 200}, &res); code != http.StatusOK || res.State != "applied" {
+		t.Fatalf("result %d %+v", code, res)
+	}
+	// Another app's header cannot read or complete it.
+	if code := f.call("GET", "/releases/"+j.ID, "argocd:platform", nil, &e); code != http.StatusForbidden || e.Reason != "OtherApplication" {
+		t.Fatalf("another app: %d %+v", code, e)
+	}
+	var list JournalList
+	if code := f.call("GET", "/journals", "argocd:guestbook", nil, &list); code != http.StatusOK || len(list.Items) != 1 || list.Items[0].Entries[0].State != "applied" {
+		t.Fatalf("journals %d %+v", code, list)
+	}
+	if f.call("GET", "/journals", "argocd:platform", nil, &list); len(list.Items) != 0 {
+		t.Fatalf("platform sees guestbook's journals: %+v", list)
+	}
+}
+
+// Argo CD refused the patch (the viewer): the journal says failed, with no change left to undo.
+func TestRefusedRelease(t *testing.T) {
+	f := newFixture(t)
+	var ans ResourceAnswer
+	f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans)
+	var started ReleaseStarted
+	if code := f.call("POST", "/releases", "argocd:guestbook", ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion}, &started); code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	var res ReleaseResult
+	f.call("POST", "/releases/"+started.Journal.ID+"/result", "argocd:guestbook", Sent{Status: 403, Message: "permission denied"}, &res)
+	if res.State != "failed" || !strings.Contains(res.Message, "Argo CD's RBAC refused the patch (permission denied)") {
+		t.Fatalf("result %+v", res)
+	}
+	j, _, _ := f.store.Load(started.Journal.Path)
+	if e := j.Entries[0]; e.State != journal.StateFailed || len(e.Changes) != 0 {
+		t.Fatalf("entry %+v", e)
+	}
+	if got := f.home.Object(f.refs["team-a"]).Annotations[argocd.AnnotationTrackingID]; got == "" {
+		t.Fatal("the tracking is gone although Argo CD refused the patch")
+	}
+}
+
+// The other way to keep a resource requiring pruning: Prune=confirm merged into its sync-options
+// (guard confirm's plan), journaled and sent as a release is; the row then shows the guard.
+func TestConfirm(t *testing.T) {
+	f := newFixture(t)
+	var ans ResourceAnswer
+	f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans)
+	c := ans.Confirm
+	if c.Outcome != "Planned" || len(c.Changes) != 1 || c.Changes[0].Key != argocd.AnnotationSyncOptions || c.Changes[0].After == nil || *c.Changes[0].After != "Prune=confirm" {
+		t.Fatalf("confirm plan %+v", c)
+	}
+	var started ReleaseStarted
+	if code := f.call("POST", "/guards", "argocd:guestbook", ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: c.ResourceVersion}, &started); code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	j, _, err := f.store.Load(started.Journal.Path)
+	if err != nil || j.Command != "guard" || j.Strategy != "confirm" || j.Entries[0].Application == nil {
+		t.Fatalf("journal %+v %v", j, err)
+	}
+	var patch string
+	if err := json.Unmarshal([]byte(started.Patch.Body), &patch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.home.Patch(t.Context(), f.refs["team-a"], []byte(patch), false); err != nil {
+		t.Fatal(err)
+	}
+	var res ReleaseResult
+	if code := f.call("POST", "/guards/"+j.ID+"/result", "argocd:guestbook", Sent{Status: 200}, &res); code != http.StatusOK || res.State != "applied" {
+		t.Fatalf("result %d %+v", code, res)
+	}
+	f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans)
+	if !ans.Item.Guarded || ans.Item.Guards[0].Name != "PruneConfirm" || ans.Confirm.Outcome != "Unchanged" {
+		t.Fatalf("after the guard: %+v %+v", ans.Item, ans.Confirm)
+	}
+	// A resource git still holds gets its sync-options from git: the UI does not guard it.
+	var e Error
+	if code := f.call("POST", "/guards", "argocd:platform", ReleaseRequest{Resource: Resource{Version: "v1", Kind: "ConfigMap", Namespace: "platform", Name: "settings"}, ResourceVersion: "1"}, &e); code != http.StatusNotFound || e.Reason != "NotRequiringPruning" {
+		t.Fatalf("a Synced row: %d %+v", code, e)
+	}
+}
+
+// The undo of a UI release: planned by the engine's undo, sent by the browser, marked undone from
+// what the object shows, and the journal list says so.
+func TestUndoOfARelease(t *testing.T) {
+	f := newFixture(t)
+	var ans ResourceAnswer
+	f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans)
+	var started ReleaseStarted
+	f.call("POST", "/releases", "argocd:guestbook", ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion}, &started)
+	var patch string
+	_ = json.Unmarshal([]byte(started.Patch.Body), &patch)
+	if _, err := f.home.Patch(t.Context(), f.refs["team-a"], []byte(patch), false); err != nil {
+		t.Fatal(err)
+	}
+	var res ReleaseResult
+	f.call("POST", "/releases/"+started.Journal.ID+"/result", "argocd:guestbook", Sent{Status: 200}, &res)
+	var undo UndoAnswer
+	if code := f.call("POST", "/journals/"+started.Journal.ID+"/undo", "argocd:guestbook", nil, &undo); code != http.StatusOK || len(undo.Items) != 1 || undo.Items[0].Patch == nil {
+		t.Fatalf("undo plan %d %+v", code, undo)
+	}
+	if err := json.Unmarshal([]byte(undo.Items[0].Patch.Body), &patch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.home.Patch(t.Context(), f.refs["team-a"], []byte(patch), false); err != nil {
+		t.Fatal(err)
+	}
+	var done UndoResult
+	if code := f.call("POST", "/journals/"+started.Journal.ID+"/undo/result", "argocd:guestbook", UndoSent{Entry: 0, Sent: Sent{Status: 200}}, &done); code != http.StatusOK || done.State != "undone" {
+		t.Fatalf("undo result %d %+v", code, done)
+	}
+	var list JournalList
+	f.call("GET", "/journals", "argocd:guestbook", nil, &list)
+	if len(list.Items) != 1 || list.Items[0].Entries[0].State != "undone" {
+		t.Fatalf("journals after the undo: %+v", list.Items)
+	}
+	if got := f.home.Object(f.refs["team-a"]).Annotations[argocd.AnnotationTrackingID]; got != "guestbook:/Namespace:guestbook/team-a" {
+		t.Fatalf("tracking after the undo: %q", got)
+	}
+}

@@ -1,0 +1,305 @@
+//go:build lab
+
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cli"
+	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/journal/cmstore"
+	"github.com/unprune/unprune/lab"
+	"github.com/unprune/unprune/lab/labtest"
+	"github.com/unprune/unprune/test/cmdtest"
+)
+
+// uiShown is what extension/e2e/drive.mjs read off the page.
+type uiShown struct {
+	Scenario string   `json:"scenario"`
+	Problems []string `json:"problems"`
+	// ExpectedRefusals are Argo CD's refusals the scenario is about, as Chromium logged them.
+	ExpectedRefusals []string `json:"expectedRefusals"`
+	Error            string   `json:"error"`
+	Screenshots      []string `json:"screenshots"`
+	User             string   `json:"user"`
+	React            string   `json:"react"`
+	Panel            struct{ Summary, First, Cascade string }
+	Flyout           struct{ Summary, Item, Cascade string }
+	Plan             struct{ Changes, Diff string }
+	Released         string `json:"released"`
+	Refused          string `json:"refused"`
+	SyncStatus       string `json:"syncStatus"`
+	PanelAfter       string `json:"panelAfter"`
+	UndoCommand      string `json:"undoCommand"`
+	Journal          string `json:"journal"`
+	UndoPlan         string `json:"undoPlan"`
+	UndoResult       string `json:"undoResult"`
+	GuardPlan        string `json:"guardPlan"`
+	Guarded          string `json:"guarded"`
+}
+
+// drive runs one scenario of the host page in headless Chromium against the real argocd-server.
+func drive(t *testing.T, install *labtest.Install, user lab.ServerUser, app *labtest.App, scenario, resource, label, artifacts string) uiShown {
+	t.Helper()
+	args, _ := json.Marshal(map[string]string{"url": install.State.UI.URL, "user": user.Name, "password": user.Password,
+		"app": app.Namespace + "/" + app.Name, "resource": resource, "resourceLabel": label, "scenario": scenario, "artifacts": artifacts})
+	cmd := exec.Command("node", filepath.Join(install.Env.Root, "extension", "e2e", "drive.mjs"), string(args))
+	cmd.Dir = filepath.Join(install.Env.Root, "extension")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node drive.mjs %s: %v\n%s", scenario, err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var shown uiShown
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &shown); err != nil {
+		t.Fatalf("drive.mjs %s printed %q: %v", scenario, out, err)
+	}
+	t.Logf("%s as %s: %d screenshots in %s", scenario, user.Name, len(shown.Screenshots), artifacts)
+	if shown.Error != "" {
+		t.Fatalf("%s as %s: %s (screenshots in %s)", scenario, user.Name, shown.Error, artifacts)
+	}
+	if len(shown.Problems) > 0 {
+		t.Errorf("%s as %s: the page logged errors: %v", scenario, user.Name, shown.Problems)
+	}
+	return shown
+}
+
+// uiArtifacts is where a test's screenshots go: $UNPRUNE_UI_ARTIFACTS/<test>, else a directory the
+// lab keeps for the test (its path is logged).
+func uiArtifacts(t *testing.T) string {
+	if dir := os.Getenv("UNPRUNE_UI_ARTIFACTS"); dir != "" {
+		return filepath.Join(dir, t.Name())
+	}
+	return filepath.Join(labtest.TempDir(t), "ui-artifacts")
+}
+
+func mustContain(t *testing.T, what, got string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s: %q does not say %q", what, got, w)
+		}
+	}
+}
+
+// uiJournals are the journals the backend wrote, read as `unprune undo` reads them.
+func uiJournals(t *testing.T, env *labtest.Env, namespace string) []journal.Summary {
+	t.Helper()
+	store := journal.NewBackedStore(cmstore.New(env.Kube, namespace), nil)
+	sums, err := store.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sums
+}
+
+// TestUIExtension: in the host page on the real argocd-server v3.6.1, with the extension served by
+// its /extensions.js and the backend behind its proxy extension, the viewer sees the stuck
+// Namespace, its risk and contents, and Argo CD's RBAC refuses the viewer's release (journaled as
+// failed, nothing changed); the admin sees the plan and the diff, releases, and sees the app Synced
+// with the Namespace and its contents intact; the undo in the UI is refused by Argo CD (its API
+// patches only an app's resources) with the command that undoes it, and that command, reading the
+// UI's journal from its ConfigMap, restores the tracking exactly. No page logs an error.
+//
+// It runs on v3.6.1 (the host page with React 19.2.6) and v3.0.23 (React 16.14.0), each with the
+// React its UI pins: the same bundle, unchanged.
+func TestUIExtension(t *testing.T) {
+	for _, tc := range []struct{ version, namespace, react string }{{"v3.6.1", "argocd-ui", "19.2.6"}, {"v3.0.23", "argocd-ui-v30", "16.14.0"}} {
+		t.Run(tc.version, func(t *testing.T) { uiExtension(t, tc.version, tc.namespace, tc.react) })
+	}
+}
+
+func uiExtension(t *testing.T, version, namespace, react string) {
+	env := labtest.Get(t)
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Namespace: namespace, Server: true, UI: true})
+	if install.State.UI == nil {
+		t.Fatal("the lab started no UI extension")
+	}
+	artifacts := uiArtifacts(t)
+	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
+	ns := labtest.UniqueName("ui")
+	t.Cleanup(func() { app.Cluster.DeleteNamespace(ns) })
+	reverted := app.Incident(t, ns, nil)
+	ctx := labtest.Context(t)
+	data := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: ns}, Data: map[string]string{"k": "v"}}
+	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Create(ctx, data, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labels, annotations, uid := metadataOf(t, env, ns)
+	tracking := annotations[argocd.AnnotationTrackingID]
+	if tracking == "" {
+		t.Fatalf("the incident left no tracking-id on %s: %v", ns, annotations)
+	}
+	row, label := "Namespace//"+ns, "Namespace "+ns
+
+	// The viewer sees the same answers, and Argo CD refuses the release.
+	viewer := drive(t, install, lab.ServerViewer, app, "refused", row, label, artifacts)
+	if viewer.React != react {
+		t.Errorf("the host page runs React %s; Argo CD %s's UI pins %s", viewer.React, version, react)
+	}
+	mustContain(t, "the viewer's panel", viewer.Panel.Summary, "1 resource requires pruning", "1 high-risk", "1 unguarded")
+	mustContain(t, "the viewer's panel", viewer.Panel.First, label, "HIGH RISK")
+	mustContain(t, "the viewer's flyout", viewer.Flyout.Item, label, "deleting a namespace deletes everything in it", "Nothing guards this deletion")
+	mustContain(t, "the viewer's plan", viewer.Plan.Diff, "-    "+argocd.AnnotationTrackingID+": ")
+	mustContain(t, "the viewer's refusal", viewer.Refused, "Argo CD's RBAC refused the patch", "permission denied", "nothing was changed")
+	if len(viewer.ExpectedRefusals) != 1 {
+		t.Errorf("want Argo CD's one 403 for the viewer's patch, the page saw %v", viewer.ExpectedRefusals)
+	}
+	l2, a2, uid2 := metadataOf(t, env, ns)
+	sameExcept(t, "labels after the viewer's release", labels, l2, nil, nil)
+	sameExcept(t, "annotations after the viewer's release", annotations, a2, nil, nil)
+	if uid2 != uid {
+		t.Fatalf("the namespace was recreated")
+	}
+	sums := uiJournals(t, env, install.Namespace())
+	if len(sums) != 1 || sums[0].Failed != 1 || sums[0].Applied != 0 {
+		t.Fatalf("after the viewer's refused release, want one journal with one failed entry: %+v", sums)
+	}
+
+	// The admin releases: the diff first, then Synced, nothing deleted.
+	admin := drive(t, install, lab.ServerAdmin, app, "release", row, label, artifacts)
+	mustContain(t, "the admin's panel", admin.Panel.First, label, "HIGH RISK")
+	mustContain(t, "the admin's plan", admin.Plan.Changes, argocd.AnnotationTrackingID)
+	mustContain(t, "the admin's diff", admin.Plan.Diff, "-    "+argocd.AnnotationTrackingID+": ")
+	mustContain(t, "the admin's release", admin.Released, "Released", "Synced", "nothing was deleted")
+	if admin.SyncStatus != "Synced" || admin.PanelAfter != "Nothing requires pruning" {
+		t.Errorf("after the release the page shows %q and %q", admin.SyncStatus, admin.PanelAfter)
+	}
+	app.WaitSynced(t, reverted)
+	l3, a3, uid3 := metadataOf(t, env, ns)
+	if uid3 != uid {
+		t.Fatalf("the namespace was recreated")
+	}
+	sameExcept(t, "labels after the release", labels, l3, nil, nil)
+	sameExcept(t, "annotations after the release", annotations, a3, []string{argocd.AnnotationTrackingID}, nil)
+	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "data", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the namespace's contents: %v", err)
+	}
+	var released journal.Summary
+	for _, s := range uiJournals(t, env, install.Namespace()) {
+		if s.Applied == 1 {
+			released = s
+		}
+	}
+	if released.ID == "" || !strings.Contains(admin.UndoCommand, released.ID) || !strings.Contains(admin.UndoCommand, "--journal-dir configmaps:"+install.Namespace()) {
+		t.Fatalf("the page names %q; the applied journal is %q", admin.UndoCommand, released.ID)
+	}
+
+	// Undo from the UI: Argo CD no longer lists the namespace, so its API cannot patch it; the page
+	// says so and names the command, which restores the tracking exactly from the UI's journal.
+	undo := drive(t, install, lab.ServerAdmin, app, "undo", row, label, artifacts)
+	mustContain(t, "the undo plan", undo.UndoPlan, label, "restore", argocd.AnnotationTrackingID)
+	mustContain(t, "the undo through Argo CD", undo.UndoResult, "no longer lists", "undo with a kubeconfig")
+	fields := strings.Fields(undo.UndoCommand)
+	if len(fields) < 5 || fields[0] != "unprune" || fields[1] != "undo" || fields[2] != "--journal-dir" || fields[3] != "configmaps:"+install.Namespace() {
+		t.Fatalf("the page's undo command %q", undo.UndoCommand)
+	}
+	r := cmdtest.Run(t, env.State.Kubeconfig, fields[3], append([]string{"undo"}, fields[4:]...)...)
+	if r.Code != cli.ExitOK {
+		t.Fatalf("%s: exit %d", undo.UndoCommand, r.Code)
+	}
+	l4, a4, uid4 := metadataOf(t, env, ns)
+	if uid4 != uid {
+		t.Fatalf("the namespace was recreated")
+	}
+	sameExcept(t, "labels after the undo", labels, l4, nil, nil)
+	sameExcept(t, "annotations after the undo", annotations, a4, nil, nil)
+	app.WaitStatus(t, 90*time.Second, "to require pruning of "+ns+" again", labtest.RequiresPruningAt(reverted, "Namespace", ns))
+}
+
+// TestUIUndoThroughArgoCD: where Argo CD still lists a released object — a namespaced one in the
+// app's destination namespace, shown as an orphaned resource by a project that monitors them —
+// its API can patch it, so the UI's undo restores the tracking exactly through argocd-server, as
+// the admin, and the journal says undone.
+func TestUIUndoThroughArgoCD(t *testing.T) {
+	env := labtest.Get(t)
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Namespace: "argocd-ui", Server: true, UI: true})
+	artifacts := uiArtifacts(t)
+	ctx := labtest.Context(t)
+	project := labtest.UniqueName("orphans")
+	if err := env.Create(ctx, map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "AppProject",
+		"metadata": map[string]any{"name": project, "namespace": install.Namespace()},
+		"spec": map[string]any{
+			"sourceRepos":              []any{"*"},
+			"destinations":             []any{map[string]any{"server": "*", "namespace": "*"}},
+			"clusterResourceWhitelist": []any{map[string]any{"group": "*", "kind": "*"}},
+			"orphanedResources":        map[string]any{"warn": false},
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, Project: project})
+	name := labtest.UniqueName("settings")
+	app.Repo.Write(t, app.Path+"/"+name+".yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "+name+"\n  namespace: "+app.DestNamespace+"\ndata:\n  k: v\n")
+	added := app.Repo.Commit(t, "add "+name)
+	app.RefreshUntil(t, 90*time.Second, "to see "+added, func(s labtest.Status) bool { return s.Revision == added })
+	if op := app.Sync(t, false); op.Phase != "Succeeded" {
+		t.Fatalf("sync: %s %s", op.Phase, op.Message)
+	}
+	app.WaitSynced(t, added)
+	reverted := app.Repo.Revert(t)
+	app.RefreshUntil(t, 90*time.Second, "to require pruning of "+name, labtest.RequiresPruningAt(reverted, "ConfigMap", name))
+	before, err := env.Kube.CoreV1().ConfigMaps(app.DestNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	row, label := "ConfigMap/"+app.DestNamespace+"/"+name, "ConfigMap "+app.DestNamespace+"/"+name
+
+	// Kept tracked instead, guarded: Prune=confirm through Argo CD's API, then undone there too.
+	guarded := drive(t, install, lab.ServerAdmin, app, "guard", row, label, artifacts)
+	mustContain(t, "the guard's plan", guarded.GuardPlan, argocd.AnnotationSyncOptions, "Prune=confirm")
+	mustContain(t, "the guard", guarded.Guarded, "Guarded")
+	cm, err := env.Kube.CoreV1().ConfigMaps(app.DestNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameExcept(t, "annotations after the guard", before.Annotations, cm.Annotations, nil, map[string]string{argocd.AnnotationSyncOptions: "Prune=confirm"})
+	undoGuard := drive(t, install, lab.ServerAdmin, app, "undo", row, label, artifacts)
+	mustContain(t, "the guard's undo", undoGuard.UndoResult, label+": restored exactly")
+	cm, err = env.Kube.CoreV1().ConfigMaps(app.DestNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameExcept(t, "annotations after the guard's undo", before.Annotations, cm.Annotations, nil, nil)
+	before = cm
+	admin := drive(t, install, lab.ServerAdmin, app, "release", row, label, artifacts)
+	mustContain(t, "the release", admin.Released, "Released", "Synced")
+	app.WaitSynced(t, reverted)
+	released, err := env.Kube.CoreV1().ConfigMaps(app.DestNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || released.UID != before.UID {
+		t.Fatalf("the ConfigMap after the release: %v", err)
+	}
+	sameExcept(t, "annotations after the release", before.Annotations, released.Annotations, []string{argocd.AnnotationTrackingID}, nil)
+
+	undo := drive(t, install, lab.ServerAdmin, app, "undo", row, label, artifacts)
+	mustContain(t, "the undo through Argo CD", undo.UndoResult, label+": restored exactly")
+	restored, err := env.Kube.CoreV1().ConfigMaps(app.DestNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil || restored.UID != before.UID {
+		t.Fatalf("the ConfigMap after the undo: %v", err)
+	}
+	sameExcept(t, "labels after the undo", before.Labels, restored.Labels, nil, nil)
+	sameExcept(t, "annotations after the undo", before.Annotations, restored.Annotations, nil, nil)
+	undone := false
+	for _, s := range uiJournals(t, env, install.Namespace()) {
+		for _, a := range s.Applications {
+			undone = undone || a.Name == app.Name && s.Undone == 1
+		}
+	}
+	if !undone {
+		t.Fatalf("no journal of %s says undone: %+v", app.Name, uiJournals(t, env, install.Namespace()))
+	}
+	app.WaitStatus(t, 90*time.Second, "to require pruning of "+name+" again", labtest.RequiresPruningAt(reverted, "ConfigMap", name))
+}
