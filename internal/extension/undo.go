@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/printer"
@@ -99,8 +98,9 @@ func (s *server) planUndo(r *request) reply {
 	if !good {
 		return bad
 	}
-	e := &engine.Engine{ArgoCD: r.argo, Settings: r.settings.Settings, ToolVersion: s.cfg.ToolVersion, Now: s.cfg.Now}
-	u, err := e.PlanUndo(r.Context(), rec, s.cfg.Session.Recorded, s.cfg.Session.JournalArgoCD)
+	e := &engine.Engine{ArgoCD: r.argo, Settings: r.settings.Settings, ToolVersion: s.cfg.ToolVersion, Now: s.cfg.Now,
+		Connect: s.cfg.Session.Recorded, ArgoCDOf: s.cfg.Session.JournalArgoCD}
+	u, err := e.PlanUndo(r.Context(), rec)
 	path := rec.Path()
 	_ = rec.Close() // nothing is marked: the browser sends the patches
 	if err != nil {
@@ -110,10 +110,13 @@ func (s *server) planUndo(r *request) reply {
 	for _, it := range u.Items {
 		entry := j.Entries[it.Entry]
 		item := UndoItem{Entry: it.Entry, Resource: entryResource(entry), Plan: planOf(it)}
-		if it.Outcome == engine.OutcomePlanned && r.app.AutoPrune && restoresTracking(it.Plan.Changes) {
+		// The engine patches what lets an app delete only after that app's comparison shows it
+		// declares the object; the browser sends the patches itself and runs no such check, so the
+		// UI refuses those and says what to do.
+		if app := letsDelete(u, it); it.Outcome == engine.OutcomePlanned && app != "" {
 			item.Outcome, item.Reason = string(engine.OutcomeRefused), RefuseAutoPrune
-			item.Message = "Application " + r.app.Ref() + " prunes automatically: restoring the tracking of " + entry.Object.String() +
-				", which git no longer holds, lets Argo CD delete it at once. Turn automated prune off first (or add the resource back to git)."
+			item.Message = "Application " + app + " prunes automatically: putting back what the journal records on " + entry.Object.String() +
+				" lets Argo CD delete it at once unless the app declares it. Turn automated prune off first (or add the resource back to git), or undo with unprune, which asks Argo CD first."
 		}
 		if item.Outcome == string(engine.OutcomePlanned) {
 			patch, err := engine.MergePatch(it.Live.ResourceVersion, it.Plan.Changes)
@@ -131,14 +134,15 @@ func (s *server) planUndo(r *request) reply {
 	return ok(ans)
 }
 
-// restoresTracking: the changes write back a key Argo CD may read for ownership.
-func restoresTracking(changes []journal.Change) bool {
-	for _, c := range changes {
-		if _, has := c.Value(); has && c.Embedded == nil && (c.Key == argocd.AnnotationTrackingID || c.Field == journal.FieldLabel) {
-			return true
+// letsDelete names the app the undo's patch of it lets delete (the step patching its phase lets it),
+// or "".
+func letsDelete(u *engine.Change, it *engine.Item) string {
+	for _, s := range u.Steps {
+		if s.Kind == engine.StepPatch && s.Phase == it.Phase && len(s.Lets) > 0 {
+			return s.Lets[0].String()
 		}
 	}
-	return false
+	return ""
 }
 
 // UndoSent is POST /journals/{id}/undo/result: which entry the browser restored, and what
