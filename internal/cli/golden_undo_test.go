@@ -52,6 +52,13 @@ func TestGoldenUndoRefusals(t *testing.T) {
 		w.mustRun(ExitOK, "detach", "guestbook", "Namespace/team-a", "Namespace/team-b", "--yes")
 	}
 	runGoldens(t, []goldenCase{
+		// Exit 3: guestbook has automated prune since the detach, and its git no longer holds the
+		// namespaces: giving their tracking back would let it delete them at once. Its comparison
+		// shows it does not declare them, so nothing is restored.
+		{name: "undo-refused-auto-prune", args: []string{"undo", "--latest", "--yes"}, setup: func(w *world) {
+			detached(w)
+			w.automate("guestbook")
+		}},
 		// Exit 3: the journal was tampered with (its tracking names another app's object), or the
 		// object was recreated since; nothing is restored.
 		{name: "undo-tampered", args: []string{"undo", "--latest", "--yes"}, setup: func(w *world) {

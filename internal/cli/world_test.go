@@ -210,3 +210,13 @@ func (w *world) manifestSets(name, key, value string) {
 		o.Annotations[argocd.AnnotationLastAppliedConfiguration] = fmt.Sprintf(`{"metadata":{"annotations":{%q:%q},"name":%q}}`, key, value, name)
 	})
 }
+
+// automate gives app automated sync with prune.
+func (w *world) automate(name string) {
+	app, err := w.argo.GetApplication(context.Background(), w.argo.Ns, name)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	app.Automated, app.AutoPrune = true, true
+	w.argo.AddApp(app)
+}
