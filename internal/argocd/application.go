@@ -84,6 +84,10 @@ type Resource struct {
 	// hook with requiresPruning true, even while it is still in git, but no sync prunes hooks and they
 	// never make the app OutOfSync (controller/state.go, CompareAppState).
 	Hook bool `json:"hook,omitempty"`
+	// RequiresDeletionConfirmation: Delete=confirm (from v3.4 also Prune=confirm, and the app's own
+	// options) on the manifest or the live object; deleting the app then waits for
+	// argocd.argoproj.io/deletion-approved before deleting anything (controller/state.go).
+	RequiresDeletionConfirmation bool `json:"requiresDeletionConfirmation,omitempty"`
 }
 
 // String renders KIND[.GROUP]/[NAMESPACE/]NAME, the form RESOURCE arguments take.

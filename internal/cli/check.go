@@ -12,6 +12,7 @@ import (
 	"github.com/unprune/unprune/internal/check"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
+	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/printer"
 )
 
@@ -31,6 +32,8 @@ type CheckOptions struct {
 	AlsoValues []string
 	also       []alsoApp
 	output     outputFlags
+	// ask is argocd-server, when it can answer for Argo CD (nil otherwise).
+	ask check.Oracle
 }
 
 // NewCheckCommand builds `unprune check`.
@@ -113,8 +116,9 @@ func (o *CheckOptions) Validate(args []string) error {
 	switch {
 	case (o.Manifests == "") == (o.Revision == ""):
 		return usageError("give the manifests after the change with --manifests PATH|-, or (with --via argocd) --revision REV")
-	case o.Revision != "" && o.Via != ViaArgoCD:
-		return usageError("--revision needs Argo CD to render the manifests: add --via argocd, or render them yourself and pass --manifests")
+	case o.Revision != "" && !o.apiConfigured():
+		return usageError("--revision needs Argo CD to render the manifests: name its server (%v or $ARGOCD_SERVER, with a token), or use %v argocd; or render them yourself and pass --manifests",
+			option.ArgoCDServer, option.Via)
 	}
 	arg, set := cutSetPrefix(args[0])
 	o.Set = set
@@ -141,6 +145,9 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if o.ask, err = o.oracle(argo); err != nil {
+		return failure(err)
+	}
 	ns := o.App.Namespace
 	if ns == "" {
 		ns = argo.Namespace()
@@ -152,14 +159,15 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return failure(fmt.Errorf("%w (is the app in another namespace? use NAMESPACE/NAME or -n)", err))
 	}
-	manifests, err := o.manifests(ctx, argo, app)
+	manifests, err := o.manifests(ctx, app)
 	if err != nil {
 		return err
 	}
-	rep, err := check.Run(ctx, argo, o.installed.settings, app, manifests)
+	rep, err := check.Run(ctx, argo, o.installed.settings, app, manifests, o.ask)
 	if err != nil {
 		return failure(err)
 	}
+	rep.Answers = append([]check.Answer{o.manifestsAnswer()}, rep.Answers...)
 	check.NoteMoves(ctx, &rep, argo.Namespace())
 	if len(o.also) > 0 {
 		return o.runAlso(ctx, argo, rep, len(manifests))
@@ -187,9 +195,13 @@ func (o *CheckOptions) print(argo cluster.ArgoCD, rep check.Report, manifests in
 		err = o.output.out.Print(o.Out, doc, doc.Names)
 	case len(doc.Items) == 0 && len(doc.Applications) == 0:
 		fmt.Fprintf(o.ErrOut, "The change makes Argo CD adopt no existing object and prune nothing (%s).\n", printer.Count(manifests, "manifest"))
+		if line := printer.AnswersLine(doc.Answers); line != "" && o.ask != nil {
+			fmt.Fprintln(o.ErrOut, line)
+		}
 	default:
 		err = printer.CheckTable(o.Out, o.output.out, doc)
 		printer.CheckMoves(o.ErrOut, doc)
+		printer.CheckFixes(o.ErrOut, doc)
 		if len(doc.Applications) == 0 {
 			fmt.Fprintf(o.ErrOut, "%s, %s, %d high-risk.\n", printer.Count(doc.Summary.Adoptions, "adoption"), printer.Count(doc.Summary.Prunes, "prune"), doc.Summary.High)
 			break
@@ -197,6 +209,9 @@ func (o *CheckOptions) print(argo cluster.ArgoCD, rep check.Report, manifests in
 		fmt.Fprintf(o.ErrOut, "%s, %s, %s deleted (%s with them), %d high-risk.\n",
 			printer.Count(doc.Summary.Adoptions, "adoption"), printer.Count(doc.Summary.Prunes, "prune"), printer.Count(doc.Summary.AppsDeleted, "app"),
 			printer.Count(doc.Summary.CascadeDeletions, "resource"), doc.Summary.High)
+	}
+	if line := printer.AnswersLine(doc.Answers); line != "" && !o.output.out.Document() && o.output.out.Format != "markdown" && (len(doc.Items) > 0 || len(doc.Applications) > 0) {
+		fmt.Fprintln(o.ErrOut, line)
 	}
 	if err != nil {
 		return err
@@ -208,8 +223,16 @@ func (o *CheckOptions) print(argo cluster.ArgoCD, rep check.Report, manifests in
 	return nil
 }
 
+// manifestsAnswer says where the manifests came from.
+func (o *CheckOptions) manifestsAnswer() check.Answer {
+	if o.Manifests != "" {
+		return check.Answer{Question: check.QuestionManifests, By: check.ByGiven}
+	}
+	return check.Answer{Question: check.QuestionManifests, By: check.ByArgoCD, Server: o.ask.Server()}
+}
+
 // manifests reads the desired manifests: from --manifests, or rendered by Argo CD at --revision.
-func (o *CheckOptions) manifests(ctx context.Context, argo cluster.ArgoCD, app argocd.Application) ([]check.Manifest, error) {
+func (o *CheckOptions) manifests(ctx context.Context, app argocd.Application) ([]check.Manifest, error) {
 	if o.Manifests != "" {
 		ms, err := check.ReadManifests(o.Manifests, o.In)
 		if err != nil {
@@ -217,12 +240,12 @@ func (o *CheckOptions) manifests(ctx context.Context, argo cluster.ArgoCD, app a
 		}
 		return ms, nil
 	}
-	docs, err := argo.Manifests(ctx, app, o.Revision)
+	docs, err := o.ask.Manifests(ctx, app, o.Revision)
 	if errors.Is(err, cluster.ErrUnsupported) {
-		return nil, usageError("--revision needs --via argocd")
+		return nil, usageError("--revision needs Argo CD's API")
 	}
 	if err != nil {
 		return nil, failure(err)
 	}
-	return check.ParseManifests("Argo CD's manifests at "+o.Revision, docs)
+	return check.ParseManifests(fmt.Sprintf("Argo CD's manifests at %s (%s)", o.Revision, o.ask.Server()), docs)
 }
