@@ -13,8 +13,10 @@ APP_NAMESPACES ?=
 KCM ?= on
 REMOTE ?=
 SERVER ?=
+APPSET_POLICY ?=
+APPSET_POLICY_OVERRIDE ?=
 LAB_DIR ?= $(CURDIR)/.lab
-export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES KCM REMOTE SERVER LAB_DIR
+export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES KCM REMOTE SERVER APPSET_POLICY APPSET_POLICY_OVERRIDE LAB_DIR
 
 # Components `make test` needs: the control plane and every Argo CD version the lab runs.
 LAB_COMPONENTS := etcd kubernetes argocd-v3.6.1 argocd-v3.0.23 argocd-v2.14.11
@@ -57,7 +59,7 @@ docs: ## regenerate the command reference, docs/commands/*.md, from the command 
 lab-build: deps ## build the lab's binaries (or find them in the cache)
 	@bash lab/build.sh $(LAB_COMPONENTS) >/dev/null
 
-lab-up: deps ## start the lab (ARGOCD_VERSION, TRACKING, REMOTE=1, SERVER=1, …); last line: KUBECONFIG=<path>
+lab-up: deps ## start the lab (ARGOCD_VERSION, TRACKING, REMOTE=1, SERVER=1, APPSET_POLICY=sync, …); last line: KUBECONFIG=<path>
 	@$(GO) run ./lab/cmd/lab up
 
 lab-down: ## stop exactly what lab-up started

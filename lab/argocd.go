@@ -35,6 +35,11 @@ type ArgoCDConfig struct {
 	// Server also runs argocd-server (plain HTTP on 127.0.0.1, no dex) with the local users of
 	// ServerUsers, for tests and operators who reach clusters only through Argo CD's API.
 	Server bool `json:"server,omitempty"`
+	// AppSetPolicy and AppSetPolicyOverride start the ApplicationSet controller with a policy
+	// (lab/appset.go): applicationsetcontroller.policy and .enable.policy.override in
+	// argocd-cmd-params-cm, as a real installation configures it.
+	AppSetPolicy         string `json:"appSetPolicy,omitempty"`
+	AppSetPolicyOverride string `json:"appSetPolicyOverride,omitempty"`
 }
 
 // ArgoCDVersions are the Argo CD releases the lab can build.
@@ -89,6 +94,9 @@ func (c ArgoCDConfig) Validate() error {
 	}
 	if c.Namespace == "" {
 		return fmt.Errorf("an Argo CD installation needs a namespace")
+	}
+	if err := c.validateAppSet(); err != nil {
+		return err
 	}
 	return nil
 }

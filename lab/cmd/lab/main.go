@@ -6,7 +6,8 @@
 //
 // Configuration comes from the environment, as `make lab-up VAR=…` passes it: ARGOCD_VERSION
 // (v3.6.1, v3.0.23, v2.14.11 or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES,
-// KCM, REMOTE (a second cluster, registered with the installation), SERVER (argocd-server), LAB_DIR.
+// KCM, REMOTE (a second cluster, registered with the installation), SERVER (argocd-server),
+// APPSET_POLICY and APPSET_POLICY_OVERRIDE (the ApplicationSet controller's policy), LAB_DIR.
 package main
 
 import (
@@ -158,6 +159,9 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 		InstallationID:   getenv("INSTALLATION_ID"),
 		AppNamespaces:    appNamespaces,
 		Server:           server,
+		// The ApplicationSet controller's policy, through argocd-cmd-params-cm (lab/appset.go).
+		AppSetPolicy:         getenv("APPSET_POLICY"),
+		AppSetPolicyOverride: getenv("APPSET_POLICY_OVERRIDE"),
 	}
 	return cfg, cfg.ArgoCD.Validate()
 }
