@@ -54,6 +54,10 @@ func OpenRepo(ctx context.Context, dir string) (*Repo, error) {
 		for _, line := range strings.Split(strings.TrimSpace(string(remotes)), "\n") {
 			if _, u, ok := strings.Cut(line, " "); ok {
 				r.urls = append(r.urls, u)
+				if filepath.IsAbs(u) {
+					// A remote given as a path is the file:// URL Argo CD is given for it.
+					r.urls = append(r.urls, "file://"+u)
+				}
 			}
 		}
 	}

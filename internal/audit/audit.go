@@ -166,6 +166,7 @@ func Run(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []arg
 		rep.Warnings = append(rep.Warnings, warnings...)
 		mu.Unlock()
 	})
+	noteNamespacedApps(ctx, argo, rep.Rows)
 	family, warnings := familyRows(ctx, argo, s, apps, o)
 	rep.Rows, rep.Warnings = append(rep.Rows, family...), append(rep.Warnings, warnings...)
 	if err := ctx.Err(); err != nil {
@@ -243,4 +244,28 @@ func judge(ctx context.Context, objects cluster.Objects, j *job, s argocd.Settin
 	v := deletion.Judge(obj, deletion.Prune, c)
 	row.Guards, row.Guarded, row.Notes = v.Guards, v.Guarded, append(row.Notes, v.Notes...)
 	return row
+}
+
+// noteNamespacedApps says which Applications a Namespace's deletion would delete with it (apps in
+// any namespace): the namespace controller deletes every object in it, and each app's resources
+// finalizer then cascades. `unprune check` follows each of them.
+func noteNamespacedApps(ctx context.Context, argo cluster.ArgoCD, rows []Row) {
+	for i := range rows {
+		r := &rows[i]
+		if r.Resource.Group != "" || r.Resource.Kind != "Namespace" || r.Guarded ||
+			(r.Cluster.Name != argocd.InClusterName && r.Cluster.Server != argocd.InClusterServer) {
+			continue
+		}
+		apps, err := argo.ListApplications(ctx, cluster.Selector{Namespace: r.Resource.Name})
+		if err != nil || len(apps) == 0 {
+			continue
+		}
+		var names []string
+		for _, a := range apps {
+			names = append(names, a.Ref())
+		}
+		sort.Strings(names)
+		r.Notes = append(r.Notes, fmt.Sprintf("holds %d Application(s) (%s): deleting the namespace deletes them, and their resources finalizers then delete what they track",
+			len(apps), strings.Join(names, ", ")))
+	}
 }

@@ -142,10 +142,30 @@ func setManager(ctx context.Context, argo cluster.ArgoCD, w argocd.Whole) (strin
 		return "", err
 	}
 	set, err := appset.Parse(content)
-	if err != nil || !set.DeletesApps() {
+	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("ApplicationSet %s/%s (applicationsSync %s: an app it stops generating is deleted)", w.Namespace, owner.Name, set.Policy()), nil
+	controller := appset.Controller{Why: "this backend cannot read argocd-cmd-params-cm"}
+	if r, ok := argo.(interface {
+		CmdParams(ctx context.Context) (map[string]string, error)
+	}); ok {
+		if params, err := r.CmdParams(ctx); err == nil {
+			if c, err := appset.ControllerFrom(params); err == nil {
+				controller = c
+			}
+		}
+	}
+	policy, known := set.EffectivePolicy(controller)
+	switch {
+	case !known:
+		return fmt.Sprintf("ApplicationSet %s/%s (its applicationsSync %s; the controller's own policy, which would override it, is not known): an app it stops generating may be deleted",
+			w.Namespace, owner.Name, set.Policy()), nil
+	case !appset.PolicyDeletes(policy):
+		return "", nil
+	case policy != set.Policy():
+		return fmt.Sprintf("ApplicationSet %s/%s (the controller's applicationsSync %s overrides the set's %s: an app it stops generating is deleted)", w.Namespace, owner.Name, policy, set.Policy()), nil
+	}
+	return fmt.Sprintf("ApplicationSet %s/%s (applicationsSync %s: an app it stops generating is deleted)", w.Namespace, owner.Name, policy), nil
 }
 
 // judgeCascade reads what the app's cascade would delete and what guards it: the row is guarded
@@ -238,12 +258,21 @@ func cascaded(ctx context.Context, scope *deletion.Scope, app argocd.Application
 	policy, _ := guard.ReadInstalled(ctx, scope.Objects)
 	members, notes := scope.Members(ctx, app, app.Instance(argocdNamespace))
 	var out []target
+	for _, r := range app.Resources {
+		if r.RequiresDeletionConfirmation {
+			return nil, append(notes, waitsNote(r.String()))
+		}
+	}
 	for _, m := range members {
 		if m.Live == nil {
 			continue
 		}
 		v := deletion.Judge(m.Object, deletion.Cascade, deletion.Context{Version: scope.Settings.Version, AppSyncOptions: app.SyncOptions, Policy: policy,
 			SelfApp: isSelf(m.Object, app)})
+		if v.Outcome == deletion.Waits {
+			// finalizeApplicationDeletion deletes nothing while one resource awaits approval.
+			return nil, append(notes, waitsNote(m.Object.Resource().String()))
+		}
 		if !v.Deletes() {
 			continue
 		}
@@ -251,6 +280,10 @@ func cascaded(ctx context.Context, scope *deletion.Scope, app argocd.Application
 		out = append(out, target{res: o.Resource(), obj: risk.Object{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, Labels: o.Labels, Annotations: o.Annotations}})
 	}
 	return out, notes
+}
+
+func waitsNote(r string) string {
+	return r + " requires deletion confirmation: " + deletion.Approval(deletion.Cascade)
 }
 
 // isSelf: the object is the app's own Application (isSelfReferencedApp).

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/unprune/unprune/internal/appset"
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
@@ -13,7 +14,11 @@ import (
 type setFake struct {
 	*clustertest.ArgoCD
 	policy string
+	// params are argocd-cmd-params-cm (the controller's own policy).
+	params map[string]string
 }
+
+func (s setFake) CmdParams(context.Context) (map[string]string, error) { return s.params, nil }
 
 func (s setFake) GetApplicationSet(context.Context, string, string) (map[string]any, error) {
 	return map[string]any{"metadata": map[string]any{"name": "teams", "namespace": "argocd"},
@@ -69,12 +74,18 @@ func TestFamilyRows(t *testing.T) {
 	for policy, want := range map[string]map[string]bool{
 		"sync":          {"child": false, "guarded": true, "generated": false},
 		"create-update": {"child": false, "guarded": true},
+		// The controller's applicationsetcontroller.policy sync overrides the set's create-update.
+		"create-update+controller sync": {"child": false, "guarded": true, "generated": false},
 	} {
+		var params map[string]string
+		if p, ok := strings.CutSuffix(policy, "+controller sync"); ok {
+			policy, params = p, map[string]string{appset.ParamPolicy: "sync"}
+		}
 		apps, err := argo.ListApplications(context.Background(), cluster.Selector{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, warnings := familyRows(context.Background(), setFake{ArgoCD: argo, policy: policy}, s, apps, Options{})
+		rows, warnings := familyRows(context.Background(), setFake{ArgoCD: argo, policy: policy, params: params}, s, apps, Options{})
 		got := map[string]bool{}
 		for _, r := range rows {
 			got[r.App.Name] = r.Guarded

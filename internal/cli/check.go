@@ -59,10 +59,17 @@ finalizer: with resources-finalizer.argocd.argoproj.io its deletion deletes ever
 recursively; without one they stay, still tracked.
 
 applicationset/NAME checks a change to an ApplicationSet: --manifests holds the set after the change.
-Its list, clusters, git (with --repo-dir), matrix and merge generators are evaluated and its template
-rendered; every app it owns and no longer generates is deleted under applicationsSync sync or
-create-delete, and gets the same answer. Other generators are reported as not evaluated. The manifests are the app's, rendered by your CI (kustomize build, helm template, plain
-YAML: a file, a directory, or - for stdin); with --via argocd, --revision asks Argo CD to render them.
+With argocd-server reachable (--via argocd, or its address in --argocd-server or $ARGOCD_SERVER with a
+token), Argo CD generates the set's Applications itself, every generator included; otherwise unprune
+evaluates its list, clusters, git (with --repo-dir), matrix and merge generators offline, as Argo CD
+does, and reports anything it does not reproduce exactly as not evaluated, never guessed. Every app the
+set owns and no longer generates is deleted when the controller's effective policy deletes apps (the
+set's applicationsSync, unless applicationsetcontroller.policy in argocd-cmd-params-cm overrides it),
+and gets the same answer. A rename gets the advice that deletes nothing under that policy.
+
+The manifests are the app's, rendered by your CI (kustomize build, helm template, plain YAML: a file,
+a directory, or - for stdin); with argocd-server reachable, --revision asks Argo CD to render them.
+The output says which answers came from Argo CD and which unprune computed.
 check reads only: it changes nothing, ever.
 
 --fail-on adoption|high|any turns findings into exit code 1 for CI; -o markdown writes a
@@ -86,8 +93,8 @@ pull-request comment.
 		},
 	}
 	cmd.Flags().StringVar(&o.Manifests, "manifests", "", "the app's manifests after the change: a file, a directory, or - for stdin")
-	cmd.Flags().StringVar(&o.Revision, "revision", "", "with --via argocd: let Argo CD render the app's manifests at this git revision")
-	cmd.Flags().StringVar(&o.RepoDir, "repo-dir", "", "for applicationset/NAME: a checkout of the repository its git generators read, at the change's revision")
+	cmd.Flags().StringVar(&o.Revision, "revision", "", "let Argo CD render the app's manifests at this git revision (needs argocd-server: --via argocd, or --argocd-server/$ARGOCD_SERVER)")
+	cmd.Flags().StringVar(&o.RepoDir, "repo-dir", "", "for applicationset/NAME: a clone of the repository its git generators read; each generator's revision (HEAD, a branch, a tag, a commit) is read from its commits, never its working tree")
 	cmd.Flags().StringVar(&o.FailOn, "fail-on", "", "exit 1 when the change adopts anything (adoption), does anything high-risk (high), or anything at all (any)")
 	cmd.Flags().StringArrayVar(&o.AlsoValues, "also", nil, "also check another app of the same change, as APP=PATH (its manifests after it; repeatable): a resource the change moves between the apps is reported once, as a Move, with the unprune move recipe")
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", fixedCompletion("adoption", "high", "any"))
