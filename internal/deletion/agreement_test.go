@@ -41,7 +41,9 @@ type argo struct {
 	objects searching
 }
 
-func (a argo) Destination(context.Context, argocd.Application) (cluster.Objects, error) { return a.objects, nil }
+func (a argo) Destination(context.Context, argocd.Application) (cluster.Objects, error) {
+	return a.objects, nil
+}
 
 func (a argo) GetApplicationSet(context.Context, string, string) (map[string]any, error) {
 	return nil, fmt.Errorf("no ApplicationSet")
