@@ -9,6 +9,12 @@ package appset
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sort"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -174,7 +180,43 @@ func Evaluate(s ApplicationSet, src Sources) Result {
 		}
 	}
 	sort.Slice(r.Apps, func(i, j int) bool { return r.Apps[i].Name < r.Apps[j].Name })
+	if r.Failed == "" {
+		r.Failed = uncreatable(r.Apps)
+	}
 	return r
+}
+
+// uncreatable says which generated app the API server refuses to create or update (a name that is
+// no DNS subdomain, an invalid label or annotation key): the controller's createOrUpdateInCluster
+// then returns an error, and Reconcile stops before deleting anything. An empty name is a validation
+// error instead, which does not stop the deletion.
+func uncreatable(apps []Generated) string {
+	for _, a := range apps {
+		if a.Name == "" {
+			continue
+		}
+		var problems []string
+		problems = append(problems, validation.IsDNS1123Subdomain(a.Name)...)
+		meta := fields.Map(a.Content, "metadata")
+		labels := map[string]string{}
+		for k, v := range fields.Map(meta, "labels") {
+			labels[k] = fields.String(v)
+		}
+		for _, e := range metav1validation.ValidateLabels(labels, field.NewPath("metadata", "labels")) {
+			problems = append(problems, e.Error())
+		}
+		annotations := map[string]string{}
+		for k, v := range fields.Map(meta, "annotations") {
+			annotations[k] = fields.String(v)
+		}
+		for _, e := range apivalidation.ValidateAnnotations(annotations, field.NewPath("metadata", "annotations")) {
+			problems = append(problems, e.Error())
+		}
+		if len(problems) > 0 {
+			return fmt.Sprintf("the API server refuses Application %q (%s): the controller stops before deleting anything", a.Name, strings.Join(problems, "; "))
+		}
+	}
+	return ""
 }
 
 // GenerationFailed is Argo CD's own generation refusing a set: argocd-server answered, with the

@@ -181,3 +181,59 @@ func installedPolicy(t *testing.T) *guard.Installed {
 	}
 	return p
 }
+
+// TestPruneGuards: what keeps a prune from deleting an object, read from the object alone (the
+// rules scan, audit and check share).
+func TestPruneGuards(t *testing.T) {
+	obj := func(group, kind, name string, annotations map[string]string) Object {
+		return Object{Group: group, Kind: kind, Name: name, Annotations: annotations, Read: true}
+	}
+	tests := []struct {
+		name   string
+		object Object
+		want   []risk.Guard
+	}{
+		{"default namespace", obj("", "Namespace", "default", nil), []risk.Guard{risk.GuardImmortalNamespace}},
+		{"kube-public", obj("", "Namespace", "kube-public", nil), []risk.Guard{risk.GuardImmortalNamespace}},
+		{"ordinary namespace", obj("", "Namespace", "team-a", nil), nil},
+		{"a ConfigMap named default", obj("", "ConfigMap", "default", nil), nil},
+		{"a Namespace kind in another group", obj("example.com", "Namespace", "default", nil), nil},
+		{"Prune=false in a list", obj("", "ConfigMap", "c", syncOptions("ServerSideApply=true, Prune=false")), []risk.Guard{risk.GuardPruneDisabled}},
+		{"Prune=confirm in a list", obj("", "ConfigMap", "c", syncOptions("ServerSideApply=true,Prune=confirm")), []risk.Guard{risk.GuardPruneConfirm}},
+		{"other options only", obj("", "ConfigMap", "c", syncOptions("ServerSideApply=true,PruneLast=true")), nil},
+		{"options are case-sensitive like Argo CD", obj("", "ConfigMap", "c", syncOptions("prune=false")), nil},
+		{"Prune=false in compare-options does nothing", obj("", "ConfigMap", "c", map[string]string{argocd.AnnotationCompareOptions: "Prune=false"}), nil},
+		{"immortal namespace with Prune=false", obj("", "Namespace", "kube-system", syncOptions("Prune=false")), []risk.Guard{risk.GuardImmortalNamespace, risk.GuardPruneDisabled}},
+	}
+	for _, tt := range tests {
+		if got := Judge(tt.object, Prune, Context{Version: v3_6}).Guards; !slices.Equal(got, tt.want) {
+			t.Errorf("%s: guards %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestAppLevelPruneGuards: app-level Prune= options count only from v3.4.0, are soft, and an
+// object's own Prune= entry overrides them.
+func TestAppLevelPruneGuards(t *testing.T) {
+	ns := Object{Kind: "Namespace", Name: "team-a", Read: true}
+	v33, v34 := &argocd.Version{Major: 3, Minor: 3, Patch: 9}, &argocd.Version{Major: 3, Minor: 4}
+	for _, tt := range []struct {
+		name    string
+		version *argocd.Version
+		object  Object
+		app     []string
+		want    []risk.Guard
+		note    bool
+	}{
+		{"v2.14.11 ignores app Prune=false", v2_14, ns, []string{"Prune=false"}, nil, true},
+		{"v3.3.9 ignores app Prune=confirm", v33, ns, []string{"Prune=confirm"}, nil, true},
+		{"v3.4.0 app Prune=false", v34, ns, []string{"Prune=false"}, []risk.Guard{risk.GuardAppPruneDisabled}, false},
+		{"unknown version: not counted", nil, ns, []string{"Prune=false"}, nil, true},
+		{"object overrides app", v34, Object{Kind: "Namespace", Name: "x", Read: true, Annotations: syncOptions("Prune=true")}, []string{"Prune=false"}, nil, true},
+	} {
+		v := Judge(tt.object, Prune, Context{Version: tt.version, AppSyncOptions: tt.app})
+		if !slices.Equal(v.Guards, tt.want) || (len(v.Notes) > 0) != tt.note || v.Guarded {
+			t.Errorf("%s: guards %q (notes %q, guarded %v), want %q (notes %v), never guarded", tt.name, v.Guards, v.Notes, v.Guarded, tt.want, tt.note)
+		}
+	}
+}
