@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/unprune/unprune/internal/cli"
 	"github.com/unprune/unprune/lab"
@@ -362,4 +363,46 @@ func TestChildRenameAdviceFollowed(t *testing.T) {
 		return strings.HasPrefix(annotations[trackingID], renamed+":"), annotations[trackingID]
 	})
 	stop()
+}
+
+// TestPrunedNamespaceTakesItsApps: an app prunes a Namespace that holds an Application (apps in any
+// namespace). check follows the Application the namespace's deletion deletes, through its finalizer
+// into its own namespace; Argo CD and the namespace controller do that.
+func TestPrunedNamespaceTakesItsApps(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	held := "held-apps"
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", AppNamespaces: []string{held}, Namespace: "argocd-held"})
+	parent := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, AutoPrune: true})
+	parent.Repo.Write(t, parent.Path+"/held.yaml", namespaceManifest(held))
+	rev := parent.Repo.Commit(t, "the apps' namespace")
+	parent.RefreshUntil(t, 2*time.Minute, "to take namespace "+held+" over", func(s labtest.Status) bool {
+		r, listed := s.Find("Namespace", held)
+		return s.Revision == rev && listed && r.Status == "Synced"
+	})
+	repo := labtest.NewRepo(t)
+	team, child := labtest.UniqueName("team"), labtest.UniqueName("held")
+	t.Cleanup(func() { env.DeleteNamespace(team) })
+	repo.Write(t, "team/team.yaml", teamManifests(team))
+	repo.Commit(t, "a team")
+	var app map[string]any
+	if err := yaml.Unmarshal([]byte(childApplication(child, held, repo.URL, "team", team, true)), &app); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Create(labtest.Context(t), app); err != nil {
+		t.Fatal(err)
+	}
+	waitTeam(t, env, team)
+
+	doc, code := familyCheck(t, env, install, parent.Name, "--manifests", render(t, parent, nil, "held.yaml"), "--fail-on", "high")
+	a, ok := findApp(doc, child)
+	if !ok || a.Application.Namespace != held || a.Fate != "Cascade" || findResource(a, "Namespace", team) == nil || code != cli.ExitFindings {
+		t.Fatalf("check: %+v, exit %d; want %s/%s deleted with the namespace, its cascade deleting %s", doc.Applications, code, held, child, team)
+	}
+	if !strings.Contains(a.DeletedBy, "deletes Namespace "+held) {
+		t.Errorf("deleted by %q; want the namespace's deletion named", a.DeletedBy)
+	}
+	parent.Repo.Revert(t)
+	parent.Refresh(t)
+	waitNamespaceGone(t, env, team)
 }
