@@ -279,3 +279,12 @@ func TestGoldenCheckFamily(t *testing.T) {
 		golden(t, w, "check-revision-argocd", r, args...)
 	})
 }
+
+// TestGoldenAuditNamespaceHoldsApps: a Namespace a prune would delete names the Applications in it.
+func TestGoldenAuditNamespaceHoldsApps(t *testing.T) {
+	w := newWorld(t)
+	w.argo.AddApp(argocd.Application{Namespace: "team-a", Name: "payments", Project: "default",
+		Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "payments"}})
+	args := []string{"audit", "guestbook", "-o", "jsonpath={.items[1].resource.name}: {.items[1].notes}"}
+	golden(t, w, "audit-namespace-holds-apps", runIn(t, w, NameUnprune, "", args...), args...)
+}
