@@ -2,7 +2,6 @@ package risk
 
 import (
 	"testing"
-
 )
 
 func TestClassify(t *testing.T) {

@@ -18,7 +18,7 @@ var set = map[string]any{"metadata": map[string]any{"name": "teams", "namespace"
 // identity and spec; the apps come back as they are.
 func TestGenerateApplicationSet(t *testing.T) {
 	s := newServer(t, map[string]answer{
-		"GET /api/version": {200, `{"Version":"v3.6.1+abc"}`},
+		"GET /api/version":                      {200, `{"Version":"v3.6.1+abc"}`},
 		"POST /api/v1/applicationsets/generate": {200, `{"applications":[{"metadata":{"name":"a","finalizers":["resources-finalizer.argocd.argoproj.io"]},"spec":{"project":"default"}}]}`},
 	})
 	apps, err := s.argocd(t).GenerateApplicationSet(context.Background(), set)
@@ -52,7 +52,7 @@ func TestGenerateRefusals(t *testing.T) {
 		}
 	}
 	failing := newServer(t, map[string]answer{
-		"GET /api/version": {200, `{"Version":"v3.0.23"}`},
+		"GET /api/version":                      {200, `{"Version":"v3.0.23"}`},
 		"POST /api/v1/applicationsets/generate": {500, `{"code":2,"message":"unable to generate Applications of ApplicationSet: error generating params from git: boom\nlogs"}`},
 	})
 	_, err := failing.argocd(t).GenerateApplicationSet(context.Background(), set)
@@ -61,7 +61,7 @@ func TestGenerateRefusals(t *testing.T) {
 		t.Errorf("failing generation: %v", err)
 	}
 	denied := newServer(t, map[string]answer{
-		"GET /api/version": {200, `{"Version":"v3.6.1"}`},
+		"GET /api/version":                      {200, `{"Version":"v3.6.1"}`},
 		"POST /api/v1/applicationsets/generate": {403, `{"code":7,"message":"permission denied"}`},
 	})
 	if _, err := denied.argocd(t).GenerateApplicationSet(context.Background(), set); err == nil || !strings.Contains(err.Error(), "applicationsets, create") {
