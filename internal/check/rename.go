@@ -168,8 +168,8 @@ func setRenameAdvice(v *argocd.Version, c AppChange, to appset.Generated, setRef
 	case c.Fate != Cascade && appset.PolicyDeletes(policy):
 		return fmt.Sprintf("no resource is deleted: %s has no resources finalizer; %s", c.App.Ref(), after), notes
 	case !appset.PolicyDeletes(policy):
-		return fmt.Sprintf("under applicationsSync %s the set never deletes %s: after the rename both apps claim the same objects until you delete %s without its cascade "+
-			"(argocd app delete %s %s, which removes its finalizer first and deletes nothing); then %s", policy, c.App.Ref(), c.App.Ref(), c.App.Name, longFlag("cascade=false"), after), notes
+		return fmt.Sprintf("under applicationsSync %s the set never deletes %s: after merging the rename both apps claim the same objects until you delete %s yourself, "+
+			"its resources finalizer removed first (%s, then %s: its deletion then deletes nothing); %s", policy, c.App.Ref(), c.App.Ref(), fin.remove(), fin.delete(), after), notes
 	case policy == appset.PolicyCreateDelete:
 		return fmt.Sprintf("under applicationsSync create-delete the set never updates an existing app (preserveResourcesOnDeletion would not reach %s): "+
 			"remove its resources finalizer by hand first (%s), which the set leaves alone; then merge the rename%s: the set deletes %s, which deletes nothing, and %s",
@@ -190,6 +190,10 @@ type finalizerPatch struct {
 
 func (f finalizerPatch) check() string {
 	return fmt.Sprintf("kubectl get applications.argoproj.io -n %s %s -o jsonpath='{.metadata.finalizers}' no longer shows it", f.Namespace, f.Name)
+}
+
+func (f finalizerPatch) delete() string {
+	return fmt.Sprintf("kubectl delete applications.argoproj.io -n %s %s", f.Namespace, f.Name)
 }
 
 func (f finalizerPatch) remove() string {

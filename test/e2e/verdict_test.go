@@ -242,17 +242,20 @@ func kubectlIn(t *testing.T, env *labtest.Env, command string) {
 	}
 }
 
-var kubectlPatch = regexp.MustCompile(`kubectl patch applications\.argoproj\.io [^']*'[^']*'`)
+var (
+	kubectlPatch  = regexp.MustCompile(`kubectl patch applications\.argoproj\.io [^']*'[^']*'`)
+	kubectlDelete = regexp.MustCompile(`kubectl delete applications\.argoproj\.io -n \S+ [a-z0-9.-]*[a-z0-9]`)
+)
 
-// TestSetRenameAdviceFollowed: a rename of a set's template, under the default sync policy and
-// under create-delete. check prints the advice for the set's effective policy; the test follows it
+// TestSetRenameAdviceFollowed: a rename of a set's template, under the default sync policy, under
+// create-delete and under create-update. check prints the advice for the set's effective policy; the test follows it
 // as written, polling the team's namespace all along: nothing is deleted, the old app goes, and the
 // new one takes the namespace over.
 func TestSetRenameAdviceFollowed(t *testing.T) {
 	t.Parallel()
 	env := labtest.Get(t)
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
-	for _, policy := range []string{"sync", "create-delete"} {
+	for _, policy := range []string{"sync", "create-delete", "create-update"} {
 		t.Run(policy, func(t *testing.T) {
 			t.Parallel()
 			repo := labtest.NewRepo(t)
@@ -296,8 +299,18 @@ func TestSetRenameAdviceFollowed(t *testing.T) {
 					t.Fatalf("advice %q; want the finalizer removed by hand, with the command", a.Fix)
 				}
 				kubectlIn(t, env, patch)
+			case "create-update":
+				patch, del := kubectlPatch.FindString(a.Fix), kubectlDelete.FindString(a.Fix)
+				if patch == "" || del == "" || !strings.Contains(a.Fix, "after merging the rename") {
+					t.Fatalf("advice %q; want the merge, then the finalizer removed and the app deleted, with the commands", a.Fix)
+				}
+				updateSet(t, env, renamed)
+				kubectlIn(t, env, patch)
+				kubectlIn(t, env, del)
 			}
-			updateSet(t, env, renamed)
+			if policy != "create-update" {
+				updateSet(t, env, renamed)
+			}
 			waitAppGone(t, env, install.Namespace(), team)
 			next := &labtest.App{Install: install, Name: team + "-v2", Namespace: install.Namespace(), Repo: repo, Path: "teams/" + team, Cluster: env.Cluster}
 			labtest.Eventually(t, 2*time.Minute, "the set to create "+next.Name, func() (bool, string) {
