@@ -166,16 +166,9 @@ func (r *Repo) tree(commit string, dirs bool) ([]entry, error) {
 		return nil, err
 	}
 	var entries []entry
-	for _, rec := range strings.Split(string(out), "\x00") {
-		meta, p, ok := strings.Cut(rec, "\t")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(meta)
-		if len(f) != 3 {
-			continue
-		}
-		entries = append(entries, entry{mode: f[0], object: f[2], path: p})
+	for _, rec := range records(out) {
+		// ls-tree: mode, type, object.
+		entries = append(entries, entry{mode: rec.fields[0], object: rec.fields[2], path: rec.path})
 	}
 	return entries, nil
 }
@@ -253,15 +246,9 @@ func (r *Repo) Files(commit, pattern string) (map[string][]byte, error) {
 		return nil, err
 	}
 	files := map[string][]byte{}
-	for _, rec := range strings.Split(string(out), "\x00") {
-		meta, p, ok := strings.Cut(rec, "\t")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(meta)
-		if len(f) != 3 {
-			continue
-		}
+	for _, rec := range records(out) {
+		// ls-files -s: mode, object, stage.
+		f, p := rec.fields, rec.path
 		switch f[0] {
 		case "120000":
 			return nil, notEvaluated{fmt.Sprintf("the files generator matching the symbolic link %s", p)}
@@ -275,6 +262,23 @@ func (r *Repo) Files(commit, pattern string) (map[string][]byte, error) {
 		files[p] = content
 	}
 	return files, nil
+}
+
+// record is one NUL-terminated line of git's -z output: three fields, a tab, a path.
+type record struct {
+	fields []string
+	path   string
+}
+
+func records(out []byte) []record {
+	var rs []record
+	for _, rec := range strings.Split(string(out), "\x00") {
+		meta, p, ok := strings.Cut(rec, "\t")
+		if f := strings.Fields(meta); ok && len(f) == 3 {
+			rs = append(rs, record{fields: f, path: p})
+		}
+	}
+	return rs
 }
 
 // gitParams evaluates a git generator against the given repository: directories when it lists

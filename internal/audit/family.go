@@ -181,25 +181,11 @@ func judgeCascade(ctx context.Context, scope *deletion.Scope, app argocd.Applica
 			high = append(high, t.res.String())
 		}
 	}
-	row.Notes = append(row.Notes, deletionHooks(whole.Finalizers)...)
+	row.Notes = append(row.Notes, deletion.Hooks(whole.Finalizers)...)
 	row.Guarded = row.Guarded || len(high) == 0
 	row.RiskWhy = fmt.Sprintf("its deletion cascades (%s) into %d resource(s), high-risk: %s", row.Cascade.Finalizer, row.Cascade.Resources, orNone(strings.Join(high, ", ")))
 }
 
-// deletionHooks says when the app's deletion runs hooks: its pre-/post-delete finalizers are what
-// make Argo CD run them (controller/appcontroller.go finalizeApplicationDeletion).
-func deletionHooks(finalizers []string) []string {
-	var out []string
-	for _, f := range finalizers {
-		switch {
-		case strings.HasPrefix(f, argocd.FinalizerPreDelete):
-			out = append(out, "PreDelete hooks run first (finalizer "+f+"): the cascade waits until they complete")
-		case strings.HasPrefix(f, argocd.FinalizerPostDelete):
-			out = append(out, "PostDelete hooks run once its resources are deleted (finalizer "+f+")")
-		}
-	}
-	return out
-}
 
 // CascadeHighRisk returns the high-risk resources that deleting app would delete with it, for an app
 // that has a resources finalizer: its rows high-risk by identity (CRDs never go with it), read live

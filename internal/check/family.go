@@ -205,7 +205,7 @@ func (d *follower) app(ctx context.Context, home cluster.Objects, namespace, nam
 	}
 	c.Finalizer = argocd.CascadeFinalizer(whole.Finalizers)
 	c.finalizers, c.sourceTypes = whole.Finalizers, whole.SourceTypes
-	c.Notes = append(c.Notes, deletionHooks(whole.Finalizers)...)
+	c.Notes = append(c.Notes, deletion.Hooks(whole.Finalizers)...)
 	c.Fate = Orphaned
 	if c.Finalizer != "" {
 		c.Fate = Cascade

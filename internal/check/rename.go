@@ -216,20 +216,6 @@ func (c AppChange) finalizerPatch() finalizerPatch {
 	return finalizerPatch{Namespace: c.App.Namespace, Name: c.App.Name, Finalizers: c.finalizers}
 }
 
-// deletionHooks says when deleting the app runs hooks: its pre-/post-delete finalizers make Argo CD
-// run them (controller/appcontroller.go finalizeApplicationDeletion; PreDelete hooks from v3.3).
-func deletionHooks(finalizers []string) []string {
-	var out []string
-	for _, f := range finalizers {
-		switch {
-		case strings.HasPrefix(f, argocd.FinalizerPreDelete):
-			out = append(out, "its PreDelete hooks run first (finalizer "+f+"): nothing is deleted until they complete")
-		case strings.HasPrefix(f, argocd.FinalizerPostDelete):
-			out = append(out, "its PostDelete hooks run once its resources are deleted (finalizer "+f+")")
-		}
-	}
-	return out
-}
 
 // longFlag spells a long option of another program (kubectl's, argocd's) in the commands advice
 // prints: unprune's own options are named through internal/option.

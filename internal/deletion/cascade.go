@@ -176,3 +176,18 @@ func Approval(e Event) string {
 	return "the cascade deletes nothing until argocd.argoproj.io/deletion-approved (a timestamp at or after the app's deletion) is set on the Application; " +
 		"that one approval releases every confirm-gated deletion of the cascade at once"
 }
+
+// Hooks says when deleting an app runs hooks: its pre-/post-delete finalizers make Argo CD run them
+// (controller/appcontroller.go finalizeApplicationDeletion; PreDelete hooks from v3.3).
+func Hooks(finalizers []string) []string {
+	var out []string
+	for _, f := range finalizers {
+		switch {
+		case strings.HasPrefix(f, argocd.FinalizerPreDelete):
+			out = append(out, "its PreDelete hooks run first (finalizer "+f+"): nothing is deleted until they complete")
+		case strings.HasPrefix(f, argocd.FinalizerPostDelete):
+			out = append(out, "its PostDelete hooks run once its resources are deleted (finalizer "+f+")")
+		}
+	}
+	return out
+}
