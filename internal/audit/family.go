@@ -186,7 +186,6 @@ func judgeCascade(ctx context.Context, scope *deletion.Scope, app argocd.Applica
 	row.RiskWhy = fmt.Sprintf("its deletion cascades (%s) into %d resource(s), high-risk: %s", row.Cascade.Finalizer, row.Cascade.Resources, orNone(strings.Join(high, ", ")))
 }
 
-
 // CascadeHighRisk returns the high-risk resources that deleting app would delete with it, for an app
 // that has a resources finalizer: its rows high-risk by identity (CRDs never go with it), read live
 // for what keeps them — an owner, Delete=false, helm's keep, deletion confirmation, unprune's

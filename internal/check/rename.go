@@ -216,7 +216,6 @@ func (c AppChange) finalizerPatch() finalizerPatch {
 	return finalizerPatch{Namespace: c.App.Namespace, Name: c.App.Name, Finalizers: c.finalizers}
 }
 
-
 // longFlag spells a long option of another program (kubectl's, argocd's) in the commands advice
 // prints: unprune's own options are named through internal/option.
 func longFlag(name string) string { return "--" + name }
