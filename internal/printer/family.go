@@ -143,13 +143,13 @@ func checkAppsMarkdown(b *strings.Builder, apps []CheckApp) {
 
 // CheckSet is what a check of an ApplicationSet found (`applicationSet` in a CheckReport).
 type CheckSet struct {
-	// Policy is the applicationsSync the controller applies to the set after the change: the set's
-	// own (sync when unset) unless the controller's policy overrides it.
+	// Policy is the set's own applicationsSync after the change (sync when unset).
 	Policy string `json:"policy"`
-	// SetPolicy is the set's own applicationsSync (sync when unset); ControllerPolicy the
-	// controller's applicationsetcontroller.policy (absent when it has none); PolicyKnown false
-	// when argocd-cmd-params-cm could not be read (policy is then the set's own).
-	SetPolicy                   string `json:"setPolicy"`
+	// EffectivePolicy is what the controller applies to the set: Policy, unless the controller's
+	// applicationsetcontroller.policy overrides it; ControllerPolicy is the controller's (absent when
+	// it has none); PolicyKnown is false when argocd-cmd-params-cm could not be read (the effective
+	// policy is then taken to be the set's own, and a deletion is reported as possible).
+	EffectivePolicy             string `json:"effectivePolicy"`
 	ControllerPolicy            string `json:"controllerPolicy,omitempty"`
 	PolicyKnown                 bool   `json:"policyKnown"`
 	PreserveResourcesOnDeletion bool   `json:"preserveResourcesOnDeletion"`
@@ -176,7 +176,7 @@ func newCheckSet(s *check.SetInfo) *CheckSet {
 	if s == nil {
 		return nil
 	}
-	return &CheckSet{Policy: s.Policy, SetPolicy: s.SetPolicy, ControllerPolicy: s.ControllerPolicy, PolicyKnown: s.PolicyKnown,
+	return &CheckSet{Policy: s.SetPolicy, EffectivePolicy: s.Policy, ControllerPolicy: s.ControllerPolicy, PolicyKnown: s.PolicyKnown,
 		PreserveResourcesOnDeletion: s.Preserve, Owned: orEmpty(s.Owned), Generated: orEmpty(s.Generated), Created: s.Created,
 		GeneratedBefore: s.GeneratedBefore, GeneratedBy: s.GeneratedBy, Server: s.Server, NotEvaluated: s.NotEvaluated, Failed: s.Failed, Notes: s.Notes}
 }
@@ -194,7 +194,7 @@ func checkSetMarkdown(b *strings.Builder, s *CheckSet) {
 		return
 	}
 	fmt.Fprintf(b, "applicationsSync `%s` (%s), preserveResourcesOnDeletion `%v`: it owns %d app(s) and, after the change, generates %d (%d new).\n",
-		s.Policy, policyWords(s), s.PreserveResourcesOnDeletion, len(s.Owned), len(s.Generated), len(s.Created))
+		s.EffectivePolicy, policyWords(s), s.PreserveResourcesOnDeletion, len(s.Owned), len(s.Generated), len(s.Created))
 	if s.Failed != "" {
 		fmt.Fprintf(b, "⚠️ Argo CD's generation fails with the change (%s): the controller creates, updates and deletes nothing for the set while it does.\n", mdCell(s.Failed))
 	}
@@ -214,9 +214,9 @@ func policyWords(s *CheckSet) string {
 		return "the set's own; the controller's policy could not be read"
 	case s.ControllerPolicy == "":
 		return "the set's own"
-	case s.Policy == s.ControllerPolicy && s.SetPolicy != s.ControllerPolicy:
-		return "the controller's, which overrides the set's " + s.SetPolicy
-	case s.Policy == s.ControllerPolicy:
+	case s.EffectivePolicy == s.ControllerPolicy && s.Policy != s.ControllerPolicy:
+		return "the controller's, which overrides the set's " + s.Policy
+	case s.EffectivePolicy == s.ControllerPolicy:
 		return "the controller's"
 	}
 	return "the set's own, which the controller lets override its " + s.ControllerPolicy

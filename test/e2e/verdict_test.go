@@ -193,7 +193,7 @@ func TestControllerPolicyWins(t *testing.T) {
 	changed := createOnly(keep)
 	doc, code := familyCheck(t, env, install, "applicationset/"+name, "--manifests", writeSet(t, changed), "--fail-on", "high")
 	a, ok := findApp(doc, drop)
-	if !ok || a.Fate != "Cascade" || doc.ApplicationSet.Policy != "sync" || doc.ApplicationSet.SetPolicy != "create-only" || code != cli.ExitFindings {
+	if !ok || a.Fate != "Cascade" || doc.ApplicationSet.EffectivePolicy != "sync" || doc.ApplicationSet.Policy != "create-only" || code != cli.ExitFindings {
 		t.Fatalf("check: %+v %+v, exit %d; want %s deleted under the controller's sync", doc.ApplicationSet, doc.Applications, code, drop)
 	}
 	updateSet(t, env, changed)
