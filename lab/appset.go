@@ -4,7 +4,40 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 )
+
+// The ApplicationSet controller's parameters in argocd-cmd-params-cm, and the environment variables
+// its Deployment maps them to (manifests/base/applicationset-controller/
+// argocd-applicationset-controller-deployment.yaml: configMapKeyRef, optional).
+var appSetParams = []struct{ key, env string }{
+	{"applicationsetcontroller.policy", "ARGOCD_APPLICATIONSET_CONTROLLER_POLICY"},
+	{"applicationsetcontroller.enable.policy.override", "ARGOCD_APPLICATIONSET_CONTROLLER_ENABLE_POLICY_OVERRIDE"},
+	{"applicationsetcontroller.enable.new.git.file.globbing", "ARGOCD_APPLICATIONSET_CONTROLLER_ENABLE_NEW_GIT_FILE_GLOBBING"},
+}
+
+// appSetFieldManager owns the controller's keys of argocd-cmd-params-cm, apart from the keys the
+// installation's own apply owns.
+const appSetFieldManager = "unprune-lab-applicationset"
+
+func (c ArgoCDConfig) validateAppSet() error {
+	switch c.AppSetPolicy {
+	case "", "sync", "create-only", "create-update", "create-delete":
+	default:
+		return fmt.Errorf("APPSET_POLICY=%q is not an ApplicationSet policy; use sync, create-only, create-update or create-delete (or leave it empty: sets choose)", c.AppSetPolicy)
+	}
+	switch c.AppSetPolicyOverride {
+	case "", "true", "false":
+	default:
+		return fmt.Errorf("APPSET_POLICY_OVERRIDE=%q: use true or false (or leave it empty for the controller's default: on only without a policy)", c.AppSetPolicyOverride)
+	}
+	return nil
+}
 
 // startApplicationSetController runs Argo CD's ApplicationSet controller — the same argocd binary,
 // named by ARGOCD_BINARY_NAME — out of the cluster beside the application controller, as
@@ -12,9 +45,15 @@ import (
 // release's ServiceAccount may create, update and delete Applications, which admin covers), and
 // the installation's repo-server for git generators. Its metrics, probe and webhook servers bind to
 // 127.0.0.1 (cmd/argocd-applicationset-controller/commands/applicationset_controller.go: they
-// default to every interface). No --policy flag: the default, sync, which a set may override with
-// syncPolicy.applicationsSync.
+// default to every interface). Its policy comes from argocd-cmd-params-cm, as the shipped
+// Deployment passes it: the lab writes cfg's policy keys there, reads the ConfigMap back and maps
+// each key it finds to the controller's environment. Without keys, the default: sync, which a
+// set's syncPolicy.applicationsSync overrides.
 func startApplicationSetController(ctx context.Context, st *State, cfg ArgoCDConfig, bin, home string, env []string, repoServerPort int) error {
+	params, err := appSetEnvironment(ctx, st, cfg)
+	if err != nil {
+		return fmt.Errorf("ApplicationSet controller of %s: %w", cfg.Namespace, err)
+	}
 	ports, err := freePorts(3)
 	if err != nil {
 		return err
@@ -32,7 +71,7 @@ func startApplicationSetController(ctx context.Context, st *State, cfg ArgoCDCon
 			"--repo-server-plaintext",
 			"--loglevel=info",
 		},
-		Env: append([]string{"ARGOCD_BINARY_NAME=argocd-applicationset-controller"}, env...),
+		Env: append(append([]string{"ARGOCD_BINARY_NAME=argocd-applicationset-controller"}, env...), params...),
 		Dir: home,
 	}
 	if _, err := p.start(st.Dir); err != nil {
@@ -41,4 +80,56 @@ func startApplicationSetController(ctx context.Context, st *State, cfg ArgoCDCon
 	// Its probe server registers no check (HealthProbeBindAddress alone, no AddHealthzCheck), so
 	// /healthz answers 404 for ever; the metrics server answers once the manager runs.
 	return waitHTTP(ctx, st, p.Name, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), 60*time.Second)
+}
+
+// appSetEnvironment writes cfg's controller parameters into argocd-cmd-params-cm and returns the
+// environment the Deployment would give the controller from the ConfigMap as it now is.
+func appSetEnvironment(ctx context.Context, st *State, cfg ArgoCDConfig) ([]string, error) {
+	restCfg, err := st.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return nil, err
+	}
+	data := map[string]any{}
+	if cfg.AppSetPolicy != "" {
+		data[appSetParams[0].key] = cfg.AppSetPolicy
+	}
+	if cfg.AppSetPolicyOverride != "" {
+		data[appSetParams[1].key] = cfg.AppSetPolicyOverride
+	}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "argocd-cmd-params-cm", "namespace": cfg.Namespace}, "data": data}
+	if err := applyAs(ctx, dyn, gvrConfigMap, cm, appSetFieldManager); err != nil {
+		return nil, err
+	}
+	live, err := dyn.Resource(gvrConfigMap).Namespace(cfg.Namespace).Get(ctx, "argocd-cmd-params-cm", metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	have, _ := live.Object["data"].(map[string]any)
+	var out []string
+	for _, p := range appSetParams {
+		if v, ok := have[p.key].(string); ok {
+			out = append(out, p.env+"="+v)
+		}
+	}
+	return out, nil
+}
+
+// applyAs server-side applies obj as manager, which owns exactly the fields obj sets: a key it set
+// before and leaves out now is removed.
+func applyAs(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, obj map[string]any, manager string) error {
+	u := &unstructured.Unstructured{Object: obj}
+	body, err := u.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	force := true
+	_, err = dyn.Resource(gvr).Namespace(u.GetNamespace()).Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: manager, Force: &force})
+	if err != nil {
+		return fmt.Errorf("apply %s %s as %s: %w", gvr.Resource, u.GetName(), manager, err)
+	}
+	return nil
 }

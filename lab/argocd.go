@@ -37,6 +37,11 @@ type ArgoCDConfig struct {
 	Server bool `json:"server,omitempty"`
 	// UI also runs unprune's UI extension with argocd-server (which it needs): see lab/ui.go.
 	UI bool `json:"ui,omitempty"`
+	// AppSetPolicy and AppSetPolicyOverride start the ApplicationSet controller with a policy
+	// (lab/appset.go): applicationsetcontroller.policy and .enable.policy.override in
+	// argocd-cmd-params-cm, as a real installation configures it.
+	AppSetPolicy         string `json:"appSetPolicy,omitempty"`
+	AppSetPolicyOverride string `json:"appSetPolicyOverride,omitempty"`
 }
 
 // ArgoCDVersions are the Argo CD releases the lab can build.
@@ -94,6 +99,9 @@ func (c ArgoCDConfig) Validate() error {
 	}
 	if c.UI && !c.Server {
 		return fmt.Errorf("UI=1 needs argocd-server: set SERVER=1 too")
+	}
+	if err := c.validateAppSet(); err != nil {
+		return err
 	}
 	return nil
 }

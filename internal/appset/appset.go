@@ -7,7 +7,14 @@
 package appset
 
 import (
+	"errors"
 	"fmt"
+	"strings"
+
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sort"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -39,6 +46,9 @@ type ApplicationSet struct {
 
 // Parse reads an ApplicationSet's content (a live object or a manifest).
 func Parse(content map[string]any) (ApplicationSet, error) {
+	if c, ok := normalizeJSON(content).(map[string]any); ok {
+		content = c
+	}
 	meta := fields.Map(content, "metadata")
 	spec := fields.Map(content, "spec")
 	s := ApplicationSet{Namespace: fields.String(meta["namespace"]), Name: fields.String(meta["name"]), UID: fields.String(meta["uid"]), Template: fields.Map(spec, "template")}
@@ -58,10 +68,8 @@ func Parse(content map[string]any) (ApplicationSet, error) {
 	return s, nil
 }
 
-// Policy is the applicationsSync policy in force. The controller's default (no --policy flag) is
-// sync and lets a set override it (cmd/argocd-applicationset-controller/commands,
-// applicationset/utils/policy.go DefaultPolicy); a controller started with --policy and without
-// --enable-policy-override ignores the set's value, which unprune cannot see from here.
+// Policy is the set's own applicationsSync, sync when unset: what a controller without --policy
+// applies. EffectivePolicy says what a given controller applies.
 func (s ApplicationSet) Policy() string {
 	if s.ApplicationsSync == "" {
 		return PolicySync
@@ -69,19 +77,11 @@ func (s ApplicationSet) Policy() string {
 	return s.ApplicationsSync
 }
 
-// DeletesApps reports whether the policy deletes apps the generators no longer produce
-// (ApplicationsSyncPolicy.AllowDelete).
-func (s ApplicationSet) DeletesApps() bool {
-	p := s.Policy()
-	return p == PolicySync || p == PolicyCreateDelete
-}
+// DeletesApps reports whether the set's own policy deletes apps the generators no longer produce.
+func (s ApplicationSet) DeletesApps() bool { return PolicyDeletes(s.Policy()) }
 
-// UpdatesApps reports whether the policy updates existing apps, finalizers included
-// (ApplicationsSyncPolicy.AllowUpdate).
-func (s ApplicationSet) UpdatesApps() bool {
-	p := s.Policy()
-	return p == PolicySync || p == PolicyCreateUpdate
-}
+// UpdatesApps reports whether the set's own policy updates existing apps, finalizers included.
+func (s ApplicationSet) UpdatesApps() bool { return PolicyUpdates(s.Policy()) }
 
 // Generated is one Application the set generates.
 type Generated struct {
@@ -93,10 +93,22 @@ type Generated struct {
 // Result is an evaluation: the apps, and why it is incomplete when it is.
 type Result struct {
 	Apps []Generated
-	// NotEvaluated says which generators or templates could not be evaluated, and why. When it is
-	// not empty, Apps may miss apps the set generates.
+	// NotEvaluated says which generators or templates unprune could not evaluate, and why. When it
+	// is not empty, Apps may miss apps the set generates.
 	NotEvaluated []string
+	// Failed is the error Argo CD's own generation meets: the controller then creates, updates and
+	// deletes nothing for the set until it is fixed (applicationset_controller.go Reconcile returns
+	// before any change when GenerateApplications fails).
+	Failed string
+	// By says who generated the apps: Offline (unprune) or ArgoCD (argocd-server's generation).
+	By string
 }
+
+// Who generated a Result.
+const (
+	ByOffline = "Offline"
+	ByArgoCD  = "ArgoCD"
+)
 
 // Complete reports whether every generator and template was evaluated.
 func (r Result) Complete() bool { return len(r.NotEvaluated) == 0 }
@@ -113,40 +125,102 @@ func (r Result) Names() []string {
 
 // Sources are what generators read besides the set itself.
 type Sources struct {
-	// RepoDir is a local checkout of the repository git generators name; empty: they are not evaluated.
-	RepoDir string
+	// Repo is the repository git generators read, at their revisions; nil: they are not evaluated.
+	Repo *Repo
 	// Clusters are Argo CD's cluster Secrets' contents; nil: cluster generators are not evaluated.
 	Clusters []Cluster
+	// Controller is how the controller and repo-server were configured (DefaultController when
+	// argocd-cmd-params-cm sets nothing).
+	Controller Controller
+	// Version is Argo CD's, which decides the rules that changed between releases; nil: where the
+	// rules differ, the answer is not evaluated.
+	Version *argocd.Version
 }
 
 // Evaluate runs every generator and renders the template for each parameter set, as
-// applicationset/controllers/template/template.go GenerateApplications does.
+// applicationset/controllers/template/template.go GenerateApplications does. An error Argo CD's
+// own generation would meet ends it as Failed; a construct unprune does not reproduce is listed in
+// NotEvaluated and the rest goes on.
 func Evaluate(s ApplicationSet, src Sources) Result {
-	var r Result
+	r := Result{By: ByOffline}
 	if s.TemplatePatch != "" {
-		r.NotEvaluated = append(r.NotEvaluated, "spec.templatePatch: not implemented by unprune")
+		r.NotEvaluated = append(r.NotEvaluated, "spec.templatePatch: not reproduced by unprune")
 	}
+	e := &evaluation{s: s, src: src, rules: rulesOf(src.Version)}
 	seen := map[string]bool{}
+	fail := func(where string, err error) {
+		var ne notEvaluated
+		if errors.As(err, &ne) {
+			r.NotEvaluated = append(r.NotEvaluated, where+": "+ne.Error())
+			return
+		}
+		if r.Failed == "" {
+			r.Failed = where + ": " + err.Error()
+		}
+	}
 	for i, g := range s.Generators {
 		where := fmt.Sprintf("generators[%d]", i)
-		params, tmpl, err := generate(s, src, g, nil)
+		results, err := e.transform(g, s.Template, nil)
 		if err != nil {
-			r.NotEvaluated = append(r.NotEvaluated, where+": "+err.Error())
+			fail(where, err)
 			continue
 		}
-		template := mergeTemplate(tmpl, s.Template)
-		for _, p := range params {
-			app, err := Render(template, p, s)
-			if err != nil {
-				r.NotEvaluated = append(r.NotEvaluated, where+": "+err.Error())
-				continue
-			}
-			if !seen[app.Name] {
-				seen[app.Name] = true
-				r.Apps = append(r.Apps, app)
+		for _, t := range results {
+			for _, p := range t.params {
+				app, err := Render(t.template, p, s)
+				if err != nil {
+					fail(where, err)
+					continue
+				}
+				if !seen[app.Name] {
+					seen[app.Name] = true
+					r.Apps = append(r.Apps, app)
+				}
 			}
 		}
 	}
 	sort.Slice(r.Apps, func(i, j int) bool { return r.Apps[i].Name < r.Apps[j].Name })
+	if r.Failed == "" {
+		r.Failed = uncreatable(r.Apps)
+	}
 	return r
 }
+
+// uncreatable says which generated app the API server refuses to create or update (a name that is
+// no DNS subdomain, an invalid label or annotation key): the controller's createOrUpdateInCluster
+// then returns an error, and Reconcile stops before deleting anything. An empty name is a validation
+// error instead, which does not stop the deletion.
+func uncreatable(apps []Generated) string {
+	for _, a := range apps {
+		if a.Name == "" {
+			continue
+		}
+		var problems []string
+		problems = append(problems, validation.IsDNS1123Subdomain(a.Name)...)
+		meta := fields.Map(a.Content, "metadata")
+		labels := map[string]string{}
+		for k, v := range fields.Map(meta, "labels") {
+			labels[k] = fields.String(v)
+		}
+		for _, e := range metav1validation.ValidateLabels(labels, field.NewPath("metadata", "labels")) {
+			problems = append(problems, e.Error())
+		}
+		annotations := map[string]string{}
+		for k, v := range fields.Map(meta, "annotations") {
+			annotations[k] = fields.String(v)
+		}
+		for _, e := range apivalidation.ValidateAnnotations(annotations, field.NewPath("metadata", "annotations")) {
+			problems = append(problems, e.Error())
+		}
+		if len(problems) > 0 {
+			return fmt.Sprintf("the API server refuses Application %q (%s): the controller stops before deleting anything", a.Name, strings.Join(problems, "; "))
+		}
+	}
+	return ""
+}
+
+// GenerationFailed is Argo CD's own generation refusing a set: argocd-server answered, with the
+// error its generators met, which the controller meets too (it then changes nothing for the set).
+type GenerationFailed struct{ Message string }
+
+func (e *GenerationFailed) Error() string { return e.Message }

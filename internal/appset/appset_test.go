@@ -1,8 +1,6 @@
 package appset
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -81,17 +79,23 @@ func TestEvaluateGoTemplate(t *testing.T) {
       destination: {server: "https://kubernetes.default.svc", namespace: '{{ replace "_" "-" .name | lower }}'}
 `)
 	r := Evaluate(s, Sources{})
-	if len(r.NotEvaluated) != 1 || !strings.Contains(r.NotEvaluated[0], "missing") {
-		t.Fatalf("missingkey=error must fail the render: %v %v", r.Names(), r.NotEvaluated)
+	if !r.Complete() || !strings.Contains(r.Failed, "missing") {
+		t.Fatalf("missingkey=error must fail Argo CD's generation: %v %v %q", r.Names(), r.NotEvaluated, r.Failed)
 	}
 	s.GoTemplateOptions = nil
 	r = Evaluate(s, Sources{})
 	if !r.Complete() || r.Names()[0] != "web-app-PR" || r.Apps[0].Whole.Destination.Namespace != "web-app" || r.Apps[0].Whole.Sources[0].Path != "x" {
 		t.Fatalf("apps %v %+v, not evaluated %v", r.Names(), r.Apps, r.NotEvaluated)
 	}
-	s.Template["metadata"].(map[string]any)["name"] = "{{ .name | sha256sum }}"
-	if r := Evaluate(s, Sources{}); r.Complete() || !strings.Contains(r.NotEvaluated[0], "sha256sum") {
-		t.Errorf("an unimplemented function must leave the app not evaluated: %v %v", r.Names(), r.NotEvaluated)
+	s.Template["metadata"].(map[string]any)["name"] = "{{ .name | sha256sum | trunc 8 }}"
+	if r := Evaluate(s, Sources{}); !r.Complete() || r.Names()[0] != "370a31f4" {
+		t.Errorf("sprig's functions are Argo CD's: %v %v", r.Names(), r.NotEvaluated)
+	}
+	for _, f := range []string{"now | date \"2006\"", "randAlpha 5", "slugify .name"} {
+		s.Template["metadata"].(map[string]any)["name"] = "{{ " + f + " }}"
+		if r := Evaluate(s, Sources{}); r.Complete() || r.Failed != "" {
+			t.Errorf("%s: a non-deterministic or unreproduced function must leave the set not evaluated: %v %v %q", f, r.Names(), r.NotEvaluated, r.Failed)
+		}
 	}
 }
 
@@ -144,58 +148,6 @@ func TestEvaluateClustersMatrixMerge(t *testing.T) {
 		if a.Name == "db" && a.Whole.Destination.Server != "https://override" {
 			t.Errorf("merge: db's server %q, want the override", a.Whole.Destination.Server)
 		}
-	}
-}
-
-func sorted(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
-}
-
-func TestEvaluateGit(t *testing.T) {
-	dir := t.TempDir()
-	for _, f := range []string{"apps/web/k.yaml", "apps/api/k.yaml", "apps/skip/k.yaml", ".git/HEAD"} {
-		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(f)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), []byte("team: {name: t-"+filepath.Base(filepath.Dir(f))+"}\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dirs := parse(t, header+`
-  generators:
-  - git: {repoURL: "file:///r", directories: [{path: "apps/*"}, {path: apps/skip, exclude: true}]}
-  template:
-    metadata: {name: "{{path.basename}}-{{path[0]}}"}
-    spec: {source: {path: "{{path}}"}}
-`)
-	if r := Evaluate(dirs, Sources{}); r.Complete() {
-		t.Errorf("git without --repo-dir must not be evaluated")
-	}
-	if r := Evaluate(dirs, Sources{RepoDir: dir}); !r.Complete() || !reflect.DeepEqual(r.Names(), []string{"api-apps", "web-apps"}) {
-		t.Errorf("directories: %v, not evaluated %v", r.Names(), r.NotEvaluated)
-	}
-	files := parse(t, header+`
-  goTemplate: true
-  generators:
-  - git: {repoURL: "file:///r", files: [{path: "apps/*/k.yaml"}]}
-  template:
-    metadata: {name: "{{.path.basename}}-{{.team.name}}-{{index .path.segments 0}}"}
-    spec: {source: {path: "{{.path.path}}"}}
-`)
-	if r := Evaluate(files, Sources{RepoDir: dir}); !r.Complete() || !reflect.DeepEqual(r.Names(), []string{"api-t-api-apps", "skip-t-skip-apps", "web-t-web-apps"}) {
-		t.Errorf("files: %v, not evaluated %v", r.Names(), r.NotEvaluated)
-	}
-	dirs.Generators[0]["git"].(map[string]any)["directories"] = []any{map[string]any{"path": "apps/**"}}
-	if r := Evaluate(dirs, Sources{RepoDir: dir}); r.Complete() {
-		t.Errorf("** must not be guessed")
 	}
 }
 

@@ -87,6 +87,10 @@ type Resource struct {
 	// Health is the row's health status: Argo CD says Missing for a desired object that does not
 	// exist (gitops-engine pkg/health).
 	Health string `json:"-"`
+	// RequiresDeletionConfirmation: Delete=confirm (from v3.4 also Prune=confirm, and the app's own
+	// options) on the manifest or the live object; deleting the app then waits for
+	// argocd.argoproj.io/deletion-approved before deleting anything (controller/state.go).
+	RequiresDeletionConfirmation bool `json:"requiresDeletionConfirmation,omitempty"`
 }
 
 // UnmarshalJSON reads a row as Argo CD writes it, its health an object ({"status": "Missing"}).

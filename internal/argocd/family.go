@@ -13,6 +13,11 @@ const (
 	FinalizerResources           = "resources-finalizer.argocd.argoproj.io"
 	FinalizerResourcesForeground = "resources-finalizer.argocd.argoproj.io/foreground"
 	FinalizerResourcesBackground = "resources-finalizer.argocd.argoproj.io/background"
+	// FinalizerPreDelete and FinalizerPostDelete make Argo CD run the app's PreDelete hooks (v3.3+)
+	// before its cascade, and its PostDelete hooks after it; the controller adds them when the app's
+	// manifests hold such hooks.
+	FinalizerPreDelete  = "pre-delete-finalizer.argocd.argoproj.io"
+	FinalizerPostDelete = "post-delete-finalizer.argocd.argoproj.io"
 )
 
 // Sync options and annotations that guard a resource against the cascade deletion of its app
@@ -88,13 +93,24 @@ type Whole struct {
 	SyncOptions     []string
 	AutoPrune       bool
 	Annotations     map[string]string
+	// Spec is the Application's spec as read, for questions about how its sources render.
+	Spec map[string]any
+	// SourceTypes are status.sourceType (or sourceTypes, one per source): Helm, Kustomize,
+	// Directory, Plugin, as Argo CD detected them; empty for a manifest.
+	SourceTypes []string
 }
 
 // ParseWhole reads the whole-app view of an Application's content (a live object or a manifest).
 func ParseWhole(content map[string]any) Whole {
 	meta := fields.Map(content, "metadata")
 	spec := fields.Map(content, "spec")
-	w := Whole{Namespace: fields.String(meta["namespace"]), Name: fields.String(meta["name"]), Finalizers: fields.Strings(meta["finalizers"]), Annotations: map[string]string{}}
+	w := Whole{Namespace: fields.String(meta["namespace"]), Name: fields.String(meta["name"]), Finalizers: fields.Strings(meta["finalizers"]), Annotations: map[string]string{}, Spec: spec}
+	status := fields.Map(content, "status")
+	if types := fields.Strings(status["sourceTypes"]); len(types) > 0 {
+		w.SourceTypes = types
+	} else if t := fields.String(status["sourceType"]); t != "" {
+		w.SourceTypes = []string{t}
+	}
 	for k, v := range fields.Map(meta, "annotations") {
 		w.Annotations[k] = fields.String(v)
 	}

@@ -1,6 +1,11 @@
 package argocd
 
-import "github.com/gobwas/glob"
+import (
+	"regexp"
+	"strings"
+
+	"github.com/gobwas/glob"
+)
 
 // globMatch matches text against a pattern the way Argo CD's util/glob.Match does for
 // resource.exclusions and resource.inclusions (util/settings/filtered_resource.go, v2.14.11 through
@@ -21,4 +26,30 @@ func globMatch(pattern, text string) bool {
 		return false
 	}
 	return g.Match(text)
+}
+
+// MatchStringInList is util/glob.MatchStringInList with REGEXP matching, as Argo CD matches
+// namespaces against application.namespaces and applicationsetcontroller.namespaces: an entry
+// wrapped in slashes is a regular expression (dlclark/regexp2), any other a glob. known is false
+// when a regular expression entry decides nothing the way Go's regexp reads it for sure (it does
+// not compile there, or matches nothing while a regexp2 feature could).
+func MatchStringInList(list []string, item string) (matched, known bool) {
+	known = true
+	for _, entry := range list {
+		if len(entry) > 2 && strings.HasPrefix(entry, "/") && strings.HasSuffix(entry, "/") {
+			re, err := regexp.Compile(entry[1 : len(entry)-1])
+			if err != nil {
+				known = false
+				continue
+			}
+			if re.MatchString(item) {
+				return true, true
+			}
+			continue
+		}
+		if globMatch(entry, item) {
+			return true, true
+		}
+	}
+	return false, known
 }

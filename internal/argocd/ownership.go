@@ -118,6 +118,16 @@ func (s Settings) Owner(labels, annotations map[string]string, o ObjectRef) Owne
 	return own
 }
 
+// CascadeOwner is the ownership Argo CD's cluster cache gives an object (util/argo
+// resource_tracking.go GetAppName, read by controller/cache/cache.go GetManagedLiveObjs): the
+// instance its tracking names, without the self-reference check that only sync status applies.
+// An app's cascade deletes every top-level object it names, copies whose tracking-id names another
+// object included.
+func (s Settings) CascadeOwner(labels, annotations map[string]string) Ownership {
+	s.skipsSelfReferenceCheck = true
+	return s.Owner(labels, annotations, ObjectRef{})
+}
+
 func (s Settings) labelClaim(labels map[string]string) Claim {
 	claim := Claim{Via: FieldLabel, Certain: true}
 	value := labels[s.InstanceLabelKey]

@@ -13,6 +13,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/deletion"
 	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/parallel"
 	"github.com/unprune/unprune/internal/progress"
@@ -29,24 +30,21 @@ const (
 	WhenRemovedFromGit When = "WhenRemovedFromGit"
 )
 
-// Guards beyond the object's own (risk.Guard).
+// Guards beyond the object's own (risk.Guard), read from a probe.
 const (
-	GuardProbeDenied risk.Guard = "ProbeDenied"         // a dry-run DELETE was refused by admission or the API server
-	GuardController  risk.Guard = "ControllerForbidden" // Argo CD's controller may not delete it (RBAC)
+	GuardProbeDenied = deletion.GuardProbeDenied // a dry-run DELETE was refused by admission or the API server
+	GuardController  = deletion.GuardController  // Argo CD's controller may not delete it (RBAC)
 )
 
 // ProbeResult is the API server's answer to a dry-run DELETE.
-type ProbeResult string
+type ProbeResult = deletion.ProbeResult
 
 const (
-	ProbeAllowed ProbeResult = "Allowed" // the deletion would go through
-	ProbeDenied  ProbeResult = "Denied"  // admission or the API server refused it
-	// ProbeControllerForbidden: RBAC refuses Argo CD's controller (probed as it).
-	ProbeControllerForbidden ProbeResult = "ControllerForbidden"
-	// ProbeInconclusive: the answer says nothing about Argo CD's controller (the prober lacks the
-	// right to delete, and could not probe as the controller).
-	ProbeInconclusive ProbeResult = "Inconclusive"
-	ProbeGone         ProbeResult = "Gone"
+	ProbeAllowed             = deletion.ProbeAllowed
+	ProbeDenied              = deletion.ProbeDenied
+	ProbeControllerForbidden = deletion.ProbeControllerForbidden
+	ProbeInconclusive        = deletion.ProbeInconclusive
+	ProbeGone                = deletion.ProbeGone
 )
 
 // Probe is one probe's answer.
@@ -96,6 +94,9 @@ type Options struct {
 	// probes as the user, whose own rights then limit what the probe can tell.
 	ControllerAs string
 	Workers      int
+	// Filter is resource.exclusions/inclusions, which decide what Argo CD watches and so what a
+	// cascade can reach; nil applies only Argo CD's built-in exclusions.
+	Filter *argocd.ResourceFilter
 }
 
 type job struct {
@@ -165,7 +166,8 @@ func Run(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []arg
 		rep.Warnings = append(rep.Warnings, warnings...)
 		mu.Unlock()
 	})
-	family, warnings := familyRows(ctx, argo, s, apps)
+	noteNamespacedApps(ctx, argo, rep.Rows)
+	family, warnings := familyRows(ctx, argo, s, apps, o)
 	rep.Rows, rep.Warnings = append(rep.Rows, family...), append(rep.Warnings, warnings...)
 	if err := ctx.Err(); err != nil {
 		return rep, err
@@ -228,46 +230,42 @@ func auditCluster(ctx context.Context, objects cluster.Objects, jobs []*job, s a
 func judge(ctx context.Context, objects cluster.Objects, j *job, s argocd.Settings, argocdNamespace string, policy *guard.Installed, probe bool, controllerAs string) Row {
 	row := j.row
 	r := row.Resource
-	obj := risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+	obj := deletion.FromRow(r)
 	if j.live != nil {
-		obj.Labels, obj.Annotations = j.live.Labels, j.live.Annotations
+		obj = deletion.FromLive(j.live, &r)
 		row.Contents = risk.ContentsOf(ctx, objects, j.ref, r)
 	}
-	row.Risk, row.RiskWhy = risk.Classify(obj, argocdNamespace)
-	row.Guards, row.Notes = risk.Guards(obj, s.Version, row.App.SyncOptions)
-	// The object's own options hold whatever the API server would do; the API server's own guards
-	// (an immortal namespace, an admission policy) are as good as its answer, which --probe asks.
-	objectGuarded, serverGuarded := false, false
-	for _, g := range row.Guards {
-		switch {
-		case g == risk.GuardImmortalNamespace:
-			serverGuarded = true
-		case g.Hard():
-			objectGuarded = true
-		}
+	row.Risk, row.RiskWhy = risk.Classify(risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Labels: obj.Labels, Annotations: obj.Annotations}, argocdNamespace)
+	c := deletion.Context{Version: s.Version, AppSyncOptions: row.App.SyncOptions, Policy: policy}
+	if prober, canProbe := objects.(cluster.Prober); probe && j.live != nil && canProbe {
+		row.Probe = probeDelete(ctx, prober, j.ref, controllerAs)
+		c.Probe = row.Probe.Result
 	}
-	if policy.Covers(r, obj.Labels) {
-		row.Guards = append(row.Guards, guard.PolicyGuard)
-		serverGuarded = true
-	}
-	row.Guarded = objectGuarded || serverGuarded
-	prober, canProbe := objects.(cluster.Prober)
-	if !probe || j.live == nil || !canProbe {
-		return row
-	}
-	row.Probe = probeDelete(ctx, prober, j.ref, controllerAs)
-	switch row.Probe.Result {
-	case ProbeDenied:
-		row.Guards = append(row.Guards, GuardProbeDenied)
-		row.Guarded = true
-	case ProbeControllerForbidden:
-		row.Guards = append(row.Guards, GuardController)
-		row.Guarded = true
-	case ProbeAllowed:
-		// A policy that exists but does not deny (not enforced yet, or not matching) guards nothing.
-		row.Guarded = objectGuarded
-	case ProbeInconclusive:
-		// Only what unprune can read for itself stands; an unprobed policy it recognises counts.
-	}
+	v := deletion.Judge(obj, deletion.Prune, c)
+	row.Guards, row.Guarded, row.Notes = v.Guards, v.Guarded, append(row.Notes, v.Notes...)
 	return row
+}
+
+// noteNamespacedApps says which Applications a Namespace's deletion would delete with it (apps in
+// any namespace): the namespace controller deletes every object in it, and each app's resources
+// finalizer then cascades. `unprune check` follows each of them.
+func noteNamespacedApps(ctx context.Context, argo cluster.ArgoCD, rows []Row) {
+	for i := range rows {
+		r := &rows[i]
+		if r.Resource.Group != "" || r.Resource.Kind != "Namespace" || r.Guarded ||
+			(r.Cluster.Name != argocd.InClusterName && r.Cluster.Server != argocd.InClusterServer) {
+			continue
+		}
+		apps, err := argo.ListApplications(ctx, cluster.Selector{Namespace: r.Resource.Name})
+		if err != nil || len(apps) == 0 {
+			continue
+		}
+		var names []string
+		for _, a := range apps {
+			names = append(names, a.Ref())
+		}
+		sort.Strings(names)
+		r.Notes = append(r.Notes, fmt.Sprintf("holds %d Application(s) (%s): deleting the namespace deletes them, and their resources finalizers then delete what they track",
+			len(apps), strings.Join(names, ", ")))
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/unprune/unprune/internal/appset"
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/deletion"
 	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/risk"
 )
@@ -35,7 +36,7 @@ type SetReader interface {
 
 // familyRows finds the Applications whose deletion by their parent or ApplicationSet would cascade
 // into high-risk resources.
-func familyRows(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []argocd.Application) ([]Row, []string) {
+func familyRows(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []argocd.Application, o Options) ([]Row, []string) {
 	if _, ok := argo.(SetReader); !ok {
 		// Argo CD's API serves an Application's resources, not the Application objects with their
 		// finalizers and owners: whole apps are audited through the Kubernetes API only.
@@ -51,11 +52,12 @@ func familyRows(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, app
 	}
 	var rows []Row
 	var warnings []string
+	scopes := scopes{settings: s, filter: o.Filter, of: map[string]*deletion.Scope{}}
 	for _, app := range apps {
 		if !cascadesIntoHighRisk(app, argo.Namespace()) {
 			continue
 		}
-		row, ok, err := familyRow(ctx, argo, s, app, parents)
+		row, ok, err := familyRow(ctx, argo, s, app, parents, &scopes)
 		if err != nil {
 			warnings = append(warnings, fmt.Sprintf("Application %s: %v: whether its deletion would cascade is not known", app.Ref(), err))
 		}
@@ -76,7 +78,7 @@ func isCRD(r argocd.Resource) bool {
 }
 
 // familyRow builds the row for one app, when it has a resources finalizer and something may delete it.
-func familyRow(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, app argocd.Application, parents map[string]argocd.Application) (Row, bool, error) {
+func familyRow(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, app argocd.Application, parents map[string]argocd.Application, sc *scopes) (Row, bool, error) {
 	home, err := argo.Destination(ctx, argocd.Application{Namespace: app.Namespace, Destination: argocd.Destination{Server: argocd.InClusterServer}})
 	if err != nil {
 		return Row{}, false, err
@@ -96,7 +98,6 @@ func familyRow(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, app 
 	}
 	self := argocd.Resource{Group: "argoproj.io", Version: ref.Version, Kind: "Application", Namespace: app.Namespace, Name: app.Name}
 	row := Row{App: app, Resource: self, When: WhenItsAppIsDeleted, Risk: risk.High, Cascade: c}
-	obj := risk.Object{Group: self.Group, Kind: self.Kind, Namespace: self.Namespace, Name: self.Name, Labels: live.Labels, Annotations: live.Annotations}
 	parent, hasParent := parents[app.Ref()]
 	if !hasParent {
 		parent, hasParent = trackingParent(ctx, argo, s, live)
@@ -105,7 +106,10 @@ func familyRow(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, app 
 	case hasParent && parent.AutoPrune:
 		c.ManagedBy = fmt.Sprintf("Application %s (automated prune: removing it from git deletes it)", parent.Ref())
 		// The parent prunes it like any resource: the object's Prune= options stop that.
-		row.Guards, row.Notes = risk.Guards(obj, s.Version, parent.SyncOptions)
+		policy, _ := guard.ReadInstalled(ctx, home)
+		v := deletion.Judge(deletion.FromLive(live, &self), deletion.Prune, deletion.Context{Version: s.Version, AppSyncOptions: parent.SyncOptions, Policy: policy})
+		row.Guards, row.Notes = v.Guards, v.Notes
+		row.Guarded = v.Guarded
 	default:
 		by, err := setManager(ctx, argo, whole)
 		if by == "" {
@@ -118,7 +122,7 @@ func familyRow(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, app 
 		return Row{}, false, err
 	}
 	row.Cluster = objects.Info()
-	judgeCascade(ctx, objects, app, argo.Namespace(), &row)
+	judgeCascade(ctx, sc.in(objects), app, whole, argo.Namespace(), &row)
 	return row, len(c.HighRisk) > 0 || row.Guarded, nil
 }
 
@@ -138,44 +142,64 @@ func setManager(ctx context.Context, argo cluster.ArgoCD, w argocd.Whole) (strin
 		return "", err
 	}
 	set, err := appset.Parse(content)
-	if err != nil || !set.DeletesApps() {
+	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("ApplicationSet %s/%s (applicationsSync %s: an app it stops generating is deleted)", w.Namespace, owner.Name, set.Policy()), nil
+	controller := appset.Controller{Why: "this backend cannot read argocd-cmd-params-cm"}
+	if r, ok := argo.(interface {
+		CmdParams(ctx context.Context) (map[string]string, error)
+	}); ok {
+		if params, err := r.CmdParams(ctx); err == nil {
+			if c, err := appset.ControllerFrom(params); err == nil {
+				controller = c
+			}
+		}
+	}
+	policy, known := set.EffectivePolicy(controller)
+	switch {
+	case !known:
+		return fmt.Sprintf("ApplicationSet %s/%s (its applicationsSync %s; the controller's own policy, which would override it, is not known): an app it stops generating may be deleted",
+			w.Namespace, owner.Name, set.Policy()), nil
+	case !appset.PolicyDeletes(policy):
+		return "", nil
+	case policy != set.Policy():
+		return fmt.Sprintf("ApplicationSet %s/%s (the controller's applicationsSync %s overrides the set's %s: an app it stops generating is deleted)", w.Namespace, owner.Name, policy, set.Policy()), nil
+	}
+	return fmt.Sprintf("ApplicationSet %s/%s (applicationsSync %s: an app it stops generating is deleted)", w.Namespace, owner.Name, policy), nil
 }
 
 // judgeCascade reads what the app's cascade would delete and what guards it: the row is guarded
 // when a guard keeps the app from its parent, or every high-risk resource is kept.
-func judgeCascade(ctx context.Context, objects cluster.Objects, app argocd.Application, argocdNamespace string, row *Row) {
-	var rows []argocd.Resource
-	for _, r := range app.Resources {
-		if !r.Hook && !isCRD(r) {
-			rows = append(rows, r)
-		}
-	}
+func judgeCascade(ctx context.Context, scope *deletion.Scope, app argocd.Application, whole argocd.Whole, argocdNamespace string, row *Row) {
 	var high []string
-	for _, t := range cascaded(ctx, objects, app, rows) {
+	targets, notes := cascaded(ctx, scope, app, argocdNamespace)
+	row.Notes = append(row.Notes, notes...)
+	for _, t := range targets {
 		row.Cascade.Resources++
 		if c, _ := risk.Classify(t.obj, argocdNamespace); c == risk.High {
 			row.Cascade.HighRisk = append(row.Cascade.HighRisk, t.res)
 			high = append(high, t.res.String())
 		}
 	}
-	for _, g := range row.Guards {
-		row.Guarded = row.Guarded || g.Hard()
-	}
+	row.Notes = append(row.Notes, deletion.Hooks(whole.Finalizers)...)
 	row.Guarded = row.Guarded || len(high) == 0
 	row.RiskWhy = fmt.Sprintf("its deletion cascades (%s) into %d resource(s), high-risk: %s", row.Cascade.Finalizer, row.Cascade.Resources, orNone(strings.Join(high, ", ")))
 }
 
 // CascadeHighRisk returns the high-risk resources that deleting app would delete with it, for an app
-// that has a resources finalizer: those high-risk by identity (CRDs and hooks never go with it),
-// read live for what keeps them — an owner, Delete=false, helm's keep, unprune's admission policy.
-// Only those rows are read, so that `unprune watch` can keep the answer for every app.
-func CascadeHighRisk(ctx context.Context, objects cluster.Objects, app argocd.Application, argocdNamespace string) []argocd.Resource {
+// that has a resources finalizer: its rows high-risk by identity (CRDs never go with it), read live
+// for what keeps them — an owner, Delete=false, helm's keep, deletion confirmation, unprune's
+// admission policy —, and the high-risk objects whose copied tracking-id names the app. Only those
+// are read, so that `unprune watch` can keep the answer for every app.
+func CascadeHighRisk(ctx context.Context, objects cluster.Objects, s argocd.Settings, app argocd.Application, argocdNamespace string) []argocd.Resource {
+	only := app
+	only.Resources = HighRiskByIdentity(app, argocdNamespace)
+	targets, _ := cascaded(ctx, deletion.NewScope(objects, s, nil), only, argocdNamespace)
 	var out []argocd.Resource
-	for _, t := range cascaded(ctx, objects, app, HighRiskByIdentity(app, argocdNamespace)) {
-		out = append(out, t.res)
+	for _, t := range targets {
+		if c, _ := risk.Classify(t.obj, argocdNamespace); c == risk.High {
+			out = append(out, t.res)
+		}
 	}
 	return out
 }
@@ -185,7 +209,7 @@ func CascadeHighRisk(ctx context.Context, objects cluster.Objects, app argocd.Ap
 func HighRiskByIdentity(app argocd.Application, argocdNamespace string) []argocd.Resource {
 	var out []argocd.Resource
 	for _, r := range app.Resources {
-		if c, _ := risk.Classify(risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, argocdNamespace); c == risk.High && !r.Hook && !isCRD(r) {
+		if c, _ := risk.Classify(risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, argocdNamespace); c == risk.High && !isCRD(r) {
 			out = append(out, r)
 		}
 	}
@@ -193,12 +217,13 @@ func HighRiskByIdentity(app argocd.Application, argocdNamespace string) []argocd
 }
 
 // CascadeHighRiskUnread is CascadeHighRisk when the objects cannot be read: the guards their
-// identity and the app's options show (an immortal namespace, the app's Delete=false) still keep
-// them; the others count, since what would keep them cannot be seen.
-func CascadeHighRiskUnread(app argocd.Application, argocdNamespace string) []argocd.Resource {
+// identity, their rows and the app's options show (an immortal namespace, a row requiring
+// deletion confirmation) still keep them; the others count, since what would keep them cannot be
+// seen.
+func CascadeHighRiskUnread(s argocd.Settings, app argocd.Application, argocdNamespace string) []argocd.Resource {
 	var out []argocd.Resource
 	for _, r := range HighRiskByIdentity(app, argocdNamespace) {
-		if len(risk.CascadeGuards(risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, app.SyncOptions)) == 0 {
+		if deletion.Judge(deletion.FromRow(r), deletion.Cascade, deletion.Context{Version: s.Version, AppSyncOptions: app.SyncOptions}).Deletes() {
 			out = append(out, r)
 		}
 	}
@@ -211,34 +236,61 @@ type target struct {
 	obj risk.Object
 }
 
-// cascaded reads rows live and returns those the app's cascade deletes: Argo CD's finalizer deletes
-// what it tracks, except objects with an owner (the garbage collector's to delete) and those a
-// cascade guard keeps. A row that cannot be read is left out: it is not known to exist.
-func cascaded(ctx context.Context, objects cluster.Objects, app argocd.Application, rows []argocd.Resource) []target {
-	if len(rows) == 0 {
-		return nil
-	}
-	policy, _ := guard.ReadInstalled(ctx, objects)
-	var found []argocd.Resource
-	var refs []cluster.Ref
-	for _, r := range rows {
-		if ref, err := objects.Resolve(ctx, r.Group, r.Kind, r.Version, r.Namespace, r.Name); err == nil {
-			found, refs = append(found, r), append(refs, ref)
-		}
-	}
+// cascaded returns what the app's cascade deletes, as the one verdict judges each member (its rows
+// read live and the copies of its tracking): those deleted without anyone's approval. A row that
+// cannot be read is left out: it is not known to exist.
+func cascaded(ctx context.Context, scope *deletion.Scope, app argocd.Application, argocdNamespace string) ([]target, []string) {
+	policy, _ := guard.ReadInstalled(ctx, scope.Objects)
+	members, notes := scope.Members(ctx, app, app.Instance(argocdNamespace))
 	var out []target
-	for i, res := range objects.Read(ctx, refs) {
-		if res.Err != nil || len(res.Object.Owners) > 0 {
-			continue
+	for _, r := range app.Resources {
+		if r.RequiresDeletionConfirmation {
+			return nil, append(notes, waitsNote(r.String()))
 		}
-		r := found[i]
-		obj := risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Labels: res.Object.Labels, Annotations: res.Object.Annotations}
-		if len(risk.CascadeGuards(obj, app.SyncOptions)) > 0 || policy.Covers(r, obj.Labels) {
-			continue
-		}
-		out = append(out, target{res: r, obj: obj})
 	}
-	return out
+	for _, m := range members {
+		if m.Live == nil {
+			continue
+		}
+		v := deletion.Judge(m.Object, deletion.Cascade, deletion.Context{Version: scope.Settings.Version, AppSyncOptions: app.SyncOptions, Policy: policy,
+			SelfApp: isSelf(m.Object, app)})
+		if v.Outcome == deletion.Waits {
+			// finalizeApplicationDeletion deletes nothing while one resource awaits approval.
+			return nil, append(notes, waitsNote(m.Object.Resource().String()))
+		}
+		if !v.Deletes() {
+			continue
+		}
+		o := m.Object
+		out = append(out, target{res: o.Resource(), obj: risk.Object{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, Labels: o.Labels, Annotations: o.Annotations}})
+	}
+	return out, notes
+}
+
+func waitsNote(r string) string {
+	return r + " requires deletion confirmation: " + deletion.Approval(deletion.Cascade)
+}
+
+// isSelf: the object is the app's own Application (isSelfReferencedApp).
+func isSelf(o deletion.Object, app argocd.Application) bool {
+	return o.Group == "argoproj.io" && o.Kind == "Application" && o.Namespace == app.Namespace && o.Name == app.Name
+}
+
+// scopes are the clusters of one audit run, each searched at most once.
+type scopes struct {
+	settings argocd.Settings
+	filter   *argocd.ResourceFilter
+	of       map[string]*deletion.Scope
+}
+
+func (s *scopes) in(objects cluster.Objects) *deletion.Scope {
+	key := objects.Info().Name + "|" + objects.Info().Server
+	if sc, ok := s.of[key]; ok {
+		return sc
+	}
+	sc := deletion.NewScope(objects, s.settings, s.filter)
+	s.of[key] = sc
+	return sc
 }
 
 func orNone(s string) string {

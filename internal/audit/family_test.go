@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/unprune/unprune/internal/appset"
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
@@ -13,7 +14,11 @@ import (
 type setFake struct {
 	*clustertest.ArgoCD
 	policy string
+	// params are argocd-cmd-params-cm (the controller's own policy).
+	params map[string]string
 }
+
+func (s setFake) CmdParams(context.Context) (map[string]string, error) { return s.params, nil }
 
 func (s setFake) GetApplicationSet(context.Context, string, string) (map[string]any, error) {
 	return map[string]any{"metadata": map[string]any{"name": "teams", "namespace": "argocd"},
@@ -62,19 +67,25 @@ func TestFamilyRows(t *testing.T) {
 	c.Update(ref, func(o *cluster.Object) {
 		o.Annotations = map[string]string{argocd.AnnotationTrackingID: "root:argoproj.io/Application:argocd/child"}
 	})
-	if rows, _ := familyRows(context.Background(), setFake{ArgoCD: argo, policy: "sync"}, s, []argocd.Application{child}); len(rows) != 1 ||
+	if rows, _ := familyRows(context.Background(), setFake{ArgoCD: argo, policy: "sync"}, s, []argocd.Application{child}, Options{}); len(rows) != 1 ||
 		!strings.Contains(rows[0].Cascade.ManagedBy, "argocd/root") {
 		t.Errorf("audit of the child alone: %+v; want its row, managed by root", rows)
 	}
 	for policy, want := range map[string]map[string]bool{
 		"sync":          {"child": false, "guarded": true, "generated": false},
 		"create-update": {"child": false, "guarded": true},
+		// The controller's applicationsetcontroller.policy sync overrides the set's create-update.
+		"create-update+controller sync": {"child": false, "guarded": true, "generated": false},
 	} {
+		var params map[string]string
+		if p, ok := strings.CutSuffix(policy, "+controller sync"); ok {
+			policy, params = p, map[string]string{appset.ParamPolicy: "sync"}
+		}
 		apps, err := argo.ListApplications(context.Background(), cluster.Selector{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, warnings := familyRows(context.Background(), setFake{ArgoCD: argo, policy: policy}, s, apps)
+		rows, warnings := familyRows(context.Background(), setFake{ArgoCD: argo, policy: policy, params: params}, s, apps, Options{})
 		got := map[string]bool{}
 		for _, r := range rows {
 			got[r.App.Name] = r.Guarded
@@ -97,24 +108,37 @@ func TestFamilyRows(t *testing.T) {
 // no owner and no cascade guard; CRDs and immortal namespaces never go. Unread, only what identity
 // and the app's options show keeps one.
 func TestCascadeHighRisk(t *testing.T) {
+	v := argocd.Version{Major: 3, Minor: 6, Patch: 1}
+	s := argocd.NewSettings(map[string]string{argocd.SettingTrackingMethod: "annotation"}, &v)
 	c := clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer, append([]clustertest.Kind{
 		{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions", Kind: "CustomResourceDefinition"},
 		{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles", Kind: "ClusterRole"}}, clustertest.DefaultKinds...)...)
-	c.Add("", "Namespace", "", "exposed", nil, nil)
-	c.Add("", "Namespace", "", "kept", nil, map[string]string{argocd.AnnotationSyncOptions: "Prune=false,Delete=false"})
-	c.Add("", "Namespace", "", "helm", nil, map[string]string{argocd.AnnotationHelmResourcePolicy: "keep"})
-	c.Add("", "Namespace", "", "pruneonly", nil, map[string]string{argocd.AnnotationSyncOptions: "Prune=false"})
-	c.Add("", "Namespace", "", "kube-system", nil, nil)
-	owned := c.Add("", "Namespace", "", "owned", nil, nil)
+	// tracked carries the app's tracking-id for the object and the given sync-options or helm policy.
+	tracked := func(group, kind, name string, extra map[string]string) map[string]string {
+		a := map[string]string{argocd.AnnotationTrackingID: "team:" + group + "/" + kind + ":team/" + name}
+		for k, v := range extra {
+			a[k] = v
+		}
+		return a
+	}
+	c.Add("", "Namespace", "", "exposed", nil, tracked("", "Namespace", "exposed", nil))
+	c.Add("", "Namespace", "", "kept", nil, tracked("", "Namespace", "kept", map[string]string{argocd.AnnotationSyncOptions: "Prune=false,Delete=false"}))
+	c.Add("", "Namespace", "", "helm", nil, tracked("", "Namespace", "helm", map[string]string{argocd.AnnotationHelmResourcePolicy: "keep"}))
+	c.Add("", "Namespace", "", "pruneonly", nil, tracked("", "Namespace", "pruneonly", map[string]string{argocd.AnnotationSyncOptions: "Prune=false"}))
+	c.Add("", "Namespace", "", "kube-system", nil, tracked("", "Namespace", "kube-system", nil))
+	owned := c.Add("", "Namespace", "", "owned", nil, tracked("", "Namespace", "owned", nil))
 	c.Update(owned, func(o *cluster.Object) { o.Owners = []string{"Team/owned"} })
-	c.Add("apiextensions.k8s.io", "CustomResourceDefinition", "", "widgets.example.com", nil, nil)
-	c.Add("rbac.authorization.k8s.io", "ClusterRole", "", "team-admin", nil, nil)
-	c.Add("", "ConfigMap", "team", "settings", nil, nil)
+	// Detached since Argo CD last compared: its row is stale, the cascade does not reach it.
+	c.Add("", "Namespace", "", "detached", nil, nil)
+	c.Add("apiextensions.k8s.io", "CustomResourceDefinition", "", "widgets.example.com", nil, tracked("apiextensions.k8s.io", "CustomResourceDefinition", "widgets.example.com", nil))
+	c.Add("rbac.authorization.k8s.io", "ClusterRole", "", "team-admin", nil, tracked("rbac.authorization.k8s.io", "ClusterRole", "team-admin", nil))
+	c.Add("", "ConfigMap", "team", "settings", nil, tracked("", "ConfigMap", "settings", nil))
 	nsRow := func(name string) argocd.Resource {
 		return argocd.Resource{Version: "v1", Kind: "Namespace", Name: name}
 	}
 	app := argocd.Application{Namespace: "argocd", Name: "team", Destination: argocd.Destination{Server: argocd.InClusterServer},
 		Resources: []argocd.Resource{nsRow("exposed"), nsRow("kept"), nsRow("helm"), nsRow("pruneonly"), nsRow("kube-system"), nsRow("owned"), nsRow("gone"),
+			nsRow("detached"),
 			{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition", Name: "widgets.example.com"},
 			{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRole", Name: "team-admin"},
 			{Version: "v1", Kind: "ConfigMap", Namespace: "team", Name: "settings"},
@@ -127,17 +151,24 @@ func TestCascadeHighRisk(t *testing.T) {
 		return strings.Join(out, " ")
 	}
 	// Prune=false alone does not keep an object from its app's cascade (gitops-engine deletes it).
-	if got, want := names(CascadeHighRisk(context.Background(), c, app, "argocd")), "Namespace/exposed Namespace/pruneonly ClusterRole/team-admin"; got != want {
+	if got, want := names(CascadeHighRisk(context.Background(), c, s, app, "argocd")), "ClusterRole/team-admin Namespace/exposed Namespace/pruneonly"; got != want {
 		t.Errorf("read: %s; want %s", got, want)
 	}
-	if got, want := names(CascadeHighRiskUnread(app, "argocd")), "Namespace/exposed Namespace/kept Namespace/helm Namespace/pruneonly Namespace/owned Namespace/gone ClusterRole/team-admin"; got != want {
+	// A hook goes with its app's cascade.
+	c.Add("", "Namespace", "", "hooked", nil, tracked("", "Namespace", "hooked", map[string]string{argocd.AnnotationHook: "PreSync"}))
+	if got, want := names(CascadeHighRisk(context.Background(), c, s, app, "argocd")), "ClusterRole/team-admin Namespace/exposed Namespace/hooked Namespace/pruneonly"; got != want {
+		t.Errorf("with a live hook: %s; want %s", got, want)
+	}
+	if got, want := names(CascadeHighRiskUnread(s, app, "argocd")), "Namespace/exposed Namespace/kept Namespace/helm Namespace/pruneonly Namespace/owned Namespace/gone Namespace/detached ClusterRole/team-admin Namespace/hooked"; got != want {
 		t.Errorf("unread: %s; want %s", got, want)
 	}
 	app.SyncOptions = []string{"Delete=false"}
-	if got := CascadeHighRisk(context.Background(), c, app, "argocd"); len(got) != 0 {
+	if got := CascadeHighRisk(context.Background(), c, s, app, "argocd"); len(got) != 0 {
 		t.Errorf("with the app's Delete=false: %s; want nothing", names(got))
 	}
-	if got := CascadeHighRiskUnread(app, "argocd"); len(got) != 0 {
-		t.Errorf("unread, with the app's Delete=false: %s; want nothing", names(got))
+	// Unread, an object's own Delete= entry (which overrides the app's) cannot be seen: the app's
+	// option does not count.
+	if got := CascadeHighRiskUnread(s, app, "argocd"); len(got) != 9 {
+		t.Errorf("unread, with the app's Delete=false: %s; want all nine", names(got))
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/deletion"
 	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/risk"
 )
@@ -75,12 +76,41 @@ type Report struct {
 	Apps []AppChange
 	// Set is the ApplicationSet a check of one found (RunSet); nil for an Application's check.
 	Set *SetInfo
+	// Answers say where each kind of answer came from: Argo CD itself, or unprune offline.
+	Answers []Answer
+	// Version is the Argo CD version the check judged for, nil when unknown.
+	Version *argocd.Version
 }
 
+// Answer is where one kind of answer of a check came from.
+type Answer struct {
+	// Question is Manifests (what the change makes the app render), Generation (the Applications an
+	// ApplicationSet generates) or Deletions (what Argo CD deletes, judged on the live objects).
+	Question string
+	// By is ArgoCD (argocd-server answered), Given (the user's rendered manifests) or Offline
+	// (unprune computed it from Argo CD's rules and the live objects).
+	By     string
+	Server string
+	// For names what it was about (an ApplicationSet), when not the whole check.
+	For string
+}
+
+// Questions and sources of answers.
+const (
+	QuestionManifests  = "Manifests"
+	QuestionGeneration = "Generation"
+	QuestionDeletions  = "Deletions"
+
+	ByArgoCD  = "ArgoCD"
+	ByGiven   = "Given"
+	ByOffline = "Offline"
+)
+
 // Run compares the desired manifests with the live objects of the app's destination and with what
-// the app tracks today, under Argo CD's rules.
-func Run(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, app argocd.Application, manifests []Manifest) (Report, error) {
-	rep := Report{App: app, Instance: app.Instance(argo.Namespace())}
+// the app tracks today, under Argo CD's rules. oracle, when not nil, is argocd-server, which then
+// generates the ApplicationSets the manifests change.
+func Run(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, app argocd.Application, manifests []Manifest, oracle Oracle) (Report, error) {
+	rep := Report{App: app, Instance: app.Instance(argo.Namespace()), Answers: []Answer{{Question: QuestionDeletions, By: ByOffline}}, Version: s.Version}
 	objects, err := argo.Destination(ctx, app)
 	if err != nil {
 		return rep, err
@@ -100,7 +130,7 @@ func Run(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, app argoc
 	}
 	adoptions(ctx, objects, s, targets, policy, argo.Namespace(), &rep)
 	prunes(ctx, objects, s, keys, policy, argo.Namespace(), &rep)
-	family(ctx, argo, s, manifests, &rep)
+	family(ctx, argo, s, manifests, oracle, &rep)
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}
@@ -237,24 +267,25 @@ func prunes(ctx context.Context, objects cluster.Objects, s cluster.Settings, ke
 	}
 }
 
-// assess adds the risk of deleting the object, what goes with it and what guards it.
+// assess adds the risk of deleting the object, what goes with it and what guards a prune of it, as
+// the one deletion verdict reads it.
 func assess(ctx context.Context, objects cluster.Objects, item Item, live *cluster.Object, policy *guard.Installed, s cluster.Settings,
 	app argocd.Application, argocdNamespace string) Item {
 	r := item.Resource
-	obj := risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+	obj := deletion.FromRow(r)
 	if live != nil {
-		obj.Labels, obj.Annotations = live.Labels, live.Annotations
+		obj = deletion.FromLive(live, &r)
 		item.Contents = risk.ContentsOf(ctx, objects, live.Ref, r)
 	}
-	item.Risk, item.RiskWhy = risk.Classify(obj, argocdNamespace)
-	var notes []string
-	item.Guards, notes = risk.Guards(obj, s.Version, app.SyncOptions)
-	item.Notes = append(item.Notes, notes...)
-	if policy.Covers(r, obj.Labels) {
-		item.Guards = append(item.Guards, guard.PolicyGuard)
-	}
-	for _, g := range item.Guards {
-		item.Guarded = item.Guarded || g.Hard() || g == guard.PolicyGuard
+	item.Risk, item.RiskWhy = risk.Classify(risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Labels: obj.Labels, Annotations: obj.Annotations}, argocdNamespace)
+	v := deletion.Judge(obj, deletion.Prune, deletion.Context{Version: s.Version, AppSyncOptions: app.SyncOptions, Policy: policy})
+	item.Guards, item.Guarded = v.Guards, v.Guarded
+	if item.Kind == Prune {
+		item.Notes = append(item.Notes, v.Notes...)
+		if v.Soft && app.AutoPrune && item.Reason == DeletedAtNextSync {
+			item.Reason = LeftRequiringPruning
+			item.Notes = append(item.Notes, "the app's own syncOptions keep its automated syncs from pruning it; a sync request carrying its own options (or PRUNE ticked with other options) deletes it")
+		}
 	}
 	return item
 }

@@ -62,7 +62,7 @@ items:
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(context.Background(), argo, s, app, manifests)
+	rep, err := Run(context.Background(), argo, s, app, manifests, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ metadata: {name: untracked}
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(context.Background(), argo, s, app, manifests)
+	rep, err := Run(context.Background(), argo, s, app, manifests, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/deletion"
 	"github.com/unprune/unprune/internal/guard"
-	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/risk"
 )
 
@@ -68,17 +68,23 @@ type AppChange struct {
 	Fix   string
 	Notes []string
 	Error string
+
+	// finalizers and sourceTypes are the live app's, for the rename advice.
+	finalizers  []string
+	sourceTypes []string
 }
 
 // maxDepth bounds how deep apps of apps are followed; the seen set already stops cycles.
 const maxDepth = 10
 
 // family turns prunes of Applications into whole-app answers: what Argo CD does to the child's
-// resources once the parent deletes it.
-func family(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, manifests []Manifest, rep *Report) {
+// resources once the parent deletes it; a pruned Namespace takes the Applications in it along.
+func family(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, manifests []Manifest, oracle Oracle, rep *Report) {
 	added := addedApps(manifests, rep.App)
+	d := follower{argo: argo, s: s, seen: map[string]bool{rep.App.Ref(): true}}
 	for _, it := range rep.Items {
-		if it.Kind != Prune || !isApplication(it.Resource.Group, it.Resource.Kind) {
+		isApp, isNamespace := isApplication(it.Resource.Group, it.Resource.Kind), it.Resource.Group == "" && it.Resource.Kind == "Namespace"
+		if it.Kind != Prune || !(isApp || isNamespace) {
 			continue
 		}
 		objects, err := argo.Destination(ctx, rep.App)
@@ -90,20 +96,28 @@ func family(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, manife
 		if it.Reason == LeftRequiringPruning {
 			by = fmt.Sprintf("any sync of the parent app %s with PRUNE ticked deletes it", rep.App.Ref())
 		}
-		if it.Guarded {
+		switch {
+		case isNamespace && !it.Guarded:
+			who := fmt.Sprintf("the app %s's prune (at its next automated sync)", rep.App.Ref())
+			if it.Reason == LeftRequiringPruning {
+				who = fmt.Sprintf("any sync of %s with PRUNE ticked", rep.App.Ref())
+			}
+			rep.Apps = append(rep.Apps, d.namespace(ctx, objects, it.Resource.Name, who, nil)...)
+		case isNamespace:
+		case it.Guarded:
 			rep.Apps = append(rep.Apps, AppChange{App: argocd.Application{Namespace: it.Resource.Namespace, Name: it.Resource.Name}, Fate: NotDeleted,
 				DeletedBy: fmt.Sprintf("nobody: a guard on it (%v) stops the parent app %s from pruning it", it.Guards, rep.App.Ref())})
-			continue
+		default:
+			changes := d.app(ctx, objects, it.Resource.Namespace, it.Resource.Name, by, nil)
+			if w, ok := renamedTo(ctx, objects, it.Resource, added); ok {
+				changes[0].RenamedTo = w.Name
+				fix, notes := renameAdvice(s.Version, changes[0], w)
+				changes[0].Fix, changes[0].Notes = fix, append(changes[0].Notes, notes...)
+			}
+			rep.Apps = append(rep.Apps, changes...)
 		}
-		d := deletion{argo: argo, s: s, seen: map[string]bool{rep.App.Ref(): true}}
-		changes := d.app(ctx, objects, it.Resource.Namespace, it.Resource.Name, by, nil)
-		if w, ok := renamedTo(ctx, objects, it.Resource, added); ok {
-			changes[0].RenamedTo = w.Name
-			changes[0].Fix = renameFix(option.Program(ctx), changes[0], false)
-		}
-		rep.Apps = append(rep.Apps, changes...)
 	}
-	parentSets(ctx, argo, s, manifests, rep)
+	parentSets(ctx, argo, s, manifests, oracle, rep)
 }
 
 func isApplication(group, kind string) bool { return group == "argoproj.io" && kind == "Application" }
@@ -152,33 +166,25 @@ func renamedTo(ctx context.Context, objects cluster.Objects, r argocd.Resource, 
 	return argocd.Whole{}, false
 }
 
-// renameFix says how to rename without the deletion window.
-func renameFix(program string, c AppChange, generated bool) string {
-	switch {
-	case c.Fate != Cascade:
-		return "no resource is deleted; the new app adopts them (their tracking names the old instance until its first sync)"
-	case generated:
-		return "set syncPolicy.preserveResourcesOnDeletion: true on the ApplicationSet (its next update removes the resources finalizer from the apps it generates), or remove the finalizer from " +
-			c.App.Ref() + " first; then merge the rename"
-	}
-	// unprune rename refuses an app another app manages (the parent would create the old name
-	// again), so the parent's own git carries the fix.
-	return fmt.Sprintf("first merge a commit that only drops the resources finalizer from %s's manifest and let the parent sync it; "+
-		"then merge the rename: the old app goes without deleting anything and %s adopts its resources at its first sync "+
-		"(for an app no parent manages, `%s rename %s %s` does it in one step)", c.App.Ref(), c.RenamedTo, program, c.App.Ref(), c.RenamedTo)
-}
-
-// deletion follows one app's deletion through its finalizer and into the apps it deletes.
-type deletion struct {
+// follower follows one app's deletion through its finalizer and into the apps it deletes.
+type follower struct {
 	argo cluster.ArgoCD
 	s    cluster.Settings
 	seen map[string]bool
+
+	scopes   map[string]*deletion.Scope
+	projects map[string]*argocd.Project
+
+	// params are argocd-cmd-params-cm, read once when a deleted Namespace holds Applications.
+	params     map[string]string
+	paramsErr  error
+	paramsRead bool
 }
 
 // app answers what deleting the Application namespace/name does. home is the cluster where the
 // Application object lives (its parent's destination). The first change is the app's own; nested
 // ones follow.
-func (d *deletion) app(ctx context.Context, home cluster.Objects, namespace, name, by string, through []string) []AppChange {
+func (d *follower) app(ctx context.Context, home cluster.Objects, namespace, name, by string, through []string) []AppChange {
 	c := AppChange{App: argocd.Application{Namespace: namespace, Name: name}, DeletedBy: by, Through: through}
 	ref := namespace + "/" + name
 	if d.seen[ref] || len(through) >= maxDepth {
@@ -198,6 +204,8 @@ func (d *deletion) app(ctx context.Context, home cluster.Objects, namespace, nam
 		return []AppChange{c}
 	}
 	c.Finalizer = argocd.CascadeFinalizer(whole.Finalizers)
+	c.finalizers, c.sourceTypes = whole.Finalizers, whole.SourceTypes
+	c.Notes = append(c.Notes, deletion.Hooks(whole.Finalizers)...)
 	c.Fate = Orphaned
 	if c.Finalizer != "" {
 		c.Fate = Cascade
@@ -224,80 +232,112 @@ func readWhole(ctx context.Context, home cluster.Objects, namespace, name string
 	return argocd.ParseWhole(live.Content), nil
 }
 
-// resources reads every resource the app tracks and says what its deletion does to each; apps it
-// deletes are followed.
-func (d *deletion) resources(ctx context.Context, objects cluster.Objects, c *AppChange, through []string) []AppChange {
-	var rows []argocd.Resource
-	var refs []cluster.Ref
-	for _, r := range c.App.Resources {
-		ref, err := objects.Resolve(ctx, r.Group, r.Kind, r.Version, r.Namespace, r.Name)
-		if err != nil {
-			c.Notes = append(c.Notes, fmt.Sprintf("%s: %v", r, err))
-			continue
-		}
-		rows, refs = append(rows, r), append(refs, ref)
-	}
+// resources reads what the app's deletion reaches — its rows read live, and the objects carrying a
+// copy of its tracking — and says what the deletion does to each; apps it deletes are followed, and
+// so are the apps in a Namespace it deletes.
+func (d *follower) resources(ctx context.Context, objects cluster.Objects, c *AppChange, through []string) []AppChange {
 	policy, _ := guard.ReadInstalled(ctx, objects)
 	instance := c.App.Instance(d.argo.Namespace())
+	members, notes := d.scope(objects).Members(ctx, c.App, instance)
+	c.Notes = append(c.Notes, notes...)
 	var nested []AppChange
-	for i, res := range objects.Read(ctx, refs) {
-		if cluster.IsNotFound(res.Err) {
-			continue
-		}
-		item := Item{Kind: Orphan, Reason: LeftTracked, Resource: rows[i], Cluster: c.Cluster}
-		if res.Err != nil {
-			item.Error = res.Err.Error()
+	for _, m := range members {
+		item := Item{Kind: Orphan, Reason: LeftTracked, Resource: m.Object.Resource(), Cluster: c.Cluster}
+		if m.Live == nil {
+			item.Error = m.Error
 			c.Resources = append(c.Resources, item)
 			continue
 		}
-		live := res.Object
-		// Argo CD deletes the live objects it manages for the app: top-level ones that carry its
-		// tracking (GetManagedLiveObjs).
-		if len(live.Owners) > 0 || !d.s.Owner(live.Labels, live.Annotations, refs[i].ObjectRef()).TrackedBy(instance) {
+		item, listed := d.judge(ctx, objects, item, m, policy, c)
+		if !listed {
 			continue
 		}
-		item = d.judge(ctx, objects, item, live, policy, c)
 		c.Resources = append(c.Resources, item)
-		if item.Reason == DeletedWithApp && isApplication(item.Resource.Group, item.Resource.Kind) {
+		if item.Reason != DeletedWithApp {
+			continue
+		}
+		r := item.Resource
+		switch {
+		case isApplication(r.Group, r.Kind):
 			by := fmt.Sprintf("the cascade deletion of %s deletes it", c.App.Ref())
-			nested = append(nested, d.app(ctx, objects, item.Resource.Namespace, item.Resource.Name, by, through)...)
+			nested = append(nested, d.app(ctx, objects, r.Namespace, r.Name, by, through)...)
+		case r.Group == "" && r.Kind == "Namespace":
+			nested = append(nested, d.namespace(ctx, objects, r.Name, fmt.Sprintf("the cascade deletion of %s", c.App.Ref()), through)...)
 		}
 	}
 	d.count(c)
 	return nested
 }
 
-// judge classifies one resource of a deleted app.
-func (d *deletion) judge(ctx context.Context, objects cluster.Objects, item Item, live *cluster.Object, policy *guard.Installed, c *AppChange) Item {
-	r := item.Resource
-	obj := risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Labels: live.Labels, Annotations: live.Annotations}
-	item.Contents = risk.ContentsOf(ctx, objects, live.Ref, r)
-	item.Risk, item.RiskWhy = risk.Classify(obj, d.argo.Namespace())
+// judge says what the app's deletion does to one object, as the one deletion verdict reads it.
+// listed is false for objects the cascade does not reach as resources of the app (owned ones, the
+// app's own Application object, objects its project does not permit).
+func (d *follower) judge(ctx context.Context, objects cluster.Objects, item Item, m deletion.Member, policy *guard.Installed, c *AppChange) (Item, bool) {
+	o := m.Object
+	item.Contents = risk.ContentsOf(ctx, objects, m.Ref, item.Resource)
+	item.Risk, item.RiskWhy = risk.Classify(risk.Object{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, Labels: o.Labels, Annotations: o.Annotations}, d.argo.Namespace())
+	if o.Row == nil {
+		item.Notes = append(item.Notes, "its tracking-id names another object (copied metadata): its app does not list it, and its deletion deletes it all the same")
+	}
 	if c.Fate != Cascade {
-		item.Notes = append(item.Notes, "stays, still tracked by instance "+c.App.Instance(d.argo.Namespace())+": a new app of that name re-adopts it")
-		return item
-	}
-	item.Kind, item.Reason = CascadeDelete, DeletedWithApp
-	item.Guards = risk.CascadeGuards(obj, c.App.SyncOptions)
-	if policy.Covers(r, obj.Labels) {
-		item.Guards = append(item.Guards, guard.PolicyGuard)
-	}
-	for _, g := range item.Guards {
-		switch g {
-		case risk.GuardDeleteConfirm:
-			c.Waits = true
-		default:
-			item.Guarded = true
+		if len(o.Owners) > 0 {
+			return item, false
 		}
+		item.Notes = append(item.Notes, "stays, still tracked by instance "+c.App.Instance(d.argo.Namespace())+": a new app of that name re-adopts it")
+		return item, true
 	}
-	if item.Guarded {
-		item.Reason = KeptByGuard
+	v := deletion.Judge(o, deletion.Cascade, deletion.Context{Version: d.s.Version, AppSyncOptions: c.App.SyncOptions, Policy: policy,
+		SelfApp:      isApplication(o.Group, o.Kind) && o.Namespace == c.App.Namespace && o.Name == c.App.Name,
+		NotPermitted: d.notPermitted(ctx, c.App, m)})
+	switch v.Outcome {
+	case deletion.NotTopLevel, deletion.NotManaged, deletion.Gone:
+		return item, false
 	}
-	return item
+	item.Kind, item.Reason, item.Guards = CascadeDelete, DeletedWithApp, v.Guards
+	item.Notes = append(item.Notes, v.Notes...)
+	switch v.Outcome {
+	case deletion.Waits:
+		c.Waits = true
+	case deletion.Kept:
+		item.Guarded, item.Reason = true, KeptByGuard
+	}
+	return item, true
+}
+
+// notPermitted: the app's project does not permit the object, so its cascade leaves it
+// (getPermittedAppLiveObjects). An unreadable project permits everything here: its cascade is then
+// not made to look smaller than it is.
+func (d *follower) notPermitted(ctx context.Context, app argocd.Application, m deletion.Member) bool {
+	if d.projects == nil {
+		d.projects = map[string]*argocd.Project{}
+	}
+	p, seen := d.projects[app.Project]
+	if !seen {
+		if proj, err := d.argo.Project(ctx, app.Project); err == nil {
+			p = &proj
+		}
+		d.projects[app.Project] = p
+	}
+	return p != nil && !p.Permits(m.Ref.Group, m.Ref.Kind, m.Ref.Name, m.Ref.Namespaced)
+}
+
+// scope is the cluster's search for objects its apps' cascades reach, made once per check.
+func (d *follower) scope(objects cluster.Objects) *deletion.Scope {
+	key := objects.Info().Name + "|" + objects.Info().Server
+	if d.scopes == nil {
+		d.scopes = map[string]*deletion.Scope{}
+	}
+	if sc, ok := d.scopes[key]; ok {
+		return sc
+	}
+	filter := d.s.Filter
+	sc := deletion.NewScope(objects, d.s.Settings, &filter)
+	d.scopes[key] = sc
+	return sc
 }
 
 // count totals a change; a cascade waiting for approval deletes nothing until it is given.
-func (d *deletion) count(c *AppChange) {
+func (d *follower) count(c *AppChange) {
 	sort.SliceStable(c.Resources, func(i, j int) bool { return c.Resources[i].Resource.String() < c.Resources[j].Resource.String() })
 	for _, it := range c.Resources {
 		if it.Reason != DeletedWithApp {

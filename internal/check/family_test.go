@@ -93,7 +93,7 @@ func (f *fixture) check(parent argocd.Application, manifests string) Report {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	rep, err := Run(context.Background(), f.argo, f.s, parent, ms)
+	rep, err := Run(context.Background(), f.argo, f.s, parent, ms, nil)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -195,8 +195,9 @@ spec:
 		t.Errorf("child renamed to %q; nothing deploys its source any more", child.RenamedTo)
 	}
 	renamed := apps["cascading"]
-	if renamed.RenamedTo != "cascading-v2" || renamed.Fate != Cascade || !strings.Contains(renamed.Fix, "drops the resources finalizer from argocd/cascading") {
-		t.Errorf("renamed app: %+v; want a cascading rename to cascading-v2 with the unprune rename fix", renamed)
+	if renamed.RenamedTo != "cascading-v2" || renamed.Fate != Cascade || !strings.Contains(renamed.Fix, "only drops resources-finalizer.argocd.argoproj.io from argocd/cascading's manifest") ||
+		!strings.Contains(renamed.Fix, "renders the same objects") {
+		t.Errorf("renamed app: %+v; want a cascading rename to cascading-v2, its finalizer dropped first", renamed)
 	}
 }
 

@@ -60,9 +60,10 @@ func NoteMoves(ctx context.Context, rep *Report, controllerNamespace string) {
 		if it.Kind != Adoption || it.Reason != TrackedByOtherApp || it.OtherInstance == "" {
 			continue
 		}
-		recipe := MoveRecipe(ctx, appOf(it.OtherInstance, controllerNamespace), appRef(rep.App, controllerNamespace), it.Resource)
+		to := appRef(rep.App, controllerNamespace)
+		recipe := MoveRecipe(ctx, appOf(it.OtherInstance, controllerNamespace), to, it.Resource)
 		it.Notes = append(it.Notes, "if this change also removes it from "+appOf(it.OtherInstance, controllerNamespace)+
-			", that app prunes it before this one takes it over; move it instead: "+strings.Join(recipe, "; "))
+			", that app prunes it before this one takes it over; move it instead: "+strings.Join(recipe, "; ")+"; "+InBetween(rep.Version, to, "it"))
 	}
 }
 
@@ -96,6 +97,7 @@ func FoldMoves(ctx context.Context, reps []Report, controllerNamespace string) [
 			m.Kind, m.Reason = Move, Moved
 			m.Notes = append([]string{fmt.Sprintf("moved from %s to %s by this change: %s would prune it, %s adopt it", from, to, from, to)},
 				MoveRecipe(ctx, from, to, it.Resource)...)
+			m.Notes = append(m.Notes, InBetween(rep.Version, to, "it"))
 		}
 	}
 	for r := range out {

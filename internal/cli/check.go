@@ -12,6 +12,7 @@ import (
 	"github.com/unprune/unprune/internal/check"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
+	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/printer"
 )
 
@@ -31,6 +32,8 @@ type CheckOptions struct {
 	AlsoValues []string
 	also       []alsoApp
 	output     outputFlags
+	// ask is argocd-server, when it can answer for Argo CD (nil otherwise).
+	ask check.Oracle
 }
 
 // NewCheckCommand builds `unprune check`.
@@ -56,10 +59,17 @@ finalizer: with resources-finalizer.argocd.argoproj.io its deletion deletes ever
 recursively; without one they stay, still tracked.
 
 applicationset/NAME checks a change to an ApplicationSet: --manifests holds the set after the change.
-Its list, clusters, git (with --repo-dir), matrix and merge generators are evaluated and its template
-rendered; every app it owns and no longer generates is deleted under applicationsSync sync or
-create-delete, and gets the same answer. Other generators are reported as not evaluated. The manifests are the app's, rendered by your CI (kustomize build, helm template, plain
-YAML: a file, a directory, or - for stdin); with --via argocd, --revision asks Argo CD to render them.
+With argocd-server reachable (--via argocd, or its address in --argocd-server or $ARGOCD_SERVER with a
+token), Argo CD generates the set's Applications itself, every generator included; otherwise unprune
+evaluates its list, clusters, git (with --repo-dir), matrix and merge generators offline, as Argo CD
+does, and reports anything it does not reproduce exactly as not evaluated, never guessed. Every app the
+set owns and no longer generates is deleted when the controller's effective policy deletes apps (the
+set's applicationsSync, unless applicationsetcontroller.policy in argocd-cmd-params-cm overrides it),
+and gets the same answer. A rename gets the advice that deletes nothing under that policy.
+
+The manifests are the app's, rendered by your CI (kustomize build, helm template, plain YAML: a file,
+a directory, or - for stdin); with argocd-server reachable, --revision asks Argo CD to render them.
+The output says which answers came from Argo CD and which unprune computed.
 check reads only: it changes nothing, ever.
 
 --fail-on adoption|high|any turns findings into exit code 1 for CI; -o markdown writes a
@@ -83,8 +93,8 @@ pull-request comment.
 		},
 	}
 	cmd.Flags().StringVar(&o.Manifests, "manifests", "", "the app's manifests after the change: a file, a directory, or - for stdin")
-	cmd.Flags().StringVar(&o.Revision, "revision", "", "with --via argocd: let Argo CD render the app's manifests at this git revision")
-	cmd.Flags().StringVar(&o.RepoDir, "repo-dir", "", "for applicationset/NAME: a checkout of the repository its git generators read, at the change's revision")
+	cmd.Flags().StringVar(&o.Revision, "revision", "", "let Argo CD render the app's manifests at this git revision (needs argocd-server: --via argocd, or --argocd-server/$ARGOCD_SERVER)")
+	cmd.Flags().StringVar(&o.RepoDir, "repo-dir", "", "for applicationset/NAME: a clone of the repository its git generators read; each generator's revision (HEAD, a branch, a tag, a commit) is read from its commits, never its working tree")
 	cmd.Flags().StringVar(&o.FailOn, "fail-on", "", "exit 1 when the change adopts anything (adoption), does anything high-risk (high), or anything at all (any)")
 	cmd.Flags().StringArrayVar(&o.AlsoValues, "also", nil, "also check another app of the same change, as APP=PATH (its manifests after it; repeatable): a resource the change moves between the apps is reported once, as a Move, with the unprune move recipe")
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", fixedCompletion("adoption", "high", "any"))
@@ -113,8 +123,9 @@ func (o *CheckOptions) Validate(args []string) error {
 	switch {
 	case (o.Manifests == "") == (o.Revision == ""):
 		return usageError("give the manifests after the change with --manifests PATH|-, or (with --via argocd) --revision REV")
-	case o.Revision != "" && o.Via != ViaArgoCD:
-		return usageError("--revision needs Argo CD to render the manifests: add --via argocd, or render them yourself and pass --manifests")
+	case o.Revision != "" && !o.apiConfigured():
+		return usageError("--revision needs Argo CD to render the manifests: name its server (%v or $ARGOCD_SERVER, with a token), or use %v argocd; or render them yourself and pass --manifests",
+			option.ArgoCDServer, option.Via)
 	}
 	arg, set := cutSetPrefix(args[0])
 	o.Set = set
@@ -141,6 +152,9 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if o.ask, err = o.oracle(argo); err != nil {
+		return failure(err)
+	}
 	ns := o.App.Namespace
 	if ns == "" {
 		ns = argo.Namespace()
@@ -152,14 +166,15 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return failure(fmt.Errorf("%w (is the app in another namespace? use NAMESPACE/NAME or -n)", err))
 	}
-	manifests, err := o.manifests(ctx, argo, app)
+	manifests, err := o.manifests(ctx, app)
 	if err != nil {
 		return err
 	}
-	rep, err := check.Run(ctx, argo, o.installed.settings, app, manifests)
+	rep, err := check.Run(ctx, argo, o.installed.settings, app, manifests, o.ask)
 	if err != nil {
 		return failure(err)
 	}
+	rep.Answers = append([]check.Answer{o.manifestsAnswer()}, rep.Answers...)
 	check.NoteMoves(ctx, &rep, argo.Namespace())
 	if len(o.also) > 0 {
 		return o.runAlso(ctx, argo, rep, len(manifests))
@@ -187,9 +202,13 @@ func (o *CheckOptions) print(argo cluster.ArgoCD, rep check.Report, manifests in
 		err = o.output.out.Print(o.Out, doc, doc.Names)
 	case len(doc.Items) == 0 && len(doc.Applications) == 0:
 		fmt.Fprintf(o.ErrOut, "The change makes Argo CD adopt no existing object and prune nothing (%s).\n", printer.Count(manifests, "manifest"))
+		if line := printer.AnswersLine(doc.Answers); line != "" && o.ask != nil {
+			fmt.Fprintln(o.ErrOut, line)
+		}
 	default:
 		err = printer.CheckTable(o.Out, o.output.out, doc)
 		printer.CheckMoves(o.ErrOut, doc)
+		printer.CheckFixes(o.ErrOut, doc)
 		if len(doc.Applications) == 0 {
 			fmt.Fprintf(o.ErrOut, "%s, %s, %d high-risk.\n", printer.Count(doc.Summary.Adoptions, "adoption"), printer.Count(doc.Summary.Prunes, "prune"), doc.Summary.High)
 			break
@@ -197,6 +216,9 @@ func (o *CheckOptions) print(argo cluster.ArgoCD, rep check.Report, manifests in
 		fmt.Fprintf(o.ErrOut, "%s, %s, %s deleted (%s with them), %d high-risk.\n",
 			printer.Count(doc.Summary.Adoptions, "adoption"), printer.Count(doc.Summary.Prunes, "prune"), printer.Count(doc.Summary.AppsDeleted, "app"),
 			printer.Count(doc.Summary.CascadeDeletions, "resource"), doc.Summary.High)
+	}
+	if line := printer.AnswersLine(doc.Answers); line != "" && !o.output.out.Document() && o.output.out.Format != "markdown" && (len(doc.Items) > 0 || len(doc.Applications) > 0) {
+		fmt.Fprintln(o.ErrOut, line)
 	}
 	if err != nil {
 		return err
@@ -208,8 +230,16 @@ func (o *CheckOptions) print(argo cluster.ArgoCD, rep check.Report, manifests in
 	return nil
 }
 
+// manifestsAnswer says where the manifests came from.
+func (o *CheckOptions) manifestsAnswer() check.Answer {
+	if o.Manifests != "" {
+		return check.Answer{Question: check.QuestionManifests, By: check.ByGiven}
+	}
+	return check.Answer{Question: check.QuestionManifests, By: check.ByArgoCD, Server: o.ask.Server()}
+}
+
 // manifests reads the desired manifests: from --manifests, or rendered by Argo CD at --revision.
-func (o *CheckOptions) manifests(ctx context.Context, argo cluster.ArgoCD, app argocd.Application) ([]check.Manifest, error) {
+func (o *CheckOptions) manifests(ctx context.Context, app argocd.Application) ([]check.Manifest, error) {
 	if o.Manifests != "" {
 		ms, err := check.ReadManifests(o.Manifests, o.In)
 		if err != nil {
@@ -217,12 +247,12 @@ func (o *CheckOptions) manifests(ctx context.Context, argo cluster.ArgoCD, app a
 		}
 		return ms, nil
 	}
-	docs, err := argo.Manifests(ctx, app, o.Revision)
+	docs, err := o.ask.Manifests(ctx, app, o.Revision)
 	if errors.Is(err, cluster.ErrUnsupported) {
-		return nil, usageError("--revision needs --via argocd")
+		return nil, usageError("--revision needs Argo CD's API")
 	}
 	if err != nil {
 		return nil, failure(err)
 	}
-	return check.ParseManifests("Argo CD's manifests at "+o.Revision, docs)
+	return check.ParseManifests(fmt.Sprintf("Argo CD's manifests at %s (%s)", o.Revision, o.ask.Server()), docs)
 }

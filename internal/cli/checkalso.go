@@ -59,10 +59,11 @@ func (o *CheckOptions) runAlso(ctx context.Context, argo cluster.ArgoCD, first c
 		if err != nil {
 			return usageError("--also %s: %v", app.Ref(), err)
 		}
-		rep, err := check.Run(ctx, argo, o.installed.settings, app, ms)
+		rep, err := check.Run(ctx, argo, o.installed.settings, app, ms, o.ask)
 		if err != nil {
 			return failure(err)
 		}
+		rep.Answers = append([]check.Answer{{Question: check.QuestionManifests, By: check.ByGiven}}, rep.Answers...)
 		check.NoteMoves(ctx, &rep, argo.Namespace())
 		reps = append(reps, rep)
 		manifests += len(ms)

@@ -38,7 +38,15 @@ func (o *CheckOptions) runSet(ctx context.Context, argo cluster.ArgoCD, namespac
 	if changed == nil {
 		return usageError("--manifests holds no ApplicationSet %s/%s: give the set as it is after the change", namespace, o.App.Name)
 	}
-	rep, err := check.RunSet(ctx, argo, o.installed.settings, changed, appset.Sources{RepoDir: o.RepoDir})
+	src := appset.Sources{}
+	if o.RepoDir != "" {
+		repo, err := appset.OpenRepo(ctx, o.RepoDir)
+		if err != nil {
+			return usageError("--repo-dir: %v", err)
+		}
+		src.Repo = repo
+	}
+	rep, err := check.RunSet(ctx, argo, o.installed.settings, changed, src, o.ask)
 	if err != nil {
 		return failure(fmt.Errorf("check ApplicationSet %s/%s: %w", namespace, o.App.Name, err))
 	}

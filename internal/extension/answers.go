@@ -200,10 +200,10 @@ func (s *server) cascade(r *request, row *audit.Row) Cascade {
 	}
 	var high []argocd.Resource
 	if objects, derr := r.argo.Destination(ctx, r.app); derr != nil {
-		high = audit.CascadeHighRiskUnread(r.app, r.argo.Namespace())
+		high = audit.CascadeHighRiskUnread(r.settings.Settings, r.app, r.argo.Namespace())
 		c.Unknown = "the destination could not be read (" + derr.Error() + "): every high-risk resource counts"
 	} else {
-		high = audit.CascadeHighRisk(ctx, objects, r.app, r.argo.Namespace())
+		high = audit.CascadeHighRisk(ctx, objects, r.settings.Settings, r.app, r.argo.Namespace())
 	}
 	for _, h := range high {
 		c.HighRisk = append(c.HighRisk, resourceOf(h))

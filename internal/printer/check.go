@@ -26,6 +26,19 @@ type CheckReport struct {
 	Applications []CheckApp `json:"applications,omitempty"`
 	// ApplicationSet is set when the change checked is an ApplicationSet's (application then names the set).
 	ApplicationSet *CheckSet `json:"applicationSet,omitempty"`
+	// Answers say where each kind of answer came from: Argo CD itself, the user, or unprune offline.
+	Answers []CheckAnswer `json:"answers,omitempty"`
+}
+
+// CheckAnswer is where one kind of answer came from.
+type CheckAnswer struct {
+	// Question is Manifests, Generation or Deletions.
+	Question string `json:"question"`
+	// By is ArgoCD, Given or Offline.
+	By     string `json:"by"`
+	Server string `json:"server,omitempty"`
+	// For names the ApplicationSet a Generation answer is about.
+	For string `json:"for,omitempty"`
 }
 
 // CheckSummary counts a check.
@@ -76,6 +89,9 @@ func NewCheckReport(meta Metadata, argo *ArgoCD, r check.Report) CheckReport {
 			}
 		}
 		doc.Items = append(doc.Items, item)
+	}
+	for _, a := range r.Answers {
+		doc.Answers = append(doc.Answers, CheckAnswer{Question: a.Question, By: a.By, Server: a.Server, For: a.For})
 	}
 	doc.Applications = newCheckApps(r.Apps)
 	doc.ApplicationSet = newCheckSet(r.Set)
@@ -174,6 +190,9 @@ func CheckMarkdown(w io.Writer, doc CheckReport) error {
 		}
 	}
 	checkAppsMarkdown(&b, doc.Applications)
+	if line := AnswersLine(doc.Answers); line != "" {
+		fmt.Fprintf(&b, "\n_%s_\n", mdCell(line))
+	}
 	for _, s := range doc.Skipped {
 		fmt.Fprintf(&b, "\n- not managed as a resource: %s", mdCell(s))
 	}
@@ -204,4 +223,27 @@ func checkSentence(doc CheckReport) string {
 // mdCell keeps a value inside one Markdown table cell: pipes escaped, control characters shown.
 func mdCell(s string) string {
 	return strings.ReplaceAll(Safe(s), "|", `\|`)
+}
+
+// AnswersLine says in one line which answers came from Argo CD and which unprune computed.
+func AnswersLine(answers []CheckAnswer) string {
+	var parts []string
+	for _, a := range answers {
+		what := map[string]string{"Manifests": "the manifests", "Generation": "the Applications", "Deletions": "what Argo CD deletes"}[a.Question]
+		if a.For != "" {
+			what += " of ApplicationSet " + a.For
+		}
+		switch a.By {
+		case "ArgoCD":
+			parts = append(parts, what+": from Argo CD at "+a.Server)
+		case "Given":
+			parts = append(parts, what+": as given")
+		default:
+			parts = append(parts, what+": computed offline by unprune")
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "Answers — " + strings.Join(parts, "; ") + "."
 }

@@ -16,8 +16,24 @@ func CheckMoves(w io.Writer, doc CheckReport) {
 			continue
 		}
 		for _, n := range it.Notes {
-			if strings.Contains(n, "unprune move") {
+			if strings.Contains(n, "unprune move") || strings.HasPrefix(n, "in between") {
 				fmt.Fprintf(w, "%s: %s\n", it.Resource.String(), Line(n))
+			}
+		}
+	}
+}
+
+// CheckFixes writes, under the check's table, how to make each rename the change holds without
+// deleting anything, and what the apps show in between.
+func CheckFixes(w io.Writer, doc CheckReport) {
+	for _, a := range doc.Applications {
+		if a.Fix == "" {
+			continue
+		}
+		fmt.Fprintf(w, "%s/%s renamed to %s: %s\n", a.Application.Namespace, a.Application.Name, a.RenamedTo, Line(a.Fix))
+		for _, n := range a.Notes {
+			if strings.HasPrefix(n, "in between") || strings.HasPrefix(n, "the app's name feeds") {
+				fmt.Fprintf(w, "  %s\n", Line(n))
 			}
 		}
 	}

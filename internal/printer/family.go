@@ -116,7 +116,7 @@ func checkAppsMarkdown(b *strings.Builder, apps []CheckApp) {
 		}
 		fmt.Fprintf(b, "\n%s**`%s`**: %s.  \n_Deleted because_: %s.\n", mark, mdCell(a.name()), mdCell(a.fate()), mdCell(a.DeletedBy))
 		if a.Fix != "" {
-			fmt.Fprintf(b, "_Without a deletion window_: %s.\n", mdCell(a.Fix))
+			fmt.Fprintf(b, "_Without a deletion window_: %s.\n", strings.ReplaceAll(Line(a.Fix), "|", `\|`))
 		}
 		if len(a.Resources) > 0 {
 			b.WriteString("\n| | Resource | What happens | Risk | Contents | Guards |\n|---|---|---|---|---|---|\n")
@@ -143,16 +143,31 @@ func checkAppsMarkdown(b *strings.Builder, apps []CheckApp) {
 
 // CheckSet is what a check of an ApplicationSet found (`applicationSet` in a CheckReport).
 type CheckSet struct {
-	// Policy is the applicationsSync policy after the change (sync when unset).
-	Policy                      string `json:"policy"`
+	// Policy is the set's own applicationsSync after the change (sync when unset).
+	Policy string `json:"policy"`
+	// EffectivePolicy is what the controller applies to the set: Policy, unless the controller's
+	// applicationsetcontroller.policy overrides it; ControllerPolicy is the controller's (absent when
+	// it has none); PolicyKnown is false when argocd-cmd-params-cm could not be read (the effective
+	// policy is then taken to be the set's own, and a deletion is reported as possible).
+	EffectivePolicy             string `json:"effectivePolicy"`
+	ControllerPolicy            string `json:"controllerPolicy,omitempty"`
+	PolicyKnown                 bool   `json:"policyKnown"`
 	PreserveResourcesOnDeletion bool   `json:"preserveResourcesOnDeletion"`
 	// Owned are the apps the live set owns; Generated those the changed set generates; Created
 	// the new ones among them.
 	Owned     []string `json:"owned"`
 	Generated []string `json:"generated"`
 	Created   []string `json:"created,omitempty"`
+	// GeneratedBefore are the apps the live set generates now.
+	GeneratedBefore []string `json:"generatedBefore,omitempty"`
+	// GeneratedBy is ArgoCD (argocd-server's own generation, at server) or Offline (unprune).
+	GeneratedBy string `json:"generatedBy"`
+	Server      string `json:"server,omitempty"`
 	// NotEvaluated says which generators or templates unprune could not evaluate, and why.
 	NotEvaluated []string `json:"notEvaluated,omitempty"`
+	// Failed is the error Argo CD's generation meets with the changed set: the controller then
+	// creates, updates and deletes nothing for it.
+	Failed string `json:"failed,omitempty"`
 	// Notes say what the change does to the apps the set keeps generating (their finalizers).
 	Notes []string `json:"notes,omitempty"`
 }
@@ -161,8 +176,9 @@ func newCheckSet(s *check.SetInfo) *CheckSet {
 	if s == nil {
 		return nil
 	}
-	return &CheckSet{Policy: s.Policy, PreserveResourcesOnDeletion: s.Preserve, Owned: orEmpty(s.Owned), Generated: orEmpty(s.Generated),
-		Created: s.Created, NotEvaluated: s.NotEvaluated, Notes: s.Notes}
+	return &CheckSet{Policy: s.SetPolicy, EffectivePolicy: s.Policy, ControllerPolicy: s.ControllerPolicy, PolicyKnown: s.PolicyKnown,
+		PreserveResourcesOnDeletion: s.Preserve, Owned: orEmpty(s.Owned), Generated: orEmpty(s.Generated), Created: s.Created,
+		GeneratedBefore: s.GeneratedBefore, GeneratedBy: s.GeneratedBy, Server: s.Server, NotEvaluated: s.NotEvaluated, Failed: s.Failed, Notes: s.Notes}
 }
 
 func orEmpty(s []string) []string {
@@ -177,8 +193,11 @@ func checkSetMarkdown(b *strings.Builder, s *CheckSet) {
 	if s == nil {
 		return
 	}
-	fmt.Fprintf(b, "applicationsSync `%s`, preserveResourcesOnDeletion `%v`: it owns %d app(s) and, after the change, generates %d (%d new).\n",
-		s.Policy, s.PreserveResourcesOnDeletion, len(s.Owned), len(s.Generated), len(s.Created))
+	fmt.Fprintf(b, "applicationsSync `%s` (%s), preserveResourcesOnDeletion `%v`: it owns %d app(s) and, after the change, generates %d (%d new).\n",
+		s.EffectivePolicy, policyWords(s), s.PreserveResourcesOnDeletion, len(s.Owned), len(s.Generated), len(s.Created))
+	if s.Failed != "" {
+		fmt.Fprintf(b, "⚠️ Argo CD's generation fails with the change (%s): the controller creates, updates and deletes nothing for the set while it does.\n", mdCell(s.Failed))
+	}
 	for _, n := range s.Notes {
 		fmt.Fprintf(b, "- %s\n", mdCell(n))
 	}
@@ -186,4 +205,19 @@ func checkSetMarkdown(b *strings.Builder, s *CheckSet) {
 		b.WriteString("⚠️ Part of the set could not be evaluated (see the warnings): apps it may generate are not known.\n")
 	}
 	b.WriteString("\n")
+}
+
+// policyWords says whose policy the controller applies.
+func policyWords(s *CheckSet) string {
+	switch {
+	case !s.PolicyKnown:
+		return "the set's own; the controller's policy could not be read"
+	case s.ControllerPolicy == "":
+		return "the set's own"
+	case s.EffectivePolicy == s.ControllerPolicy && s.Policy != s.ControllerPolicy:
+		return "the controller's, which overrides the set's " + s.Policy
+	case s.EffectivePolicy == s.ControllerPolicy:
+		return "the controller's"
+	}
+	return "the set's own, which the controller lets override its " + s.ControllerPolicy
 }

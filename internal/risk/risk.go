@@ -5,8 +5,6 @@ package risk
 
 import (
 	"fmt"
-
-	"github.com/unprune/unprune/internal/argocd"
 )
 
 // Class orders deletions by damage.
@@ -73,28 +71,6 @@ const (
 	GuardAppPruneDisabled  Guard = "AppPruneDisabled"  // the app's syncOptions Prune=false (v3.4+); a sync request with its own options replaces it
 	GuardAppPruneConfirm   Guard = "AppPruneConfirm"   // the app's syncOptions Prune=confirm (v3.4+)
 )
-
-// Guards lists what protects o from a prune today, read from the object and its app alone, under
-// the Argo CD version (nil when unknown: then only what holds for every version counts). Notes say
-// why options that look like guards are not. Admission policies are the caller's to add: they need
-// the cluster.
-func Guards(o Object, version *argocd.Version, appSyncOptions []string) (gs []Guard, notes []string) {
-	if o.Kind == "Namespace" && o.Group == "" && ImmortalNamespaces[o.Name] {
-		gs = append(gs, GuardImmortalNamespace)
-	}
-	p := argocd.EffectivePrune(version, o.Annotations[argocd.AnnotationSyncOptions], appSyncOptions)
-	switch {
-	case p.Value == argocd.PruneDisabled && p.Source == argocd.PruneSourceApp:
-		gs = append(gs, GuardAppPruneDisabled)
-	case p.Value == argocd.PruneConfirm && p.Source == argocd.PruneSourceApp:
-		gs = append(gs, GuardAppPruneConfirm)
-	case p.Value == argocd.PruneDisabled:
-		gs = append(gs, GuardPruneDisabled)
-	case p.Value == argocd.PruneConfirm:
-		gs = append(gs, GuardPruneConfirm)
-	}
-	return gs, p.Notes
-}
 
 // Hard reports guards that hold whatever the sync request says: the object's own options and the
 // API server's refusal. App-level options are soft: a sync request carrying its own option list

@@ -1,10 +1,7 @@
 package risk
 
 import (
-	"slices"
 	"testing"
-
-	"github.com/unprune/unprune/internal/argocd"
 )
 
 func TestClassify(t *testing.T) {
@@ -71,77 +68,6 @@ func TestClassify(t *testing.T) {
 			class, why := Classify(tt.object, tt.argocdNS)
 			if class != tt.wantClass || why != tt.wantWhy {
 				t.Errorf("Classify = %s, %q; want %s, %q", class, why, tt.wantClass, tt.wantWhy)
-			}
-		})
-	}
-}
-
-func TestGuards(t *testing.T) {
-	sync := func(v string) map[string]string {
-		return map[string]string{"argocd.argoproj.io/sync-options": v}
-	}
-	tests := []struct {
-		name   string
-		object Object
-		want   []Guard
-	}{
-		{name: "default namespace", object: Object{Kind: "Namespace", Name: "default"}, want: []Guard{GuardImmortalNamespace}},
-		{name: "kube-system", object: Object{Kind: "Namespace", Name: "kube-system"}, want: []Guard{GuardImmortalNamespace}},
-		{name: "kube-public", object: Object{Kind: "Namespace", Name: "kube-public"}, want: []Guard{GuardImmortalNamespace}},
-		{name: "ordinary namespace", object: Object{Kind: "Namespace", Name: "team-a"}},
-		{name: "a ConfigMap named default", object: Object{Kind: "ConfigMap", Namespace: "x", Name: "default"}},
-		{name: "a Namespace kind in another group", object: Object{Group: "example.com", Kind: "Namespace", Name: "default"}},
-		{name: "Prune=false", object: Object{Kind: "ConfigMap", Name: "c", Annotations: sync("Prune=false")}, want: []Guard{GuardPruneDisabled}},
-		{name: "Prune=false in a list", object: Object{Kind: "ConfigMap", Name: "c", Annotations: sync("ServerSideApply=true, Prune=false")}, want: []Guard{GuardPruneDisabled}},
-		{name: "Prune=confirm", object: Object{Kind: "ConfigMap", Name: "c", Annotations: sync("Prune=confirm")}, want: []Guard{GuardPruneConfirm}},
-		{name: "Prune=confirm in a list", object: Object{Kind: "ConfigMap", Name: "c", Annotations: sync("ServerSideApply=true,Prune=confirm")}, want: []Guard{GuardPruneConfirm}},
-		{name: "other options only", object: Object{Kind: "ConfigMap", Name: "c", Annotations: sync("ServerSideApply=true,PruneLast=true")}},
-		{name: "options are case-sensitive like Argo CD", object: Object{Kind: "ConfigMap", Name: "c", Annotations: sync("prune=false")}},
-		{name: "Prune=false in compare-options does nothing", object: Object{Kind: "ConfigMap", Name: "c",
-			Annotations: map[string]string{"argocd.argoproj.io/compare-options": "Prune=false"}}},
-		{name: "immortal namespace with Prune=false", object: Object{Kind: "Namespace", Name: "kube-system", Annotations: sync("Prune=false")},
-			want: []Guard{GuardImmortalNamespace, GuardPruneDisabled}},
-		{name: "no annotations", object: Object{Kind: "ConfigMap", Name: "c"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v := argocd.Version{Major: 3, Minor: 6, Patch: 1}
-			if got, _ := Guards(tt.object, &v, nil); !slices.Equal(got, tt.want) {
-				t.Errorf("Guards = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-// TestAppLevelGuards: app-level Prune= options count only from v3.4.0, are soft, and an object's
-// own Prune= entry overrides them.
-func TestAppLevelGuards(t *testing.T) {
-	ns := Object{Kind: "Namespace", Name: "team-a"}
-	v2, v33, v34 := argocd.Version{Major: 2, Minor: 14, Patch: 11}, argocd.Version{Major: 3, Minor: 3, Patch: 9}, argocd.Version{Major: 3, Minor: 4}
-	for _, tt := range []struct {
-		name    string
-		version *argocd.Version
-		object  Object
-		app     []string
-		want    []Guard
-		note    bool
-	}{
-		{name: "v2.14.11 ignores app Prune=false", version: &v2, object: ns, app: []string{"Prune=false"}, note: true},
-		{name: "v3.3.9 ignores app Prune=confirm", version: &v33, object: ns, app: []string{"Prune=confirm"}, note: true},
-		{name: "v3.4.0 app Prune=false", version: &v34, object: ns, app: []string{"Prune=false"}, want: []Guard{GuardAppPruneDisabled}},
-		{name: "unknown version: not counted", object: ns, app: []string{"Prune=false"}, note: true},
-		{name: "object overrides app", version: &v34, app: []string{"Prune=false"},
-			object: Object{Kind: "Namespace", Name: "x", Annotations: map[string]string{"argocd.argoproj.io/sync-options": "Prune=true"}}, note: true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got, notes := Guards(tt.object, tt.version, tt.app)
-			if !slices.Equal(got, tt.want) || (len(notes) > 0) != tt.note {
-				t.Errorf("Guards = %q (notes %q), want %q (notes %v)", got, notes, tt.want, tt.note)
-			}
-			for _, g := range got {
-				if g.Hard() {
-					t.Errorf("app-level guard %s counted as hard", g)
-				}
 			}
 		})
 	}

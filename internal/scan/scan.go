@@ -11,6 +11,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/deletion"
 	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/parallel"
 	"github.com/unprune/unprune/internal/risk"
@@ -197,7 +198,12 @@ func describe(f *Finding, s argocd.Settings, argocdNamespace string, ref cluster
 		}
 	}
 	f.Risk, f.RiskWhy = risk.Classify(obj, argocdNamespace)
-	var notes []string
-	f.Guards, notes = risk.Guards(obj, s.Version, f.App.SyncOptions)
-	f.Notes = append(f.Notes, notes...)
+	// What keeps a prune from deleting it, as the one deletion verdict reads it (the object's own
+	// options and identity: scan reads no admission policy).
+	row := f.Resource
+	v := deletion.Judge(deletion.Object{Group: obj.Group, Kind: obj.Kind, Namespace: obj.Namespace, Name: obj.Name,
+		Labels: obj.Labels, Annotations: obj.Annotations, Read: res.Err == nil, Row: &row},
+		deletion.Prune, deletion.Context{Version: s.Version, AppSyncOptions: f.App.SyncOptions})
+	f.Guards = v.Guards
+	f.Notes = append(f.Notes, v.Notes...)
 }

@@ -110,3 +110,23 @@ func (a *cachingArgoCD) GetApplicationSet(ctx context.Context, namespace, name s
 
 // Refresh is refused: the watch writes nothing to Applications.
 func (a *cachingArgoCD) Refresh(context.Context, argocd.Application, bool) error { return errReadOnly }
+
+// CmdParams reads argocd-cmd-params-cm (the ApplicationSet controller's own policy decides whether a
+// set deletes its apps), cached like the sets.
+func (a *cachingArgoCD) CmdParams(ctx context.Context) (map[string]string, error) {
+	r, ok := a.ArgoCD.(interface {
+		CmdParams(context.Context) (map[string]string, error)
+	})
+	if !ok {
+		return nil, fmt.Errorf("this backend cannot read argocd-cmd-params-cm")
+	}
+	if c, ok := a.sets.get("\x00cmd-params"); ok {
+		params, _ := c.content["data"].(map[string]string)
+		return params, c.err
+	}
+	params, err := r.CmdParams(ctx)
+	if ctx.Err() == nil {
+		a.sets.put("\x00cmd-params", setResult{content: map[string]any{"data": params}, err: err})
+	}
+	return params, err
+}

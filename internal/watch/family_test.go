@@ -81,7 +81,7 @@ func TestWholeAppRowsReadTheInformers(t *testing.T) {
 	argo := clustertest.NewArgoCD("argocd", c, s)
 	tracking := map[string]string{argocd.AnnotationTrackingID: "root:argoproj.io/Application:argocd/child"}
 	c.Add("argoproj.io", "Application", "argocd", "child", nil, tracking)
-	c.Add("", "Namespace", "", "team", nil, nil)
+	c.Add("", "Namespace", "", "team", nil, map[string]string{argocd.AnnotationTrackingID: "child:/Namespace:team/team"})
 	child := argocd.Application{Namespace: "argocd", Name: "child", Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "team"},
 		Resources: []argocd.Resource{{Version: "v1", Kind: "Namespace", Name: "team"}}}
 	argo.AddApp(child)
@@ -111,7 +111,7 @@ func TestWholeAppRowsReadTheInformers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := audit.CascadeHighRisk(context.Background(), objects, child, "argocd"); len(got) != 1 || got[0].Name != "team" {
+	if got := audit.CascadeHighRisk(context.Background(), objects, s, child, "argocd"); len(got) != 1 || got[0].Name != "team" {
 		t.Errorf("cascade %v; want Namespace/team", got)
 	}
 }

@@ -309,7 +309,7 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	sum := Summarize(app, rep.Rows, w.cascade(ctx, app, u.GetFinalizers(), rep.Rows))
+	sum := Summarize(app, rep.Rows, w.cascade(ctx, *s, app, u.GetFinalizers(), rep.Rows))
 	w.metrics.Set(key, sum, w.now().Sub(start))
 	now, check := w.events.observe(key, sum)
 	return w.events.send(ctx, now, check)
@@ -319,7 +319,7 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 // finalizer. audit's whole-app row has judged it already when a parent or ApplicationSet may delete
 // the app; otherwise it is judged here, without reading the objects when their cluster cannot be
 // reached.
-func (w *watcher) cascade(ctx context.Context, app argocd.Application, finalizers []string, rows []audit.Row) []argocd.Resource {
+func (w *watcher) cascade(ctx context.Context, s argocd.Settings, app argocd.Application, finalizers []string, rows []audit.Row) []argocd.Resource {
 	if argocd.CascadeFinalizer(finalizers) == "" {
 		return nil
 	}
@@ -330,9 +330,9 @@ func (w *watcher) cascade(ctx context.Context, app argocd.Application, finalizer
 	}
 	objects, err := w.argo.Destination(ctx, app)
 	if err != nil {
-		return audit.CascadeHighRiskUnread(app, w.cfg.ArgoCDNamespace)
+		return audit.CascadeHighRiskUnread(s, app, w.cfg.ArgoCDNamespace)
 	}
-	return audit.CascadeHighRisk(ctx, objects, app, w.cfg.ArgoCDNamespace)
+	return audit.CascadeHighRisk(ctx, objects, s, app, w.cfg.ArgoCDNamespace)
 }
 
 func (w *watcher) now() time.Time {

@@ -233,6 +233,12 @@ func InstallNamespace(cfg lab.ArgoCDConfig) string {
 	if cfg.Server {
 		parts = append(parts, "server")
 	}
+	if cfg.AppSetPolicy != "" {
+		parts = append(parts, "appset-"+cfg.AppSetPolicy)
+	}
+	if cfg.AppSetPolicyOverride != "" {
+		parts = append(parts, "override-"+cfg.AppSetPolicyOverride)
+	}
 	return strings.Join(parts, "-")
 }
 

@@ -22,6 +22,9 @@ type ArgoCD struct {
 
 	mu sync.Mutex
 	ns string
+	// version is the server's, read once (versionRead).
+	version     *argocd.Version
+	versionRead bool
 }
 
 var _ cluster.ArgoCD = (*ArgoCD)(nil)

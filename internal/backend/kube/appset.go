@@ -23,9 +23,11 @@ func (a *ArgoCD) GetApplicationSet(ctx context.Context, namespace, name string) 
 	return u.Object, nil
 }
 
-// OwnedApplications lists the Applications of namespace that the object of uid owns, a page at a
-// time, as the ApplicationSet controller finds its apps (by ownerReference).
-func (a *ArgoCD) OwnedApplications(ctx context.Context, namespace, uid string) ([]argocd.Whole, error) {
+// OwnedApplications lists the Applications of namespace whose controller ownerReference is the
+// ApplicationSet named set, a page at a time: the apps the set controller considers its own
+// (applicationset_controller.go getCurrentApplications, through its .metadata.controller index:
+// metav1.GetControllerOf, apiVersion argoproj.io/v1alpha1, kind ApplicationSet, by name).
+func (a *ArgoCD) OwnedApplications(ctx context.Context, namespace, set string) ([]argocd.Whole, error) {
 	var out []argocd.Whole
 	opts := metav1.ListOptions{Limit: 500}
 	for {
@@ -34,11 +36,9 @@ func (a *ArgoCD) OwnedApplications(ctx context.Context, namespace, uid string) (
 			return nil, cluster.Explain(err, "list the Applications of namespace "+namespace, a.Objects.Info())
 		}
 		for _, item := range list.Items {
-			for _, o := range item.GetOwnerReferences() {
-				if string(o.UID) == uid {
-					out = append(out, argocd.ParseWhole(item.Object))
-					break
-				}
+			owner := metav1.GetControllerOf(&item)
+			if owner != nil && owner.APIVersion == "argoproj.io/v1alpha1" && owner.Kind == "ApplicationSet" && owner.Name == set {
+				out = append(out, argocd.ParseWhole(item.Object))
 			}
 		}
 		if opts.Continue = list.GetContinue(); opts.Continue == "" {

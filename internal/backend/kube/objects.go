@@ -28,6 +28,8 @@ type Objects struct {
 	// mappings remembers the kinds resolved: a scan resolves every one of 100,000 rows, and the
 	// discovery mapper walks every served group for each question.
 	mappings mappingCache
+	// search is the last listing of the whole cluster (EachObject).
+	search search
 }
 
 // mappingCache is a concurrency-safe memo of found REST mappings, by group, kind and version.

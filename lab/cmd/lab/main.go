@@ -7,7 +7,8 @@
 // Configuration comes from the environment, as `make lab-up VAR=…` passes it: ARGOCD_VERSION
 // (v3.6.1, v3.0.23, v2.14.11 or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES,
 // KCM, REMOTE (a second cluster, registered with the installation), SERVER (argocd-server), UI
-// (unprune's UI extension, with SERVER), LAB_DIR.
+// (unprune's UI extension, with SERVER), APPSET_POLICY and APPSET_POLICY_OVERRIDE (the
+// ApplicationSet controller's policy), LAB_DIR.
 package main
 
 import (
@@ -168,6 +169,9 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 		AppNamespaces:    appNamespaces,
 		Server:           server,
 		UI:               ui,
+		// The ApplicationSet controller's policy, through argocd-cmd-params-cm (lab/appset.go).
+		AppSetPolicy:         getenv("APPSET_POLICY"),
+		AppSetPolicyOverride: getenv("APPSET_POLICY_OVERRIDE"),
 	}
 	return cfg, cfg.ArgoCD.Validate()
 }

@@ -30,6 +30,12 @@ func TestConfigFromEnv(t *testing.T) {
 		{env: map[string]string{"REMOTE": "2"}, wantErr: true},
 		{env: map[string]string{"ARGOCD_VERSION": "none", "SERVER": "1"}, wantErr: true},
 		{env: map[string]string{"TRACKING": "annotations"}, wantErr: true},
+		{
+			env:  map[string]string{"APPSET_POLICY": "sync", "APPSET_POLICY_OVERRIDE": "true"},
+			want: lab.Config{Dir: "/d", KCM: true, ArgoCD: &lab.ArgoCDConfig{Namespace: "argocd", Version: "v3.6.1", AppSetPolicy: "sync", AppSetPolicyOverride: "true"}},
+		},
+		{env: map[string]string{"APPSET_POLICY": "delete"}, wantErr: true},
+		{env: map[string]string{"APPSET_POLICY_OVERRIDE": "yes"}, wantErr: true},
 	}
 	for _, tt := range tests {
 		got, err := configFromEnv("/d", func(k string) string { return tt.env[k] })

@@ -1,0 +1,63 @@
+package check
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/unprune/unprune/internal/argocd"
+)
+
+// TestNameFeeds: the sources whose rendering depends on the app's name (Helm's release name,
+// $ARGOCD_APP_NAME, plugins), and when pinning helm.releaseName is all it takes.
+func TestNameFeeds(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		spec     map[string]any
+		types    []string
+		feeds    int
+		pinnable bool
+	}{
+		{"plain directory", map[string]any{"source": map[string]any{"path": "x"}}, []string{"Directory"}, 0, false},
+		{"helm chart from a repository", map[string]any{"source": map[string]any{"chart": "redis"}}, nil, 1, true},
+		{"helm detected in git", map[string]any{"source": map[string]any{"path": "chart"}}, []string{"Helm"}, 1, true},
+		{"helm with releaseName", map[string]any{"source": map[string]any{"chart": "redis", "helm": map[string]any{"releaseName": "r"}}}, nil, 0, false},
+		{"jsonnet with the app's name", map[string]any{"source": map[string]any{"directory": map[string]any{"jsonnet": map[string]any{
+			"extVars": []any{map[string]any{"name": "app", "value": "$ARGOCD_APP_NAME"}}}}}}, []string{"Directory"}, 1, false},
+		{"helm with the app's name in a parameter", map[string]any{"source": map[string]any{"chart": "c", "helm": map[string]any{
+			"parameters": []any{map[string]any{"name": "fullnameOverride", "value": "${ARGOCD_APP_NAME}"}}}}}, nil, 2, false},
+		{"plugin", map[string]any{"source": map[string]any{"plugin": map[string]any{"name": "p"}}}, nil, 1, false},
+		{"second source is helm", map[string]any{"sources": []any{map[string]any{"path": "a"}, map[string]any{"chart": "c"}}}, []string{"Directory", "Helm"}, 1, true},
+	} {
+		feeds, pinnable := nameFeeds(tt.spec, tt.types)
+		if len(feeds) != tt.feeds || pinnable != tt.pinnable {
+			t.Errorf("%s: feeds %q, pinnable %v; want %d, %v", tt.name, feeds, pinnable, tt.feeds, tt.pinnable)
+		}
+	}
+}
+
+// TestRenameAdvice: the advice says what the new app renders: the same objects, the same with
+// helm.releaseName pinned, or its own beside the old ones; and what the release line shows.
+func TestRenameAdvice(t *testing.T) {
+	v36, v34 := &argocd.Version{Major: 3, Minor: 6, Patch: 1}, &argocd.Version{Major: 3, Minor: 4, Patch: 5}
+	old := AppChange{App: argocd.Application{Namespace: "argocd", Name: "shop"}, Fate: Cascade, Finalizer: argocd.FinalizerResources,
+		finalizers: []string{argocd.FinalizerResources, "other"}}
+	to := func(src map[string]any) argocd.Whole {
+		return argocd.Whole{Name: "shop-v2", Spec: map[string]any{"source": src}}
+	}
+	fix, notes := renameAdvice(v36, old, to(map[string]any{"path": "x"}))
+	if !strings.Contains(fix, "only drops resources-finalizer.argocd.argoproj.io from argocd/shop's manifest") || !strings.Contains(fix, "renders the same objects") ||
+		len(notes) != 1 || !strings.Contains(notes[0], "counts a stale tracking-id as a difference") {
+		t.Errorf("plain: %q %q", fix, notes)
+	}
+	fix, notes = renameAdvice(v34, old, to(map[string]any{"chart": "redis"}))
+	if !strings.Contains(fix, "with helm.releaseName: shop on shop-v2") || !strings.Contains(strings.Join(notes, " "), "shows Synced instead") {
+		t.Errorf("helm on v3.4.5: %q %q", fix, notes)
+	}
+	fix, _ = renameAdvice(v36, old, to(map[string]any{"plugin": map[string]any{}}))
+	if !strings.Contains(fix, "renders its own objects from its name") || strings.Contains(fix, "takes them over") {
+		t.Errorf("plugin: %q", fix)
+	}
+	if got := old.finalizerPatch().remove(); !strings.Contains(got, `{"metadata":{"finalizers":["other"]}}`) {
+		t.Errorf("patch %q: want the other finalizers kept", got)
+	}
+}
