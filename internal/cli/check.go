@@ -31,6 +31,8 @@ type CheckOptions struct {
 	// AlsoValues are --also APP=PATH: other apps of the same change, checked in the same run.
 	AlsoValues []string
 	also       []alsoApp
+	// given are the manifests of --manifests, read before anything is reached.
+	given []check.Manifest
 	output     outputFlags
 	// ask is argocd-server, when it can answer for Argo CD (nil otherwise).
 	ask check.Oracle
@@ -148,6 +150,10 @@ func (o *CheckOptions) Validate(args []string) error {
 
 // Run checks and prints.
 func (o *CheckOptions) Run(ctx context.Context) error {
+	// What needs no cluster to judge is judged first: broken YAML is said before any connection.
+	if err := o.readGiven(); err != nil {
+		return err
+	}
 	argo, _, err := o.connect(ctx)
 	if err != nil {
 		return err
@@ -238,14 +244,30 @@ func (o *CheckOptions) manifestsAnswer() check.Answer {
 	return check.Answer{Question: check.QuestionManifests, By: check.ByArgoCD, Server: o.ask.Server()}
 }
 
-// manifests reads the desired manifests: from --manifests, or rendered by Argo CD at --revision.
-func (o *CheckOptions) manifests(ctx context.Context, app argocd.Application) ([]check.Manifest, error) {
+// readGiven reads and parses the manifests given with --manifests and --also.
+func (o *CheckOptions) readGiven() error {
 	if o.Manifests != "" {
 		ms, err := check.ReadManifests(o.Manifests, o.In)
 		if err != nil {
-			return nil, usageError("--manifests: %v", err)
+			return usageError("--manifests: %v", err)
 		}
-		return ms, nil
+		o.given = ms
+	}
+	for i := range o.also {
+		a := &o.also[i]
+		ms, err := check.ReadManifests(a.Manifests, o.In)
+		if err != nil {
+			return usageError("--also %s: %v", a.App, err)
+		}
+		a.given = ms
+	}
+	return nil
+}
+
+// manifests are the desired manifests: given with --manifests, or rendered by Argo CD at --revision.
+func (o *CheckOptions) manifests(ctx context.Context, app argocd.Application) ([]check.Manifest, error) {
+	if o.Manifests != "" {
+		return o.given, nil
 	}
 	docs, err := o.ask.Manifests(ctx, app, o.Revision)
 	if errors.Is(err, cluster.ErrUnsupported) {

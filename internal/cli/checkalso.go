@@ -15,6 +15,8 @@ import (
 type alsoApp struct {
 	App       engine.AppName
 	Manifests string
+	// given are the manifests read from Manifests, before anything is reached.
+	given []check.Manifest
 }
 
 // parseAlso reads the --also values.
@@ -55,18 +57,14 @@ func (o *CheckOptions) runAlso(ctx context.Context, argo cluster.ArgoCD, first c
 		if err != nil {
 			return failure(fmt.Errorf("--also: %w", err))
 		}
-		ms, err := check.ReadManifests(a.Manifests, o.In)
-		if err != nil {
-			return usageError("--also %s: %v", app.Ref(), err)
-		}
-		rep, err := check.Run(ctx, argo, o.installed.settings, app, ms, o.ask)
+		rep, err := check.Run(ctx, argo, o.installed.settings, app, a.given, o.ask)
 		if err != nil {
 			return failure(err)
 		}
 		rep.Answers = append([]check.Answer{{Question: check.QuestionManifests, By: check.ByGiven}}, rep.Answers...)
 		check.NoteMoves(ctx, &rep, argo.Namespace())
 		reps = append(reps, rep)
-		manifests += len(ms)
+		manifests += len(a.given)
 	}
 	reps = check.FoldMoves(ctx, reps, argo.Namespace())
 	if o.output.out.Document() {

@@ -22,12 +22,8 @@ func cutSetPrefix(arg string) (string, bool) {
 
 // runSet checks a change to an ApplicationSet: the changed set is the one of that name in --manifests.
 func (o *CheckOptions) runSet(ctx context.Context, argo cluster.ArgoCD, namespace string) error {
-	ms, err := check.ReadManifests(o.Manifests, o.In)
-	if err != nil {
-		return usageError("--manifests: %v", err)
-	}
 	var changed map[string]any
-	for _, m := range ms {
+	for _, m := range o.given {
 		gvk := m.Object.GroupVersionKind()
 		if gvk.Group == "argoproj.io" && gvk.Kind == "ApplicationSet" && m.Object.GetName() == o.App.Name &&
 			(m.Object.GetNamespace() == "" || m.Object.GetNamespace() == namespace) {
@@ -50,5 +46,5 @@ func (o *CheckOptions) runSet(ctx context.Context, argo cluster.ArgoCD, namespac
 	if err != nil {
 		return failure(fmt.Errorf("check ApplicationSet %s/%s: %w", namespace, o.App.Name, err))
 	}
-	return o.print(argo, rep, len(ms))
+	return o.print(argo, rep, len(o.given))
 }

@@ -208,3 +208,27 @@ func TestConfirm(t *testing.T) {
 		}
 	}
 }
+
+// Input that needs no cluster to judge is judged before anything is reached: with a kubeconfig
+// that names no file, a bad rename or broken manifests say so, not the kubeconfig (which a scan,
+// the control, does).
+func TestInputIsJudgedBeforeConnecting(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "nope"))
+	cases := []struct {
+		args  []string
+		stdin string
+		want  string
+	}{
+		{args: []string{"rename", "shop", "shop"}, want: "is APP's name already"},
+		{args: []string{"check", "shop", "--manifests", "-"}, stdin: "kind: [\n", want: "--manifests: stdin: document 1"},
+		{args: []string{"scan"}, want: "$KUBECONFIG names"},
+	}
+	for _, c := range cases {
+		var out, errOut bytes.Buffer
+		code := Execute(context.Background(), NameUnprune, append(c.args, "--journal-dir", t.TempDir()),
+			genericiooptions.IOStreams{In: strings.NewReader(c.stdin), Out: &out, ErrOut: &errOut})
+		if code != ExitFailure || !strings.Contains(errOut.String(), c.want) {
+			t.Errorf("unprune %s: exit %d, stderr %q; want exit 2 saying %q", strings.Join(c.args, " "), code, errOut.String(), c.want)
+		}
+	}
+}

@@ -91,6 +91,8 @@ func TestGoldenCheck(t *testing.T) {
 		{name: "check-revision-without-via", args: []string{"check", "guestbook", "--revision", "main"}},
 		{name: "check-bad-fail-on", args: []string{"check", "guestbook", "--manifests", "-", "--fail-on", "some"}, stdin: guestbookAfter},
 		{name: "check-bad-manifests", args: []string{"check", "guestbook", "--manifests", "-"}, stdin: "kind: [\n"},
+		// Judged before connecting: the kubeconfig is never read.
+		{name: "check-bad-manifests-before-connecting", args: []string{"check", "guestbook", "--manifests", "-", "--kubeconfig", "/nonexistent/kubeconfig"}, stdin: "kind: [\n"},
 		{name: "check-missing-file", args: []string{"check", "guestbook", "--manifests", "{{ .Dir }}/nope.yaml"}},
 		{name: "check-no-set", args: []string{"check", "applicationset/teams", "--manifests", "-"}, stdin: guestbookSame},
 		{name: "check-two-apps", args: []string{"check", "guestbook", "platform", "--manifests", "-"}},
