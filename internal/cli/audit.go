@@ -10,6 +10,7 @@ import (
 	"github.com/unprune/unprune/internal/audit"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/printer"
+	"github.com/unprune/unprune/internal/scan"
 )
 
 // AuditOptions are `unprune audit`'s inputs.
@@ -119,6 +120,11 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 	}
 	info := argo.Cluster()
 	doc := printer.NewAuditReport(o.metadata(&info), printer.NewArgoCD(argo.Namespace(), s), rep)
+	// Moves prepared on this machine and not finished: guards nobody would otherwise remember.
+	if store, err := o.journals(); err == nil {
+		prepared, warnings := scan.FindPrepared(ctx, argo, s, apps, store.AllPreparations())
+		doc.Prepared, rep.Warnings = printer.NewPrepared(prepared), append(rep.Warnings, warnings...)
+	}
 	for _, w := range rep.Warnings {
 		fmt.Fprintln(o.ErrOut, "warning:", printer.Line(w))
 	}
@@ -126,8 +132,13 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 		if err := o.output.out.Print(o.Out, doc, doc.Names); err != nil {
 			return err
 		}
-	} else if err := o.table(doc, rep, len(apps), scope); err != nil {
-		return err
+	} else {
+		if err := o.table(doc, rep, len(apps), scope); err != nil {
+			return err
+		}
+		for _, line := range printer.PreparedLines(o.program, doc.Prepared) {
+			fmt.Fprintln(o.ErrOut, "note:", line)
+		}
 	}
 	if (o.FailOn == "high" && doc.Summary.UnguardedHigh > 0) || (o.FailOn == "any" && doc.Summary.Unguarded > 0) {
 		return Silent(ExitFindings)

@@ -17,6 +17,12 @@ func TestGoldenAudit(t *testing.T) {
 			w.mustRun(ExitOK, "guard", "confirm", "Namespace/team-a", "Namespace/team-b", "--yes")
 		}},
 		{name: "audit-none", args: []string{"audit", "platform"}},
+		// A move prepared and not finished shows beside the deletions: the marks keep its app from
+		// ever pruning the object, and nothing else would say so.
+		{name: "audit-prepared", args: []string{"audit"}, setup: func(w *world) {
+			w.addMoveTarget()
+			w.mustRun(ExitOK, "move", "guestbook", "Namespace/team-b", "--to", "teams", "--prepare", "--yes")
+		}},
 		// --probe asks the API server with a dry-run DELETE, which only the lab can answer (test/e2e):
 		// the fake is no Prober. Here only its no-op path: nothing to probe.
 		{name: "audit-probe-none", args: []string{"audit", "platform", "--probe"}},

@@ -121,7 +121,7 @@ func (o *ScanOptions) Run(ctx context.Context) error {
 			fmt.Fprintf(o.ErrOut, "%d of %d Applications have resources that require pruning. Release them with: %s detach APP --all\n",
 				doc.Summary.StuckApplications, len(apps), o.program)
 		}
-		for _, line := range printer.PreparedLines(o.program, doc) {
+		for _, line := range printer.PreparedLines(o.program, doc.Prepared) {
 			fmt.Fprintln(o.ErrOut, "note:", line)
 		}
 	}

@@ -18,6 +18,9 @@ type AuditReport struct {
 	Summary    AuditSummary `json:"summary"`
 	Items      []AuditItem  `json:"items"`
 	Warnings   []string     `json:"warnings,omitempty"`
+	// Prepared are objects `move --prepare` marked (this machine's journals) that still carry the
+	// marks: their app can never prune or cascade-delete them until the move is finished.
+	Prepared []ScanPrepared `json:"prepared,omitempty"`
 }
 
 // AuditSummary counts an audit.

@@ -79,10 +79,7 @@ func scanHead(meta Metadata, r scan.Report) ScanReport {
 	doc := ScanReport{APIVersion: APIVersion, Kind: "ScanReport", Metadata: meta, ArgoCD: NewArgoCD(r.ArgoCDNamespace, r.Settings),
 		Items: []ScanItem{}, Warnings: r.Warnings,
 		Summary: ScanSummary{ApplicationsScanned: r.AppsScanned, StuckApplications: r.StuckApps(), Resources: len(r.Findings)}}
-	for _, p := range r.Prepared {
-		doc.Prepared = append(doc.Prepared, ScanPrepared{Application: AppRef{p.App.Namespace, p.App.Name}, Resource: fromRow(p.Resource), Journal: p.Journal,
-			PreparedAt: p.At.UTC().Format(time.RFC3339), Marks: p.Marks, TrackedBy: p.TrackedBy})
-	}
+	doc.Prepared = NewPrepared(r.Prepared)
 	return doc
 }
 
@@ -100,11 +97,21 @@ func (d ScanReport) Names() []string {
 	return names(d.Items, func(it ScanItem) string { return it.Resource.NameLine() })
 }
 
+// NewPrepared are the documents' entries of the moves prepared and not finished.
+func NewPrepared(found []scan.Prepared) []ScanPrepared {
+	var out []ScanPrepared
+	for _, p := range found {
+		out = append(out, ScanPrepared{Application: AppRef{p.App.Namespace, p.App.Name}, Resource: fromRow(p.Resource), Journal: p.Journal,
+			PreparedAt: p.At.UTC().Format(time.RFC3339), Marks: p.Marks, TrackedBy: p.TrackedBy})
+	}
+	return out
+}
+
 // PreparedLines say, for each move prepared and not finished, what holds the object and how to go
 // on; program is how the user runs unprune.
-func PreparedLines(program string, doc ScanReport) []string {
+func PreparedLines(program string, prepared []ScanPrepared) []string {
 	var out []string
-	for _, p := range doc.Prepared {
+	for _, p := range prepared {
 		app := p.Application.Namespace + "/" + p.Application.Name
 		head := fmt.Sprintf("%s still carries the marks of `move %v` (%s, journal %s)", Safe(p.Resource.String()), option.Prepare, strings.Join(p.Marks, ","), p.Journal)
 		instance := p.TrackedBy
