@@ -44,8 +44,8 @@ Out of the cluster it uses your kubeconfig; in a pod, its ServiceAccount. See do
 Applications deploying to other clusters are judged there too when the watch can reach them: by
 --cluster-context (out of the cluster), or with --cluster-credentials=argocd, the credentials of Argo
 CD's cluster Secrets (in a pod: add deploy/components/remote-clusters, which lets the ServiceAccount
-read Secrets in Argo CD's namespace). The watch only reads there. Without either, their rows count
-as unguarded, with a live error.`,
+read Secrets in Argo CD's namespace). The watch only reads there. Without either, their rows'
+guards are unknown (unprune_unknown_guard_prune_candidates), never counted as unguarded.`,
 		Example: `  # Out of the cluster, one replica, metrics on 127.0.0.1:8080
   unprune watch --argocd-namespace argocd --leader-elect=false
 

@@ -32,8 +32,8 @@ type Config struct {
 	// Destination clusters other than the one Argo CD runs in: reached by a kubeconfig context
 	// mapped to Argo CD's name or server URL for them (FromContext builds its client), or, when
 	// ArgoCDCredentials allows it, with the credentials of Argo CD's cluster Secrets (which the
-	// watch's ServiceAccount must then be allowed to list). Without either, their rows are counted
-	// with a live error, unguarded.
+	// watch's ServiceAccount must then be allowed to list). Without either, their rows' guards are
+	// unknown.
 	ClusterContexts   map[string]string
 	FromContext       func(context string) (*rest.Config, error)
 	ArgoCDCredentials bool
