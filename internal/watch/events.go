@@ -268,13 +268,6 @@ func (e *events) setLeading(leading bool) {
 	e.queue = nil
 }
 
-// isLeading reports leadership.
-func (e *events) isLeading() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.leading
-}
-
 // queued is how many Events wait to be sent.
 func (e *events) queued() int {
 	e.mu.Lock()

@@ -24,8 +24,6 @@ import (
 	"github.com/unprune/unprune/internal/option"
 )
 
-type httpRoundTripper = http.RoundTripper
-
 // EventComponent is the source of the Events the watch emits.
 const EventComponent = "unprune-watch"
 
