@@ -121,6 +121,7 @@ func TestWatchBlind(t *testing.T) {
 	setApplicationVerbs(t, env, clusterRole, kubeconfig, ns, "get")
 	p := &watchProc{name: "blind", log: &syncBuffer{}, done: make(chan error, 1)}
 	p.cmd = watchCommand(bin, kubeconfig, ns, p.name, "--watch-timeout", "4s")
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	p.launch(t)
 	// NS/applications, or applications when application.namespaces makes it cluster-wide.
 	var apps map[string]string
