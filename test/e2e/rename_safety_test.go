@@ -5,11 +5,11 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"os/exec"
-	"syscall"
 	"maps"
+	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
