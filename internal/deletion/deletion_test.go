@@ -237,3 +237,30 @@ func TestAppLevelPruneGuards(t *testing.T) {
 		}
 	}
 }
+
+// Deleting an app runs its deletion hooks when, and only when, the controller has put their
+// finalizers on it (with or without the /cleanup suffix the controller also writes).
+func TestHooks(t *testing.T) {
+	for _, c := range []struct {
+		finalizers []string
+		want       []string
+	}{
+		{nil, nil},
+		{[]string{argocd.FinalizerResources}, nil},
+		{[]string{argocd.FinalizerPreDelete, argocd.FinalizerResources}, []string{"PreDelete hooks run first"}},
+		{[]string{argocd.FinalizerResources, argocd.FinalizerPostDelete, argocd.FinalizerPostDelete + "/cleanup"},
+			[]string{"PostDelete hooks run once its resources are deleted"}},
+		{[]string{argocd.FinalizerPostDelete, argocd.FinalizerPreDelete}, []string{"PreDelete hooks run first", "PostDelete hooks"}},
+	} {
+		got := Hooks(c.finalizers)
+		if len(got) != len(c.want) {
+			t.Errorf("%v: %q, want %d notes", c.finalizers, got, len(c.want))
+			continue
+		}
+		for i, w := range c.want {
+			if !strings.Contains(got[i], w) {
+				t.Errorf("%v: note %q does not say %q", c.finalizers, got[i], w)
+			}
+		}
+	}
+}
