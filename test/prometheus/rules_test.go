@@ -27,6 +27,10 @@ const fixture = "testdata/watch-lab.prom"
 
 var wantAlerts = []string{"UnpruneHighRiskRequiresPruning", "UnpruneUnguardedHighRiskPrune", "UnpruneUnguardedHighRiskCascade", "UnpruneWatchDown"}
 
+// job is the scrape job of the watch's targets: the Service's app.kubernetes.io/name label, which the
+// ServiceMonitor's jobLabel makes the job (test/deploytest checks it survives a namePrefix).
+const job = "unprune-watch"
+
 // scrapes are the scrapes the alerts are evaluated on, by name: the fixture, and the lab's of this
 // run when UNPRUNE_WATCH_SCRAPE names it (then it must exist: TestWatch wrote it).
 func scrapes(t *testing.T) map[string]string {
@@ -153,7 +157,7 @@ func loadScript(t *testing.T, scrape string, instances []string, drop func(name 
 			if l != "" {
 				l += ","
 			}
-			l += `instance="` + inst + `",job="unprune-watch-metrics"`
+			l += `instance="` + inst + `",job="` + job + `"`
 			if drop != nil && drop(name, l) {
 				continue
 			}
@@ -163,7 +167,7 @@ func loadScript(t *testing.T, scrape string, instances []string, drop func(name 
 	// Prometheus's own series for each scraped replica.
 	for _, inst := range instances {
 		if drop == nil || !drop("up", inst) {
-			fmt.Fprintf(&b, "  up{instance=%q,job=\"unprune-watch-metrics\"} 1+0x20\n", inst)
+			fmt.Fprintf(&b, "  up{instance=%q,job=%q} 1+0x20\n", inst, job)
 		}
 	}
 	return b.String()
