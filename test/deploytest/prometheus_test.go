@@ -106,3 +106,31 @@ func TestWatchDownSurvivesNamePrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleSelectorLabels: the PrometheusRule and the ServiceMonitor carry the `release` label that
+// kube-prometheus-stack's default ruleSelector and serviceMonitorSelector match, and an overlay's
+// `labels:` sets it to the user's Helm release.
+func TestRuleSelectorLabels(t *testing.T) {
+	release := func(objs []map[string]any, kind string) any {
+		o := Kind(objs, kind)
+		if len(o) != 1 {
+			t.Fatalf("%d %ss", len(o), kind)
+		}
+		labels, _ := o[0]["metadata"].(map[string]any)["labels"].(map[string]any)
+		return labels["release"]
+	}
+	sm := []string{"components:", "  - DEPLOYcomponents/servicemonitor"}
+	if got := release(Build(t, "prometheus"), "PrometheusRule"); got != "kube-prometheus-stack" {
+		t.Errorf("PrometheusRule: release=%v, want kube-prometheus-stack (the chart's usual release name)", got)
+	}
+	if got := release(Build(t, "base", sm...), "ServiceMonitor"); got != "kube-prometheus-stack" {
+		t.Errorf("ServiceMonitor: release=%v, want kube-prometheus-stack", got)
+	}
+	mine := []string{"labels:", "  - pairs:", "      release: monitoring"}
+	if got := release(Build(t, "prometheus", mine...), "PrometheusRule"); got != "monitoring" {
+		t.Errorf("PrometheusRule in an overlay with labels release: monitoring: release=%v", got)
+	}
+	if got := release(Build(t, "base", append(mine, sm...)...), "ServiceMonitor"); got != "monitoring" {
+		t.Errorf("ServiceMonitor in an overlay with labels release: monitoring: release=%v", got)
+	}
+}
