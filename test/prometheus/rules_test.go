@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
@@ -113,22 +114,70 @@ func rules(t *testing.T) map[string]rulefmt.Rule {
 	return out
 }
 
-// TestRulesParse: each alert parses and says, in its runbook, which unprune command to run.
+// TestRulesParse: each alert parses, says in its description which unprune or kubectl command to
+// run, and links its runbook in docs/watch.md with runbook_url (the annotation kube-prometheus's
+// alerts use, which Alertmanager's and Grafana's integrations show as a link).
 func TestRulesParse(t *testing.T) {
 	rs := rules(t)
+	if len(rs) != len(wantAlerts) {
+		t.Errorf("%d alerts, want %v", len(rs), wantAlerts)
+	}
+	anchors := docAnchors(t, filepath.Join("..", "..", "docs", "watch.md"))
 	for _, name := range wantAlerts {
 		r, ok := rs[name]
 		if !ok {
 			t.Errorf("no alert %s", name)
 			continue
 		}
-		if !strings.Contains(r.Annotations["runbook"], "unprune ") && !strings.Contains(r.Annotations["runbook"], "kubectl ") {
-			t.Errorf("%s: runbook %q names no command", name, r.Annotations["runbook"])
+		if d := r.Annotations["description"]; !strings.Contains(d, "`unprune ") && !strings.Contains(d, "`kubectl ") {
+			t.Errorf("%s: description %q names no command", name, d)
+		}
+		if _, ok := r.Annotations["runbook"]; ok {
+			t.Errorf("%s: a runbook annotation; the convention is runbook_url", name)
+		}
+		url := r.Annotations["runbook_url"]
+		if anchor, ok := strings.CutPrefix(url, runbookBase); !ok || anchor != strings.ToLower(name) || !anchors[anchor] {
+			t.Errorf("%s: runbook_url %q: want %s%s, a heading of docs/watch.md", name, url, runbookBase, strings.ToLower(name))
 		}
 		if r.Labels["severity"] == "" {
 			t.Errorf("%s: no severity", name)
 		}
 	}
+}
+
+// runbookBase is where the runbooks are read: docs/watch.md as GitHub renders it.
+const runbookBase = "https://github.com/unprune/unprune/blob/main/docs/watch.md#"
+
+// docAnchors returns the anchors GitHub gives a Markdown file's headings: lower case, spaces as
+// hyphens, punctuation other than hyphens and underscores dropped.
+func docAnchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	fenced := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		}
+		if fenced || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		title := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(title) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		out[b.String()] = true
+	}
+	return out
 }
 
 // series is one sample of the scrape as a promqltest load line.
