@@ -81,8 +81,8 @@ func shape(t *testing.T, path string) []string {
 	return out
 }
 
-// rules parses deploy/prometheus's PrometheusRule's groups with Prometheus's rule parser.
-func rules(t *testing.T) map[string]rulefmt.Rule {
+// ruleGroups returns deploy/prometheus's PrometheusRule's groups as a Prometheus rules file.
+func ruleGroups(t *testing.T) []byte {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "prometheus", "prometheusrule.yaml"))
 	if err != nil {
@@ -101,6 +101,13 @@ func rules(t *testing.T) map[string]rulefmt.Rule {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return groups
+}
+
+// rules parses deploy/prometheus's PrometheusRule's groups with Prometheus's rule parser.
+func rules(t *testing.T) map[string]rulefmt.Rule {
+	t.Helper()
+	groups := ruleGroups(t)
 	parsed, errs := rulefmt.Parse(groups, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.Default())
 	if len(errs) > 0 {
 		t.Fatalf("rules do not parse: %v", errs)
