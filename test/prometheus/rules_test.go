@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -26,7 +27,8 @@ import (
 // scrape of that very run as well (UNPRUNE_WATCH_SCRAPE), and rewriting the fixture is copying it.
 const fixture = "testdata/watch-lab.prom"
 
-var wantAlerts = []string{"UnpruneHighRiskRequiresPruning", "UnpruneUnguardedHighRiskPrune", "UnpruneUnguardedHighRiskCascade", "UnpruneWatchDown"}
+var wantAlerts = []string{"UnpruneHighRiskRequiresPruning", "UnpruneUnguardedHighRiskAutoPrune", "UnpruneUnguardedHighRiskPrune",
+	"UnpruneUnguardedHighRiskCascade", "UnpruneWatchDown"}
 
 // job is the scrape job of the watch's targets: the Service's app.kubernetes.io/name label, which the
 // ServiceMonitor's jobLabel makes the job (test/deploytest checks it survives a namePrefix).
@@ -305,11 +307,22 @@ func alertsOn(t *testing.T, rs map[string]rulefmt.Rule, scrape string) {
 	high := stuck(t, scrape, "unprune_resources_requiring_pruning", `risk="high"`)
 	unguarded := stuck(t, scrape, "unprune_unguarded_prune_candidates", `risk="high",when="now"`)
 	cascade := stuck(t, scrape, "unprune_unguarded_prune_candidates", `risk="high",when="app_deleted"`)
-	if len(high) < 2 || len(unguarded) < 1 || len(unguarded) >= len(high) || len(cascade) < 1 {
-		t.Fatalf("the scrape should hold stuck apps, one of them guarded, and a cascade: high %v, unguarded %v, cascade %v", high, unguarded, cascade)
+	// Apps known to prune automatically: they have unguarded high-risk resources in git.
+	autoPrune := stuck(t, scrape, "unprune_unguarded_prune_candidates", `risk="high",when="removed_from_git"`)
+	if len(high) < 2 || len(unguarded) < 1 || len(unguarded) >= len(high) || len(cascade) < 1 || len(autoPrune) < 1 {
+		t.Fatalf("the scrape should hold stuck apps, one of them guarded, a cascade and an app that prunes automatically: high %v, unguarded %v, cascade %v, auto-prune %v",
+			high, unguarded, cascade, autoPrune)
 	}
-	for alert, want := range map[string][]string{"UnpruneHighRiskRequiresPruning": high, "UnpruneUnguardedHighRiskPrune": unguarded,
-		"UnpruneUnguardedHighRiskCascade": cascade} {
+	var unguardedAuto, unguardedOther []string
+	for _, app := range unguarded {
+		if slices.Contains(autoPrune, app) {
+			unguardedAuto = append(unguardedAuto, app)
+		} else {
+			unguardedOther = append(unguardedOther, app)
+		}
+	}
+	for alert, want := range map[string][]string{"UnpruneHighRiskRequiresPruning": high, "UnpruneUnguardedHighRiskAutoPrune": unguardedAuto,
+		"UnpruneUnguardedHighRiskPrune": unguardedOther, "UnpruneUnguardedHighRiskCascade": cascade} {
 		if got := eval(t, two, rs[alert].Expr); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s fires for %v, want %v", alert, got, want)
 		}
