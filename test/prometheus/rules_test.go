@@ -124,14 +124,20 @@ func rules(t *testing.T) map[string]rulefmt.Rule {
 }
 
 // TestRulesParse: each alert parses, says in its description which unprune or kubectl command to
-// run, and links its runbook in docs/watch.md with runbook_url (the annotation kube-prometheus's
-// alerts use, which Alertmanager's and Grafana's integrations show as a link).
+// run, links its runbook in docs/watch.md with runbook_url (the annotation kube-prometheus's
+// alerts use, which Alertmanager's and Grafana's integrations show as a link), and has the severity
+// and for: docs/watch.md's table says.
 func TestRulesParse(t *testing.T) {
 	rs := rules(t)
 	if len(rs) != len(wantAlerts) {
 		t.Errorf("%d alerts, want %v", len(rs), wantAlerts)
 	}
 	anchors := docAnchors(t, filepath.Join("..", "..", "docs", "watch.md"))
+	docRaw, err := os.ReadFile(filepath.Join("..", "..", "docs", "watch.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(docRaw)
 	for _, name := range wantAlerts {
 		r, ok := rs[name]
 		if !ok {
@@ -147,6 +153,9 @@ func TestRulesParse(t *testing.T) {
 		url := r.Annotations["runbook_url"]
 		if anchor, ok := strings.CutPrefix(url, runbookBase); !ok || anchor != strings.ToLower(name) || !anchors[anchor] {
 			t.Errorf("%s: runbook_url %q: want %s%s, a heading of docs/watch.md", name, url, runbookBase, strings.ToLower(name))
+		}
+		if row := fmt.Sprintf("| `%s` | %s, %s |", name, r.Labels["severity"], r.For); !strings.Contains(doc, row) {
+			t.Errorf("%s: docs/watch.md's table of alerts has no row %q", name, row)
 		}
 		if r.Labels["severity"] == "" {
 			t.Errorf("%s: no severity", name)
