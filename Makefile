@@ -32,7 +32,7 @@ DEMO_COMPONENTS = etcd kubernetes argocd-$(ARGOCD_VERSION) $(call repo_server_to
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-deps: ## install the OS packages the lab needs (redis-server, git)
+deps: ## install the OS packages the lab and the tests need (redis-server, git, chromium, prometheus for promtool)
 	@bash hack/deps.sh
 
 # `make build` stamps the binaries as releases do (.goreleaser.yaml): the version from git describe,
