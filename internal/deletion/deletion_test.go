@@ -161,6 +161,15 @@ func TestPolicyAndProbe(t *testing.T) {
 	}
 }
 
+// An object another guard keeps still lists what the API server said of it: every guard there is.
+func TestKeptObjectListsTheServersGuards(t *testing.T) {
+	ns := Object{Kind: "Namespace", Name: "kube-public", Read: true}
+	v := Judge(ns, Prune, Context{Version: v3_6, Probe: ProbeDenied})
+	if v.Outcome != Kept || !slices.Contains(v.Guards, risk.GuardImmortalNamespace) || !slices.Contains(v.Guards, GuardProbeDenied) {
+		t.Errorf("%s %v; want Kept by ImmortalNamespace and ProbeDenied", v.Outcome, v.Guards)
+	}
+}
+
 // policyCluster serves unprune's policy and its binding, as `guard policy --apply` installs them
 // for namespaces.
 type policyCluster struct{ *clustertest.Cluster }
