@@ -60,7 +60,6 @@ func startNotificationsController(ctx context.Context, st *State, a *ArgoCD, bin
 		"--argocd-repo-server-plaintext",
 		"--metrics-port=" + strconv.Itoa(ports[0]),
 		"--loglevel=info",
-		"--logformat=text",
 	}
 	if len(cfg.AppNamespaces) > 0 {
 		args = append(args, "--application-namespaces="+strings.Join(cfg.AppNamespaces, ","))
