@@ -169,7 +169,8 @@ func TestComponentsBesideTheBase(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if !e.IsDir() || e.Name() == "ui-extension" { // ui-extension patches an Argo CD installation, not the watch
+		// ui-extension and argocd-notifications patch an Argo CD installation, not the watch.
+		if !e.IsDir() || e.Name() == "ui-extension" || e.Name() == "argocd-notifications" {
 			continue
 		}
 		for _, ns := range []string{"", "team-argocd"} {
