@@ -16,8 +16,9 @@ SERVER ?=
 UI ?=
 APPSET_POLICY ?=
 APPSET_POLICY_OVERRIDE ?=
+NOTIFICATIONS ?=
 LAB_DIR ?= $(CURDIR)/.lab
-export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES KCM REMOTE SERVER UI APPSET_POLICY APPSET_POLICY_OVERRIDE LAB_DIR
+export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES KCM REMOTE SERVER UI APPSET_POLICY APPSET_POLICY_OVERRIDE NOTIFICATIONS LAB_DIR
 
 # Components `make test` needs: the control plane and every Argo CD version the lab runs, each with
 # the helm and kustomize its repo-server runs (lab/modules/argocd-VERSION/repo-server-tools).
@@ -32,7 +33,7 @@ DEMO_COMPONENTS = etcd kubernetes argocd-$(ARGOCD_VERSION) $(call repo_server_to
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
-deps: ## install the OS packages the lab needs (redis-server, git)
+deps: ## install the OS packages the lab and the tests need (redis-server, git, chromium, prometheus for promtool)
 	@bash hack/deps.sh
 
 # `make build` stamps the binaries as releases do (.goreleaser.yaml): the version from git describe,
@@ -66,7 +67,7 @@ docs: ## regenerate the command reference, docs/commands/*.md, from the command 
 lab-build: deps ## build the lab's binaries (or find them in the cache)
 	@bash lab/build.sh $(LAB_COMPONENTS) >/dev/null
 
-lab-up: deps ## start the lab (ARGOCD_VERSION, TRACKING, REMOTE=1, SERVER=1, UI=1, APPSET_POLICY=sync, …); last line: KUBECONFIG=<path>
+lab-up: deps ## start the lab (ARGOCD_VERSION, TRACKING, REMOTE=1, SERVER=1, UI=1, APPSET_POLICY=sync, NOTIFICATIONS=1, …); last line: KUBECONFIG=<path>
 	@$(GO) run ./lab/cmd/lab up
 
 lab-down: ## stop exactly what lab-up started

@@ -2,7 +2,8 @@
 # Installs the operating-system packages the lab and the tests need, when they are missing:
 # redis-server (Argo CD's cache), git (Argo CD's repo-server reads file:// repositories), and
 # chromium, headless, for the UI extension's browser tests (extension/; npm installs its packages
-# from extension/package-lock.json). Go and Node.js come with the machine; everything else is built
+# from extension/package-lock.json), and prometheus for promtool, which runs the alerts' unit tests
+# (test/prometheus). Go and Node.js come with the machine; everything else is built
 # from Go modules by lab/build.sh.
 set -euo pipefail
 
@@ -10,6 +11,7 @@ missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v git >/dev/null 2>&1 || missing+=(git)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then
@@ -21,7 +23,10 @@ sudo=""
 echo "hack/deps.sh: installing ${missing[*]}" >&2
 $sudo apt-get update -qq >&2
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-# The lab starts its own redis on a free loopback port; the distribution's service is not needed.
-if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet redis-server 2>/dev/null; then
-	$sudo systemctl stop redis-server >/dev/null 2>&1 || true
-fi
+# The lab starts its own redis on a free loopback port, and the tests need only promtool: the
+# distribution's services are not needed (Prometheus's would listen on every interface).
+for service in redis-server prometheus; do
+	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$service" 2>/dev/null; then
+		$sudo systemctl stop "$service" >/dev/null 2>&1 || true
+	fi
+done

@@ -42,6 +42,9 @@ type ArgoCDConfig struct {
 	// argocd-cmd-params-cm, as a real installation configures it.
 	AppSetPolicy         string `json:"appSetPolicy,omitempty"`
 	AppSetPolicyOverride string `json:"appSetPolicyOverride,omitempty"`
+	// Notifications also runs Argo CD's notifications controller (lab/notifications.go) with an
+	// empty argocd-notifications-cm and argocd-notifications-secret, as install.yaml ships them.
+	Notifications bool `json:"notifications,omitempty"`
 }
 
 // ArgoCDVersions are the Argo CD releases the lab can build.
@@ -119,6 +122,10 @@ type ArgoCD struct {
 	ServerPort int    `json:"serverPort,omitempty"`
 	// UI is the UI extension, when Config.UI.
 	UI *UI `json:"ui,omitempty"`
+	// NotificationsMetricsURL is the notifications controller's /metrics on 127.0.0.1, when
+	// Config.Notifications: argocd_notifications_trigger_eval_total and _deliveries_total say what
+	// it evaluated and sent.
+	NotificationsMetricsURL string `json:"notificationsMetricsURL,omitempty"`
 	// ControllerKubeconfig is the application controller's own: ServiceAccount ControllerAccount's
 	// token, whose rights are the release's ClusterRole for the controller.
 	ControllerKubeconfig string `json:"controllerKubeconfig"`
@@ -309,6 +316,11 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 	if err := startApplicationSetController(ctx, st, cfg, argocdBin, home, env, a.RepoServerPort); err != nil {
 		return nil, err
 	}
+	if cfg.Notifications {
+		if err := startNotificationsController(ctx, st, a, argocdBin, home, env); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Server {
 		if err := startServerOnFreePorts(ctx, st, a, argocdBin, home, env, redisAddr); err != nil {
 			return nil, err
@@ -403,7 +415,7 @@ func hashPasswords(ctx context.Context, bin, home string) (map[string]string, er
 
 func stopArgoCD(st *State, a ArgoCD) error {
 	var errs []string
-	for _, role := range []string{"unprune-extension", "server", "applicationset-controller", "application-controller", "repo-server", "redis"} {
+	for _, role := range []string{"unprune-extension", "server", "notifications-controller", "applicationset-controller", "application-controller", "repo-server", "redis"} {
 		if err := stopProcess(st.Dir, a.Config.component(role), 10*time.Second); err != nil {
 			errs = append(errs, err.Error())
 		}
@@ -600,6 +612,11 @@ func installArgoCDObjects(ctx context.Context, dyn dynamic.Interface, cfg ArgoCD
 	}
 	for _, o := range objects {
 		if err := apply(ctx, dyn, o.gvr, o.obj); err != nil {
+			return err
+		}
+	}
+	if cfg.Notifications {
+		if err := notificationsObjects(ctx, dyn, cfg); err != nil {
 			return err
 		}
 	}

@@ -90,3 +90,29 @@ func TestDecodeApplicationList(t *testing.T) {
 		}
 	}
 }
+
+// TestControlledBy: the ApplicationSet controller counts an app as a set's only through its
+// controller reference (apiVersion argoproj.io/v1alpha1); any other ownerReference leaves it alone.
+func TestControlledBy(t *testing.T) {
+	ref := func(apiVersion, kind, name string, controller bool) map[string]any {
+		return map[string]any{"apiVersion": apiVersion, "kind": kind, "name": name, "uid": "u", "controller": controller}
+	}
+	for _, c := range []struct {
+		name   string
+		owners []any
+		want   string
+	}{
+		{"controller", []any{ref("argoproj.io/v1alpha1", "ApplicationSet", "teams", true)}, "teams"},
+		{"owner but not controller", []any{ref("argoproj.io/v1alpha1", "ApplicationSet", "teams", false)}, ""},
+		{"another controller first", []any{ref("v1", "ConfigMap", "x", true), ref("argoproj.io/v1alpha1", "ApplicationSet", "teams", false)}, ""},
+		{"after a plain owner", []any{ref("v1", "ConfigMap", "x", false), ref("argoproj.io/v1alpha1", "ApplicationSet", "teams", true)}, "teams"},
+		{"other API version", []any{ref("argoproj.io/v1beta1", "ApplicationSet", "teams", true)}, ""},
+		{"no owner", nil, ""},
+	} {
+		w := ParseWhole(map[string]any{"metadata": map[string]any{"name": "a", "namespace": "argocd", "ownerReferences": c.owners}})
+		got, ok := w.ControlledBy("ApplicationSet")
+		if ok != (c.want != "") || got.Name != c.want {
+			t.Errorf("%s: ControlledBy = %+v, %v; want %q", c.name, got, ok, c.want)
+		}
+	}
+}

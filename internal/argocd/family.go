@@ -144,11 +144,18 @@ func (w Whole) SameTarget(o Whole) bool {
 	return len(w.Sources) > 0 && slices.Equal(w.Sources, o.Sources) && w.Destination == o.Destination
 }
 
-// OwnedBy returns the ownerReference of the given kind, if any.
-func (w Whole) OwnedBy(kind string) (OwnerReference, bool) {
+// ControlledBy returns the app's controller reference when it names an Argo CD object of the given
+// kind. The ApplicationSet controller finds the apps a set owns the same way: an index on
+// metav1.GetControllerOf, matched by apiVersion argoproj.io/v1alpha1, kind and name
+// (applicationset/controllers/applicationset_controller.go, SetupWithManager); any other
+// ownerReference does not make an app the set's.
+func (w Whole) ControlledBy(kind string) (OwnerReference, bool) {
 	for _, o := range w.Owners {
-		if o.Kind == kind && strings.HasPrefix(o.APIVersion, "argoproj.io/") {
-			return o, true
+		if o.Controller {
+			if o.Kind == kind && o.APIVersion == "argoproj.io/v1alpha1" {
+				return o, true
+			}
+			break // an object has at most one controller
 		}
 	}
 	return OwnerReference{}, false

@@ -129,7 +129,7 @@ func familyRow(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, app 
 // setManager names the ApplicationSet that owns the app when its policy deletes apps it stops
 // generating; "" otherwise.
 func setManager(ctx context.Context, argo cluster.ArgoCD, w argocd.Whole) (string, error) {
-	owner, ok := w.OwnedBy("ApplicationSet")
+	owner, ok := w.ControlledBy("ApplicationSet")
 	if !ok {
 		return "", nil
 	}

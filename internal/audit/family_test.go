@@ -45,7 +45,7 @@ func TestFamilyRows(t *testing.T) {
 		argo.AddApp(argocd.Application{Namespace: "argocd", Name: name, Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: name + "-ns"},
 			Resources: []argocd.Resource{{Version: "v1", Kind: "Namespace", Name: name + "-ns"}}})
 	}
-	setOwned := []any{map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "name": "teams", "uid": "u"}}
+	setOwned := []any{map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "name": "teams", "uid": "u", "controller": true}}
 	app("child", true, nil, nil)
 	app("guarded", true, map[string]string{argocd.AnnotationSyncOptions: "Prune=false"}, nil)
 	app("orphaning", false, nil, nil)

@@ -32,8 +32,8 @@ type CheckOptions struct {
 	AlsoValues []string
 	also       []alsoApp
 	// given are the manifests of --manifests, read before anything is reached.
-	given []check.Manifest
-	output     outputFlags
+	given  []check.Manifest
+	output outputFlags
 	// ask is argocd-server, when it can answer for Argo CD (nil otherwise).
 	ask check.Oracle
 }

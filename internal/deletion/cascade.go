@@ -181,13 +181,23 @@ func Approval(e Event) string {
 // (controller/appcontroller.go finalizeApplicationDeletion; PreDelete hooks from v3.3).
 func Hooks(finalizers []string) []string {
 	var out []string
-	for _, f := range finalizers {
-		switch {
-		case strings.HasPrefix(f, argocd.FinalizerPreDelete):
-			out = append(out, "its PreDelete hooks run first (finalizer "+f+"): nothing is deleted until they complete")
-		case strings.HasPrefix(f, argocd.FinalizerPostDelete):
-			out = append(out, "its PostDelete hooks run once its resources are deleted (finalizer "+f+")")
-		}
+	// One note per phase: the controller may write a phase's finalizer twice, plain and with a
+	// "/cleanup" suffix.
+	if f, ok := finalizerOf(finalizers, argocd.FinalizerPreDelete); ok {
+		out = append(out, "its PreDelete hooks run first (finalizer "+f+"): nothing is deleted until they complete")
+	}
+	if f, ok := finalizerOf(finalizers, argocd.FinalizerPostDelete); ok {
+		out = append(out, "its PostDelete hooks run once its resources are deleted (finalizer "+f+")")
 	}
 	return out
+}
+
+// finalizerOf returns the first finalizer with the given prefix.
+func finalizerOf(finalizers []string, prefix string) (string, bool) {
+	for _, f := range finalizers {
+		if strings.HasPrefix(f, prefix) {
+			return f, true
+		}
+	}
+	return "", false
 }

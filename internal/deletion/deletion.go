@@ -143,7 +143,7 @@ func Judge(o Object, e Event, c Context) Verdict {
 	case Cascade:
 		judgeCascade(o, c, &v)
 	}
-	if v.Outcome == Deleted || v.Outcome == Waits {
+	if v.Outcome == Deleted || v.Outcome == Waits || v.Outcome == Kept {
 		judgeServer(o, c, &v)
 	}
 	v.Guarded = v.Outcome == Kept || v.Outcome == Waits

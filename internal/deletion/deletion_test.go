@@ -161,6 +161,15 @@ func TestPolicyAndProbe(t *testing.T) {
 	}
 }
 
+// An object another guard keeps still lists what the API server said of it: every guard there is.
+func TestKeptObjectListsTheServersGuards(t *testing.T) {
+	ns := Object{Kind: "Namespace", Name: "kube-public", Read: true}
+	v := Judge(ns, Prune, Context{Version: v3_6, Probe: ProbeDenied})
+	if v.Outcome != Kept || !slices.Contains(v.Guards, risk.GuardImmortalNamespace) || !slices.Contains(v.Guards, GuardProbeDenied) {
+		t.Errorf("%s %v; want Kept by ImmortalNamespace and ProbeDenied", v.Outcome, v.Guards)
+	}
+}
+
 // policyCluster serves unprune's policy and its binding, as `guard policy --apply` installs them
 // for namespaces.
 type policyCluster struct{ *clustertest.Cluster }
@@ -234,6 +243,33 @@ func TestAppLevelPruneGuards(t *testing.T) {
 		v := Judge(tt.object, Prune, Context{Version: tt.version, AppSyncOptions: tt.app})
 		if !slices.Equal(v.Guards, tt.want) || (len(v.Notes) > 0) != tt.note || v.Guarded {
 			t.Errorf("%s: guards %q (notes %q, guarded %v), want %q (notes %v), never guarded", tt.name, v.Guards, v.Notes, v.Guarded, tt.want, tt.note)
+		}
+	}
+}
+
+// Deleting an app runs its deletion hooks when, and only when, the controller has put their
+// finalizers on it (with or without the /cleanup suffix the controller also writes).
+func TestHooks(t *testing.T) {
+	for _, c := range []struct {
+		finalizers []string
+		want       []string
+	}{
+		{nil, nil},
+		{[]string{argocd.FinalizerResources}, nil},
+		{[]string{argocd.FinalizerPreDelete, argocd.FinalizerResources}, []string{"PreDelete hooks run first"}},
+		{[]string{argocd.FinalizerResources, argocd.FinalizerPostDelete, argocd.FinalizerPostDelete + "/cleanup"},
+			[]string{"PostDelete hooks run once its resources are deleted"}},
+		{[]string{argocd.FinalizerPostDelete, argocd.FinalizerPreDelete}, []string{"PreDelete hooks run first", "PostDelete hooks"}},
+	} {
+		got := Hooks(c.finalizers)
+		if len(got) != len(c.want) {
+			t.Errorf("%v: %q, want %d notes", c.finalizers, got, len(c.want))
+			continue
+		}
+		for i, w := range c.want {
+			if !strings.Contains(got[i], w) {
+				t.Errorf("%v: note %q does not say %q", c.finalizers, got[i], w)
+			}
 		}
 	}
 }

@@ -169,3 +169,81 @@ func TestMoveRequestErrorsAndHintsAreTyped(t *testing.T) {
 		t.Fatalf("still declared: %s %q", it.Reason, it.Message)
 	}
 }
+
+// prepareWorld is guestbook before the move's commit: it still declares team-a (Synced), and shop
+// declares nothing yet.
+func prepareWorld(t *testing.T) *world {
+	w := newWorld(t, "team-a")
+	w.shareClock()
+	app, _ := w.argo.GetApplication(context.Background(), "argocd", "guestbook")
+	app.Resources[0].Status, app.Resources[0].RequiresPruning = "Synced", false
+	app.SyncStatus = "Synced"
+	w.argo.AddApp(app)
+	w.addShop()
+	return w
+}
+
+// executePrepare plans and runs `move --prepare --all` from guestbook to shop.
+func (w *world) executePrepare() (*Change, *Executed) {
+	w.t.Helper()
+	c := w.move(MoveRequest{All: true, Prepare: true})
+	x, err := w.engine().Execute(context.Background(), c, DryRunNone)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return c, x
+}
+
+// A mark that Argo CD's comparison sees — its manifest writes the annotation in a way the plan
+// could not tell, say through a generator — fails the check after the marks: the marks are taken
+// off again, so no guard is claimed that self-heal would revert.
+func TestMovePrepareRollsBackAMarkArgoCDSees(t *testing.T) {
+	w := prepareWorld(t)
+	patches := 0
+	w.cluster.BeforePatch = func(int, cluster.Ref, *cluster.Object) (bool, error) {
+		if patches++; patches == 1 { // the mark, not the rollback
+			app, _ := w.argo.GetApplication(context.Background(), "argocd", "guestbook")
+			app.Resources[0].Status, app.SyncStatus = "OutOfSync", "OutOfSync"
+			w.argo.AddApp(app)
+		}
+		return false, nil
+	}
+	c, x := w.executePrepare()
+	check := stepResult(c, x, StepCheck, 0)
+	if check.Outcome != OutcomeFailed || !strings.Contains(check.Mismatch.String(), "is OutOfSync (it was Synced)") {
+		t.Fatalf("check %+v", check)
+	}
+	if !x.RolledBack() {
+		t.Fatalf("not rolled back: %+v %v", x.Rollback, x.RollbackErr)
+	}
+	if got := w.syncOptions("team-a"); got != "" {
+		t.Fatalf("sync-options after the rollback: %q", got)
+	}
+}
+
+// A mark self-heal wrote over before the comparison the check judged: the comparison shows no
+// difference any more, yet the mark is gone. The check reads the objects again and fails.
+func TestMovePrepareFailsWhenTheMarkIsGone(t *testing.T) {
+	w := prepareWorld(t)
+	patches := 0
+	w.cluster.AfterPatch = func(_ int, _ cluster.Ref, stored *cluster.Object) bool {
+		if patches++; patches != 1 { // Argo CD's apply of the manifest, right after the mark
+			return false
+		}
+		delete(stored.Annotations, argocd.AnnotationSyncOptions)
+		return true
+	}
+	c, x := w.executePrepare()
+	check := stepResult(c, x, StepCheck, 0)
+	if check.Outcome != OutcomeFailed || !strings.Contains(check.Mismatch.String(), "the marks did not hold") ||
+		!strings.Contains(check.Mismatch.String(), "no longer has Prune=false") {
+		t.Fatalf("check %+v", check)
+	}
+	// Nothing is left to take off: the rollback sends nothing over what Argo CD wrote.
+	if !x.RolledBack() || w.patches() != 1 {
+		t.Fatalf("rollback %+v (%v), %d patches", x.Rollback, x.RollbackErr, w.patches())
+	}
+	if got := w.syncOptions("team-a"); got != "" {
+		t.Fatalf("sync-options: %q", got)
+	}
+}

@@ -239,6 +239,9 @@ func InstallNamespace(cfg lab.ArgoCDConfig) string {
 	if cfg.AppSetPolicyOverride != "" {
 		parts = append(parts, "override-"+cfg.AppSetPolicyOverride)
 	}
+	if cfg.Notifications {
+		parts = append(parts, "notifications")
+	}
 	return strings.Join(parts, "-")
 }
 

@@ -181,7 +181,7 @@ func TestFamilyClustersGenerator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner := map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "name": "family-clusters", "uid": string(live.GetUID())}
+	owner := map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "ApplicationSet", "name": "family-clusters", "uid": string(live.GetUID()), "controller": true}
 	for _, c := range []string{"family-eu", "family-us"} {
 		seedWholeApp(t, env, c+"-app", "", []any{"resources-finalizer.argocd.argoproj.io"}, owner, c, nil)
 	}

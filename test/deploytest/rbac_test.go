@@ -2,6 +2,8 @@ package deploytest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -150,5 +152,39 @@ func TestRemoteClustersComponent(t *testing.T) {
 	c := asSlice(dep["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"])[0].(map[string]any)
 	if args := fmt.Sprint(c["args"]); !strings.Contains(args, "--cluster-credentials=argocd") || !strings.Contains(args, "--leader-elect=true") {
 		t.Errorf("args %s: want the base's and --cluster-credentials=argocd", args)
+	}
+}
+
+// clusterScoped are the kinds deploy/ ships that have no namespace.
+var clusterScoped = map[any]bool{"ClusterRole": true, "ClusterRoleBinding": true}
+
+// TestComponentsBesideTheBase: a component's objects are not in the base's `namespace: argocd` (a
+// component is applied by the overlay), so each names the namespace itself: in an overlay without
+// namespace:, as the documented one, they land beside the watch — not in kubectl's current
+// namespace, where a Role would grant nothing and a ServiceMonitor select nothing. With an
+// overlay's namespace:, everything moves together.
+func TestComponentsBesideTheBase(t *testing.T) {
+	entries, err := os.ReadDir(filepath.Join(Dir(), "components"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		// ui-extension and argocd-notifications patch an Argo CD installation, not the watch.
+		if !e.IsDir() || e.Name() == "ui-extension" || e.Name() == "argocd-notifications" {
+			continue
+		}
+		for _, ns := range []string{"", "team-argocd"} {
+			overlay := []string{"components:", "  - DEPLOYcomponents/" + e.Name()}
+			want := "argocd"
+			if ns != "" {
+				overlay, want = append(overlay, "namespace: "+ns), ns
+			}
+			for _, o := range Build(t, "base", overlay...) {
+				meta := o["metadata"].(map[string]any)
+				if got := meta["namespace"]; !clusterScoped[o["kind"]] && got != want {
+					t.Errorf("components/%s, overlay namespace %q: %s %v is in namespace %v, want %s", e.Name(), ns, o["kind"], meta["name"], got, want)
+				}
+			}
+		}
 	}
 }

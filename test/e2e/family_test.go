@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"github.com/unprune/unprune/internal/cli"
@@ -240,12 +241,18 @@ func updateSet(t *testing.T, env *labtest.Env, set map[string]any) {
 	t.Helper()
 	meta := set["metadata"].(map[string]any)
 	ri := env.Dynamic.Resource(gvrApplicationSet).Namespace(meta["namespace"].(string))
-	live, err := ri.Get(labtest.Context(t), meta["name"].(string), metav1.GetOptions{})
+	// The ApplicationSet controller writes the set's status meanwhile: read again on a conflict,
+	// as kubectl edit would.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live, err := ri.Get(labtest.Context(t), meta["name"].(string), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		live.Object["spec"] = set["spec"]
+		_, err = ri.Update(labtest.Context(t), live, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	live.Object["spec"] = set["spec"]
-	if _, err := ri.Update(labtest.Context(t), live, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

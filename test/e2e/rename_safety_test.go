@@ -5,11 +5,11 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"os/exec"
-	"syscall"
 	"maps"
+	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -382,34 +382,43 @@ func TestMoveToAnAutomatedTarget(t *testing.T) {
 func TestKilledRenameDeletesNothingAndUndoes(t *testing.T) {
 	env := labtest.Get(t)
 	bin := cmdtest.Build(t)
-	points := []struct {
-		name string
-		// reached reports the state to kill the rename in.
-		reached func(t *testing.T, old, next string, app *labtest.App, objects []object) bool
-	}{
-		{"new app created", func(t *testing.T, old, next string, app *labtest.App, _ []object) bool {
+	points := []killPoint{
+		{"new app created", func(t *testing.T, old, next, _ string, app *labtest.App, _ []object) bool {
 			_, ok := appExists(t, env, app.Namespace, next)
 			return ok
 		}},
-		{"old app switched off", func(t *testing.T, old, next string, app *labtest.App, _ []object) bool {
+		{"old app switched off", func(t *testing.T, old, next, _ string, app *labtest.App, _ []object) bool {
 			obj, ok := appExists(t, env, app.Namespace, old)
 			f, _ := obj["metadata"].(map[string]any)["finalizers"].([]any)
 			return ok && len(f) == 0
 		}},
-		{"tracking half rewritten", func(t *testing.T, old, next string, app *labtest.App, objects []object) bool {
+		{"tracking half rewritten", func(t *testing.T, old, next, tracking string, app *labtest.App, objects []object) bool {
 			for _, o := range objects {
-				if m, err := o.meta(t, env.Cluster); err == nil && trackedBy(m, "annotation", (&labtest.App{Install: app.Install, Name: next, Namespace: app.Namespace}).Instance()) {
+				if m, err := o.meta(t, env.Cluster); err == nil && trackedBy(m, tracking, (&labtest.App{Install: app.Install, Name: next, Namespace: app.Namespace}).Instance()) {
 					return true
 				}
 			}
 			return false
 		}},
-		{"old app deleted", func(t *testing.T, old, next string, app *labtest.App, _ []object) bool {
+		{"old app deleted", func(t *testing.T, old, next, _ string, app *labtest.App, _ []object) bool {
 			_, ok := appExists(t, env, app.Namespace, old)
 			return !ok
 		}},
 	}
-	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
+	// The incident's release with label tracking, and the newest with annotation tracking.
+	for _, cfg := range []lab.ArgoCDConfig{{Version: "v3.6.1", Tracking: "annotation"}, {Version: "v2.14.11", Tracking: "label"}} {
+		t.Run(cfg.Version+"-"+cfg.Tracking, func(t *testing.T) { killRenameAt(t, env, bin, env.ArgoCD(t, cfg), cfg.Tracking, points) })
+	}
+}
+
+// killPoint is a half-done state of a rename to kill it in.
+type killPoint struct {
+	name string
+	// reached reports the state to kill the rename in.
+	reached func(t *testing.T, old, next, tracking string, app *labtest.App, objects []object) bool
+}
+
+func killRenameAt(t *testing.T, env *labtest.Env, bin string, install *labtest.Install, tracking string, points []killPoint) {
 	for _, point := range points {
 		t.Run(strings.ReplaceAll(point.name, " ", "-"), func(t *testing.T) {
 			repo := labtest.NewRepo(t)
@@ -453,7 +462,7 @@ func TestKilledRenameDeletesNothingAndUndoes(t *testing.T) {
 					t.Fatalf("the rename ended before it was killed:\n%s", out.String())
 				default:
 				}
-				return point.reached(t, app.Name, next, app, objects), "not yet"
+				return point.reached(t, app.Name, next, tracking, app, objects), "not yet"
 			})
 			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
@@ -464,7 +473,7 @@ func TestKilledRenameDeletesNothingAndUndoes(t *testing.T) {
 			}
 			rewritten := 0
 			for _, o := range objects {
-				if m, err := o.meta(t, env.Cluster); err == nil && !trackedBy(m, "annotation", app.Instance()) {
+				if m, err := o.meta(t, env.Cluster); err == nil && !trackedBy(m, tracking, app.Instance()) {
 					rewritten++
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +152,13 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 	mustContain(t, "the viewer's panel", viewer.Panel.Summary, "1 resource requires pruning", "1 high-risk", "1 unguarded")
 	mustContain(t, "the viewer's panel", viewer.Panel.First, label, "HIGH RISK")
 	mustContain(t, "the viewer's flyout", viewer.Flyout.Item, label, "deleting a namespace deletes everything in it", "Nothing guards this deletion")
+	// What the prune takes with it (the ConfigMap "data" at least), and the app's cascade: it has no
+	// resources finalizer, so deleting it deletes none of its resources.
+	if m := regexp.MustCompile(`A prune deletes it with ([0-9]+) objects? in it`).FindStringSubmatch(viewer.Flyout.Item); m == nil || m[1] == "0" {
+		t.Errorf("the viewer's flyout: %q does not name the objects in the namespace", viewer.Flyout.Item)
+	}
+	mustContain(t, "the viewer's panel", viewer.Panel.Cascade, "Deleting the app deletes none of its resources (no resources finalizer)")
+	mustContain(t, "the viewer's flyout", viewer.Flyout.Cascade, "Deleting the app deletes none of its resources (no resources finalizer)")
 	mustContain(t, "the viewer's plan", viewer.Plan.Diff, "-    "+argocd.AnnotationTrackingID+": ")
 	mustContain(t, "the viewer's refusal", viewer.Refused, "Argo CD's RBAC refused the patch", "permission denied", "nothing was changed")
 	if len(viewer.ExpectedRefusals) != 1 {

@@ -248,14 +248,14 @@ var (
 )
 
 // TestSetRenameAdviceFollowed: a rename of a set's template, under the default sync policy, under
-// create-delete and under create-update. check prints the advice for the set's effective policy; the test follows it
+// create-delete, create-update and create-only. check prints the advice for the set's effective policy; the test follows it
 // as written, polling the team's namespace all along: nothing is deleted, the old app goes, and the
 // new one takes the namespace over.
 func TestSetRenameAdviceFollowed(t *testing.T) {
 	t.Parallel()
 	env := labtest.Get(t)
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
-	for _, policy := range []string{"sync", "create-delete", "create-update"} {
+	for _, policy := range []string{"sync", "create-delete", "create-update", "create-only"} {
 		t.Run(policy, func(t *testing.T) {
 			t.Parallel()
 			repo := labtest.NewRepo(t)
@@ -299,7 +299,9 @@ func TestSetRenameAdviceFollowed(t *testing.T) {
 					t.Fatalf("advice %q; want the finalizer removed by hand, with the command", a.Fix)
 				}
 				kubectlIn(t, env, patch)
-			case "create-update":
+			case "create-update", "create-only":
+				// Neither policy deletes the old app; create-update would write a finalizer removed
+				// before the merge back, so the finalizer goes after it.
 				patch, del := kubectlPatch.FindString(a.Fix), kubectlDelete.FindString(a.Fix)
 				if patch == "" || del == "" || !strings.Contains(a.Fix, "after merging the rename") {
 					t.Fatalf("advice %q; want the merge, then the finalizer removed and the app deleted, with the commands", a.Fix)
@@ -308,7 +310,7 @@ func TestSetRenameAdviceFollowed(t *testing.T) {
 				kubectlIn(t, env, patch)
 				kubectlIn(t, env, del)
 			}
-			if policy != "create-update" {
+			if policy == "sync" || policy == "create-delete" {
 				updateSet(t, env, renamed)
 			}
 			waitAppGone(t, env, install.Namespace(), team)

@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
@@ -25,7 +27,12 @@ import (
 // scrape of that very run as well (UNPRUNE_WATCH_SCRAPE), and rewriting the fixture is copying it.
 const fixture = "testdata/watch-lab.prom"
 
-var wantAlerts = []string{"UnpruneHighRiskRequiresPruning", "UnpruneUnguardedHighRiskPrune", "UnpruneUnguardedHighRiskCascade", "UnpruneWatchDown"}
+var wantAlerts = []string{"UnpruneHighRiskRequiresPruning", "UnpruneUnguardedHighRiskAutoPrune", "UnpruneUnguardedHighRiskPrune",
+	"UnpruneUnguardedHighRiskCascade", "UnpruneWatchDown"}
+
+// job is the scrape job of the watch's targets: the Service's app.kubernetes.io/name label, which the
+// ServiceMonitor's jobLabel makes the job (test/deploytest checks it survives a namePrefix).
+const job = "unprune-watch"
 
 // scrapes are the scrapes the alerts are evaluated on, by name: the fixture, and the lab's of this
 // run when UNPRUNE_WATCH_SCRAPE names it (then it must exist: TestWatch wrote it).
@@ -76,8 +83,8 @@ func shape(t *testing.T, path string) []string {
 	return out
 }
 
-// rules parses deploy/prometheus's PrometheusRule's groups with Prometheus's rule parser.
-func rules(t *testing.T) map[string]rulefmt.Rule {
+// ruleGroups returns deploy/prometheus's PrometheusRule's groups as a Prometheus rules file.
+func ruleGroups(t *testing.T) []byte {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "prometheus", "prometheusrule.yaml"))
 	if err != nil {
@@ -96,6 +103,13 @@ func rules(t *testing.T) map[string]rulefmt.Rule {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return groups
+}
+
+// rules parses deploy/prometheus's PrometheusRule's groups with Prometheus's rule parser.
+func rules(t *testing.T) map[string]rulefmt.Rule {
+	t.Helper()
+	groups := ruleGroups(t)
 	parsed, errs := rulefmt.Parse(groups, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.Default())
 	if len(errs) > 0 {
 		t.Fatalf("rules do not parse: %v", errs)
@@ -109,22 +123,79 @@ func rules(t *testing.T) map[string]rulefmt.Rule {
 	return out
 }
 
-// TestRulesParse: each alert parses and says, in its runbook, which unprune command to run.
+// TestRulesParse: each alert parses, says in its description which unprune or kubectl command to
+// run, links its runbook in docs/watch.md with runbook_url (the annotation kube-prometheus's
+// alerts use, which Alertmanager's and Grafana's integrations show as a link), and has the severity
+// and for: docs/watch.md's table says.
 func TestRulesParse(t *testing.T) {
 	rs := rules(t)
+	if len(rs) != len(wantAlerts) {
+		t.Errorf("%d alerts, want %v", len(rs), wantAlerts)
+	}
+	anchors := docAnchors(t, filepath.Join("..", "..", "docs", "watch.md"))
+	docRaw, err := os.ReadFile(filepath.Join("..", "..", "docs", "watch.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(docRaw)
 	for _, name := range wantAlerts {
 		r, ok := rs[name]
 		if !ok {
 			t.Errorf("no alert %s", name)
 			continue
 		}
-		if !strings.Contains(r.Annotations["runbook"], "unprune ") && !strings.Contains(r.Annotations["runbook"], "kubectl ") {
-			t.Errorf("%s: runbook %q names no command", name, r.Annotations["runbook"])
+		if d := r.Annotations["description"]; !strings.Contains(d, "`unprune ") && !strings.Contains(d, "`kubectl ") {
+			t.Errorf("%s: description %q names no command", name, d)
+		}
+		if _, ok := r.Annotations["runbook"]; ok {
+			t.Errorf("%s: a runbook annotation; the convention is runbook_url", name)
+		}
+		url := r.Annotations["runbook_url"]
+		if anchor, ok := strings.CutPrefix(url, runbookBase); !ok || anchor != strings.ToLower(name) || !anchors[anchor] {
+			t.Errorf("%s: runbook_url %q: want %s%s, a heading of docs/watch.md", name, url, runbookBase, strings.ToLower(name))
+		}
+		if row := fmt.Sprintf("| `%s` | %s, %s |", name, r.Labels["severity"], r.For); !strings.Contains(doc, row) {
+			t.Errorf("%s: docs/watch.md's table of alerts has no row %q", name, row)
 		}
 		if r.Labels["severity"] == "" {
 			t.Errorf("%s: no severity", name)
 		}
 	}
+}
+
+// runbookBase is where the runbooks are read: docs/watch.md as GitHub renders it.
+const runbookBase = "https://github.com/unprune/unprune/blob/main/docs/watch.md#"
+
+// docAnchors returns the anchors GitHub gives a Markdown file's headings: lower case, spaces as
+// hyphens, punctuation other than hyphens and underscores dropped.
+func docAnchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	fenced := false
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		}
+		if fenced || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		title := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(title) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		out[b.String()] = true
+	}
+	return out
 }
 
 // series is one sample of the scrape as a promqltest load line.
@@ -153,7 +224,7 @@ func loadScript(t *testing.T, scrape string, instances []string, drop func(name 
 			if l != "" {
 				l += ","
 			}
-			l += `instance="` + inst + `",job="unprune-watch-metrics"`
+			l += `instance="` + inst + `",job="` + job + `"`
 			if drop != nil && drop(name, l) {
 				continue
 			}
@@ -163,7 +234,7 @@ func loadScript(t *testing.T, scrape string, instances []string, drop func(name 
 	// Prometheus's own series for each scraped replica.
 	for _, inst := range instances {
 		if drop == nil || !drop("up", inst) {
-			fmt.Fprintf(&b, "  up{instance=%q,job=\"unprune-watch-metrics\"} 1+0x20\n", inst)
+			fmt.Fprintf(&b, "  up{instance=%q,job=%q} 1+0x20\n", inst, job)
 		}
 	}
 	return b.String()
@@ -245,11 +316,21 @@ func alertsOn(t *testing.T, rs map[string]rulefmt.Rule, scrape string) {
 	high := stuck(t, scrape, "unprune_resources_requiring_pruning", `risk="high"`)
 	unguarded := stuck(t, scrape, "unprune_unguarded_prune_candidates", `risk="high",when="now"`)
 	cascade := stuck(t, scrape, "unprune_unguarded_prune_candidates", `risk="high",when="app_deleted"`)
+	// Apps known to prune automatically: they have unguarded high-risk resources in git.
+	autoPrune := stuck(t, scrape, "unprune_unguarded_prune_candidates", `risk="high",when="removed_from_git"`)
 	if len(high) < 2 || len(unguarded) < 1 || len(unguarded) >= len(high) || len(cascade) < 1 {
 		t.Fatalf("the scrape should hold stuck apps, one of them guarded, and a cascade: high %v, unguarded %v, cascade %v", high, unguarded, cascade)
 	}
-	for alert, want := range map[string][]string{"UnpruneHighRiskRequiresPruning": high, "UnpruneUnguardedHighRiskPrune": unguarded,
-		"UnpruneUnguardedHighRiskCascade": cascade} {
+	var unguardedAuto, unguardedOther []string
+	for _, app := range unguarded {
+		if slices.Contains(autoPrune, app) {
+			unguardedAuto = append(unguardedAuto, app)
+		} else {
+			unguardedOther = append(unguardedOther, app)
+		}
+	}
+	for alert, want := range map[string][]string{"UnpruneHighRiskRequiresPruning": high, "UnpruneUnguardedHighRiskAutoPrune": unguardedAuto,
+		"UnpruneUnguardedHighRiskPrune": unguardedOther, "UnpruneUnguardedHighRiskCascade": cascade} {
 		if got := eval(t, two, rs[alert].Expr); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s fires for %v, want %v", alert, got, want)
 		}

@@ -59,6 +59,9 @@ type Cluster struct {
 	// BeforePatch runs before a patch is judged, under the cluster's lock: it may change the stored
 	// object (another writer; its resourceVersion is then bumped) or fail the patch.
 	BeforePatch func(n int, ref cluster.Ref, stored *cluster.Object) (changed bool, err error)
+	// AfterPatch runs after a patch is stored, under the cluster's lock: another writer right after
+	// it (Argo CD's self-heal writing its manifest back). A change bumps the resourceVersion.
+	AfterPatch func(n int, ref cluster.Ref, stored *cluster.Object) (changed bool)
 	// PatchDelay is how long each patch takes; PatchStarted, when set, is called as a patch arrives,
 	// before that delay.
 	PatchDelay   time.Duration
@@ -239,6 +242,12 @@ func (c *Cluster) Patch(ctx context.Context, r cluster.Ref, body []byte, dryRun 
 		c.Clock.wrote()
 	}
 	record("ok")
+	if c.AfterPatch != nil && !dryRun {
+		if stored := c.objects[key(r)]; c.AfterPatch(len(c.calls)-1, r, stored) {
+			c.rv++
+			stored.ResourceVersion = strconv.Itoa(c.rv)
+		}
+	}
 	return merged, nil
 }
 

@@ -8,7 +8,7 @@
 // (v3.6.1, v3.0.23, v2.14.11 or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES,
 // KCM, REMOTE (a second cluster, registered with the installation), SERVER (argocd-server), UI
 // (unprune's UI extension, with SERVER), APPSET_POLICY and APPSET_POLICY_OVERRIDE (the
-// ApplicationSet controller's policy), LAB_DIR.
+// ApplicationSet controller's policy), NOTIFICATIONS (Argo CD's notifications controller), LAB_DIR.
 package main
 
 import (
@@ -66,6 +66,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			for _, reg := range r.Registrations {
 				fmt.Fprintf(stderr, "lab: registered with the Argo CD in %s as cluster %q (Secret %s): destination name %q or server %s\n",
 					reg.Namespace, reg.Name, reg.Secret, reg.Name, r.Server)
+			}
+		}
+		for _, a := range st.ArgoCD {
+			if a.NotificationsMetricsURL != "" {
+				fmt.Fprintf(stderr, "lab: Argo CD's notifications controller of %s (metrics %s) reads argocd-notifications-cm there; unprune's trigger and template: deploy/components/argocd-notifications (docs/watch.md)\n",
+					a.Config.Namespace, a.NotificationsMetricsURL)
 			}
 		}
 		for _, a := range st.ArgoCD {
@@ -143,6 +149,10 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	notifications, err := onOff(getenv, "NOTIFICATIONS", false)
+	if err != nil {
+		return cfg, err
+	}
 	version := getenv("ARGOCD_VERSION")
 	if version == "" {
 		version = "v3.6.1"
@@ -150,6 +160,9 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 	if version == "none" {
 		if server {
 			return cfg, fmt.Errorf("SERVER=1 needs an Argo CD: set ARGOCD_VERSION to one of %s", strings.Join(lab.ArgoCDVersions, ", "))
+		}
+		if notifications {
+			return cfg, fmt.Errorf("NOTIFICATIONS=1 needs an Argo CD: set ARGOCD_VERSION to one of %s", strings.Join(lab.ArgoCDVersions, ", "))
 		}
 		return cfg, nil
 	}
@@ -172,6 +185,7 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 		// The ApplicationSet controller's policy, through argocd-cmd-params-cm (lab/appset.go).
 		AppSetPolicy:         getenv("APPSET_POLICY"),
 		AppSetPolicyOverride: getenv("APPSET_POLICY_OVERRIDE"),
+		Notifications:        notifications,
 	}
 	return cfg, cfg.ArgoCD.Validate()
 }

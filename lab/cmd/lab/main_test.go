@@ -36,6 +36,12 @@ func TestConfigFromEnv(t *testing.T) {
 		},
 		{env: map[string]string{"APPSET_POLICY": "delete"}, wantErr: true},
 		{env: map[string]string{"APPSET_POLICY_OVERRIDE": "yes"}, wantErr: true},
+		{
+			env:  map[string]string{"ARGOCD_VERSION": "v2.14.11", "NOTIFICATIONS": "1"},
+			want: lab.Config{Dir: "/d", KCM: true, ArgoCD: &lab.ArgoCDConfig{Namespace: "argocd", Version: "v2.14.11", Notifications: true}},
+		},
+		{env: map[string]string{"NOTIFICATIONS": "sometimes"}, wantErr: true},
+		{env: map[string]string{"ARGOCD_VERSION": "none", "NOTIFICATIONS": "on"}, wantErr: true},
 	}
 	for _, tt := range tests {
 		got, err := configFromEnv("/d", func(k string) string { return tt.env[k] })
