@@ -35,15 +35,17 @@ nothing guards (audit's answer), and how many high-risk resources deleting the a
 it. When a high-risk resource starts requiring pruning, or such a prune loses its last guard, an Event
 on the Application says what a prune would delete and the unprune command that releases or guards it.
 
-Read-only: it writes nothing but Events and its Lease. Run several replicas with leader election
+Read-only: it writes nothing but Events and its Lease. As a daemon sharing the API server with Argo
+CD, its requests default to --qps 50 --burst 100 (Argo CD's own controller's client defaults) rather
+than the one-off commands' 1000/2000. Run several replicas with leader election
 (--leader-elect, a Lease in -n NAMESPACE): every replica serves metrics, only the leader emits Events.
 Out of the cluster it uses your kubeconfig; in a pod, its ServiceAccount. See docs/watch.md and deploy/.
 
 Applications deploying to other clusters are judged there too when the watch can reach them: by
 --cluster-context (out of the cluster), or with --cluster-credentials=argocd, the credentials of Argo
 CD's cluster Secrets (in a pod: add deploy/components/remote-clusters, which lets the ServiceAccount
-read Secrets in Argo CD's namespace). The watch only reads there. Without either, their rows count
-as unguarded, with a live error.`,
+read Secrets in Argo CD's namespace). The watch only reads there. Without either, their rows'
+guards are unknown (unprune_unknown_guard_prune_candidates), never counted as unguarded.`,
 		Example: `  # Out of the cluster, one replica, metrics on 127.0.0.1:8080
   unprune watch --argocd-namespace argocd --leader-elect=false
 
@@ -69,7 +71,8 @@ as unguarded, with a live error.`,
 	f.DurationVar(&c.LeaseDuration, "lease-duration", watch.DefaultLeaseDuration, "how long followers wait before taking over a lease that is not renewed")
 	f.DurationVar(&c.RenewDeadline, "renew-deadline", watch.DefaultRenewDeadline, "how long the leader retries renewing before giving up leadership")
 	f.DurationVar(&c.RetryPeriod, "retry-period", watch.DefaultRetryPeriod, "how often to try to acquire or renew the lease")
-	f.DurationVar(&c.Resync, "resync-period", watch.DefaultResync, "re-evaluate every Application this often even when it did not change")
+	f.DurationVar(&c.Resync, "resync-period", watch.DefaultResync, "re-evaluate every Application about this often (each at its own time, ±20%) even when it did not change")
+	f.DurationVar(&c.WatchTimeout, "watch-timeout", watch.DefaultWatchTimeout, "end each informer's watch within this and watch again, so that a revoked permission shows in unprune_informer_healthy (0: client-go's 5–10m)")
 	f.IntVar(&c.Workers, "workers", watch.DefaultWorkers, "Applications evaluated in parallel")
 	f.IntVar(&c.CacheSize, "live-cache-size", watch.DefaultCacheSize, "live objects' metadata kept in memory at most")
 	f.DurationVar(&c.CacheTTL, "live-cache-ttl", watch.DefaultCacheTTL, "how long a live object read is trusted (a guard added to it shows after at most this)")
@@ -80,6 +83,16 @@ as unguarded, with a live error.`,
 func (o *WatchOptions) Complete(cmd *cobra.Command) error {
 	if o.Via == ViaArgoCD {
 		return usageError("unprune watch reads Applications through the Kubernetes API: --via argocd is not supported")
+	}
+	// The one-off commands' 1000/2000 let an audit of 2,000 apps finish in seconds; a process that
+	// runs for ever next to Argo CD must not be able to take that share of the API server when its
+	// caches are cold or a resync comes round. 50/100 are Argo CD's own application controller's
+	// client defaults (ARGOCD_K8S_CLIENT_QPS/BURST).
+	if !flagChanged(cmd.Flags(), "qps") {
+		o.QPS = watch.DefaultQPS
+	}
+	if !flagChanged(cmd.Flags(), "burst") {
+		o.Burst = watch.DefaultBurst
 	}
 	if err := o.GlobalOptions.Complete(); err != nil {
 		return err

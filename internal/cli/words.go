@@ -49,6 +49,7 @@ var spelling = map[option.Name]struct{ long, short string }{
 	option.RenewDeadline:      {long: "renew-deadline"},
 	option.RetryPeriod:        {long: "retry-period"},
 	option.ResyncPeriod:       {long: "resync-period"},
+	option.WatchTimeout:       {long: "watch-timeout"},
 	option.Workers:            {long: "workers"},
 	option.LiveCacheSize:      {long: "live-cache-size"},
 	option.LiveCacheTTL:       {long: "live-cache-ttl"},

@@ -71,6 +71,7 @@ const (
 	Workers
 	LiveCacheSize
 	LiveCacheTTL
+	WatchTimeout
 
 	end
 )
@@ -86,7 +87,7 @@ var idents = [...]string{
 	GuardName: "GuardName", GuardKinds: "GuardKinds", Apply: "Apply",
 	MetricsBindAddress: "MetricsBindAddress", AppNamespaces: "AppNamespaces", LeaseDuration: "LeaseDuration",
 	RenewDeadline: "RenewDeadline", RetryPeriod: "RetryPeriod", ResyncPeriod: "ResyncPeriod", Workers: "Workers",
-	LiveCacheSize: "LiveCacheSize", LiveCacheTTL: "LiveCacheTTL",
+	LiveCacheSize: "LiveCacheSize", LiveCacheTTL: "LiveCacheTTL", WatchTimeout: "WatchTimeout",
 	end: "",
 }
 

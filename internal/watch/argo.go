@@ -27,24 +27,33 @@ type cachingArgoCD struct {
 	caches map[string]*cachedObjects
 	// sets are the ApplicationSets read, for the TTL: every app a set generates names it, at each of
 	// its status changes.
-	sets *lru[setResult]
+	sets *answers[setResult]
+	// stale are the last good answers served while reading again fails, in every cache.
+	stale *staleAnswers
 }
 
 type setResult struct {
 	content map[string]any
-	err     error
 }
 
 var _ audit.SetReader = (*cachingArgoCD)(nil)
 
 func newCachingArgoCD(inner cluster.ArgoCD, size int, ttl time.Duration, now func() time.Time) *cachingArgoCD {
-	return &cachingArgoCD{ArgoCD: inner, size: size, ttl: ttl, now: now, caches: map[string]*cachedObjects{}, sets: newLRU[setResult](size/10+1, ttl, now)}
+	stale := newStaleAnswers()
+	return &cachingArgoCD{ArgoCD: inner, size: size, ttl: ttl, now: now, caches: map[string]*cachedObjects{},
+		sets: newAnswers[setResult]("sets", size/10+1, ttl, now, stale), stale: stale}
 }
+
+// oldestStale is when the oldest last good answer still served in place of a failing read was
+// read; zero when every answer is fresh.
+func (a *cachingArgoCD) oldestStale() time.Time { return a.stale.oldest() }
 
 // Destination returns the app's destination with its cache; destinations are few (one per cluster).
 func (a *cachingArgoCD) Destination(ctx context.Context, app argocd.Application) (cluster.Objects, error) {
 	objects, err := a.ArgoCD.Destination(ctx, app)
 	if err != nil {
+		// Not reached is not "nothing there": every row of the app is unknown.
+		unreadOf(ctx).failedDestination()
 		return nil, err
 	}
 	key := objects.Info().Name + "|" + objects.Info().Server
@@ -52,7 +61,7 @@ func (a *cachingArgoCD) Destination(ctx context.Context, app argocd.Application)
 	defer a.mu.Unlock()
 	c, ok := a.caches[key]
 	if !ok {
-		c = newCachedObjects(objects, a.size, a.ttl, a.now)
+		c = newCachedObjects(objects, a.size, a.ttl, a.now, a.stale)
 		if objects.Info().Server == argocd.InClusterServer && a.informed != nil {
 			// The informers watch the cluster Argo CD runs in: its Applications come from them.
 			c.local = func(ref cluster.Ref) (*cluster.Object, bool) {
@@ -98,14 +107,15 @@ func (a *cachingArgoCD) GetApplicationSet(ctx context.Context, namespace, name s
 		return nil, fmt.Errorf("this backend cannot read ApplicationSet %s/%s", namespace, name)
 	}
 	key := namespace + "/" + name
-	if r, ok := a.sets.get(key); ok {
-		return r.content, r.err
+	r, ok := a.sets.cached(key)
+	if !ok {
+		content, err := reader.GetApplicationSet(ctx, namespace, name)
+		if ctx.Err() != nil {
+			return content, err
+		}
+		r = a.sets.record(key, setResult{content: content}, err)
 	}
-	content, err := reader.GetApplicationSet(ctx, namespace, name)
-	if ctx.Err() == nil {
-		a.sets.put(key, setResult{content: content, err: err})
-	}
-	return content, err
+	return r.value.content, r.err
 }
 
 // Refresh is refused: the watch writes nothing to Applications.
@@ -120,13 +130,14 @@ func (a *cachingArgoCD) CmdParams(ctx context.Context) (map[string]string, error
 	if !ok {
 		return nil, fmt.Errorf("this backend cannot read argocd-cmd-params-cm")
 	}
-	if c, ok := a.sets.get("\x00cmd-params"); ok {
-		params, _ := c.content["data"].(map[string]string)
-		return params, c.err
+	c, ok := a.sets.cached("\x00cmd-params")
+	if !ok {
+		params, err := r.CmdParams(ctx)
+		if ctx.Err() != nil {
+			return params, err
+		}
+		c = a.sets.record("\x00cmd-params", setResult{content: map[string]any{"data": params}}, err)
 	}
-	params, err := r.CmdParams(ctx)
-	if ctx.Err() == nil {
-		a.sets.put("\x00cmd-params", setResult{content: map[string]any{"data": params}, err: err})
-	}
-	return params, err
+	params, _ := c.value.content["data"].(map[string]string)
+	return params, c.err
 }

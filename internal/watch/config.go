@@ -32,8 +32,8 @@ type Config struct {
 	// Destination clusters other than the one Argo CD runs in: reached by a kubeconfig context
 	// mapped to Argo CD's name or server URL for them (FromContext builds its client), or, when
 	// ArgoCDCredentials allows it, with the credentials of Argo CD's cluster Secrets (which the
-	// watch's ServiceAccount must then be allowed to list). Without either, their rows are counted
-	// with a live error, unguarded.
+	// watch's ServiceAccount must then be allowed to list). Without either, their rows' guards are
+	// unknown.
 	ClusterContexts   map[string]string
 	FromContext       func(context string) (*rest.Config, error)
 	ArgoCDCredentials bool
@@ -52,9 +52,13 @@ type Config struct {
 	RetryPeriod    time.Duration
 
 	// Resync re-evaluates every app this often even when nothing changed (live objects' guards are not
-	// watched); Workers evaluate apps in parallel.
+	// watched), each app at its own time (jittered ±20%); Workers evaluate apps in parallel.
 	Resync  time.Duration
 	Workers int
+	// WatchTimeout bounds each informer's WATCH (client-go's 5–10 minutes when zero): the API server
+	// keeps a running watch going after its permission is revoked, so a lost permission shows in
+	// unprune_informer_healthy at the next watch, within this.
+	WatchTimeout time.Duration
 	// CacheSize bounds the live objects kept; CacheTTL is how long one is trusted.
 	CacheSize int
 	CacheTTL  time.Duration
@@ -72,6 +76,9 @@ const (
 	DefaultRenewDeadline = 10 * time.Second
 	DefaultRetryPeriod   = 2 * time.Second
 	DefaultResync        = 10 * time.Minute
+	DefaultWatchTimeout  = 2 * time.Minute
+	DefaultQPS           = 50
+	DefaultBurst         = 100
 	DefaultWorkers       = 4
 	DefaultCacheSize     = 100000
 	DefaultCacheTTL      = 30 * time.Second
@@ -91,6 +98,8 @@ func (c *Config) Validate() error {
 			option.LeaseDuration, option.RenewDeadline, option.RetryPeriod, c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
 	case c.Workers <= 0 || c.CacheSize <= 0 || c.CacheTTL <= 0 || c.Resync <= 0:
 		return fmt.Errorf("%v, %v, %v and %v must be positive", option.Workers, option.LiveCacheSize, option.LiveCacheTTL, option.ResyncPeriod)
+	case c.WatchTimeout < 0 || (c.WatchTimeout > 0 && c.WatchTimeout < 2*time.Second):
+		return fmt.Errorf("%v must be 0 or at least 2s (got %s)", option.WatchTimeout, c.WatchTimeout)
 	}
 	return nil
 }

@@ -3,11 +3,16 @@ package watch
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -17,16 +22,24 @@ import (
 
 // Event reasons, on the Application.
 const (
-	// ReasonHighRiskRequiresPruning: a high-risk resource started requiring pruning.
+	// ReasonHighRiskRequiresPruning (Warning): a high-risk resource started requiring pruning.
 	ReasonHighRiskRequiresPruning = "HighRiskRequiresPruning"
-	// ReasonUnguardedHighRiskPrune: a high-risk resource that requires pruning lost its last guard.
+	// ReasonUnguardedHighRiskPrune (Warning): a high-risk resource that requires pruning lost its
+	// last guard.
 	ReasonUnguardedHighRiskPrune = "UnguardedHighRiskPrune"
+	// ReasonHighRiskPruneResolved (Normal): a high-risk resource no longer requires pruning (released,
+	// back in git, or gone).
+	ReasonHighRiskPruneResolved = "HighRiskPruneResolved"
+	// ReasonHighRiskPruneGuarded (Normal): a high-risk resource that requires pruning is guarded again.
+	ReasonHighRiskPruneGuarded = "HighRiskPruneGuarded"
 )
 
-// Emitter sends one Event; EventRecorder's Eventf is one (it deduplicates and rate-limits).
-type Emitter interface {
-	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
-}
+// EventWriter creates one Event. The watch writes its Events itself rather than through client-go's
+// recorder: the recorder's correlator merges more than 10 similar Events of an object in 10 minutes
+// into one "(combined from similar events)" naming only the last resource, and drops them past 25
+// — in the big incident (dozens of Namespaces of one app at once) most would be lost. Here every
+// transition is its own Event, written until the API server accepts it.
+type EventWriter func(ctx context.Context, ev *corev1.Event) error
 
 // EventLister lists the messages of the Events with reason on the object of uid, in namespace: a new
 // leader asks it before announcing what it saw while it was not leading, which the old leader may
@@ -50,63 +63,119 @@ func (t transition) id() string {
 	return t.app.Namespace + "/" + t.app.Name + "|" + t.reason + "|" + t.resource
 }
 
+func (t transition) eventType() string {
+	switch t.reason {
+	case ReasonHighRiskPruneResolved, ReasonHighRiskPruneGuarded:
+		return corev1.EventTypeNormal
+	}
+	return corev1.EventTypeWarning
+}
+
+// outgoing is a transition queued for the API server.
+type outgoing struct {
+	t transition
+	// check: send only when no Event says it yet (what a new leader saw while following).
+	check bool
+	// name is the Event's, fixed when queued: a create retried after its answer was lost finds it
+	// there (AlreadyExists) instead of writing it twice.
+	name string
+}
+
 // eventState is what an app's last evaluation announced, by resource key.
 type eventState struct {
-	pruning   map[string]bool
+	pruning   map[string]argocd.Resource
 	unguarded map[string]bool
 }
+
+// Retries of a failed write or takeover check: from firstEventRetry, doubling, up to maxEventRetry.
+const (
+	firstEventRetry = 200 * time.Millisecond
+	maxEventRetry   = 30 * time.Second
+)
 
 // events turns successive summaries of each app into Events: one per transition, sent by the
 // leader only. What a replica sees while it does not lead (or before its first evaluation of an app)
 // is pending; when it leads, a pending transition is sent unless an Event already says it — the
-// previous leader's, or this replica's before a restart.
+// previous leader's, or this replica's before a restart. Events are queued and written in order by
+// one sender (run); a failed write or check is retried with backoff, never dropped; deliver flushes
+// the queue at SIGTERM.
 type events struct {
-	emit Emitter
-	list EventLister
-	sent func(reason string)
+	write EventWriter
+	list  EventLister
+	sent  func(reason string)
+	host  string
+	now   func() time.Time
+	log   func(format string, args ...any)
+	retry time.Duration
 
 	mu      sync.Mutex
 	leading bool
 	state   map[string]eventState
 	pending map[string]transition
+	queue   []outgoing
+	last    int64 // the last name's suffix, so that names stay unique
+	wake    chan struct{}
 }
 
-func newEvents(emit Emitter, list EventLister, sent func(string)) *events {
+func newEvents(write EventWriter, list EventLister, sent func(string)) *events {
 	if sent == nil {
 		sent = func(string) {}
 	}
-	return &events{emit: emit, list: list, sent: sent, state: map[string]eventState{}, pending: map[string]transition{}}
+	return &events{write: write, list: list, sent: sent, now: time.Now, log: func(string, ...any) {}, retry: firstEventRetry,
+		state: map[string]eventState{}, pending: map[string]transition{}, wake: make(chan struct{}, 1)}
 }
 
-// observe records an app's summary and returns the transitions to send now. The caller sends them
-// with send; pending ones wait for leadership.
-func (e *events) observe(key string, s Summary) (now, check []transition) {
+// observe records an app's summary and queues the transitions it shows (when leading; else they
+// wait as pending).
+func (e *events) observe(key string, s Summary) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	prev, had := e.state[key]
-	next := eventState{pruning: map[string]bool{}, unguarded: map[string]bool{}}
+	next := eventState{pruning: map[string]argocd.Resource{}, unguarded: map[string]bool{}}
 	app := appRef{Namespace: s.Namespace, Name: s.Name, UID: types.UID(s.UID)}
+	var found []transition
 	for _, k := range sortedKeys(s.HighRiskPruning) {
 		f := s.HighRiskPruning[k]
-		next.pruning[k] = true
+		next.pruning[k] = f.Resource
+		_, wasPruning := prev.pruning[k]
 		_, unguarded := s.UnguardedHighRisk[k]
-		if unguarded {
+		_, unknown := s.UnknownHighRisk[k]
+		// Guards that could not be read leave the last answer standing: no Event says a guard was
+		// lost (or regained) because a read failed.
+		if unknown {
+			next.unguarded[k] = prev.unguarded[k]
+		} else if unguarded {
 			next.unguarded[k] = true
 		}
-		var t transition
+		t := transition{app: app, resource: f.Resource.String()}
 		switch {
-		case !prev.pruning[k]:
-			t = transition{app: app, reason: ReasonHighRiskRequiresPruning, resource: f.Resource.String(), message: pruningMessage(s, f, unguarded)}
+		case !wasPruning:
+			t.reason, t.message = ReasonHighRiskRequiresPruning, pruningMessage(s, f, unguarded, unknown)
+		case unknown:
+			continue
 		case unguarded && !prev.unguarded[k]:
-			t = transition{app: app, reason: ReasonUnguardedHighRiskPrune, resource: f.Resource.String(), message: unguardedMessage(s, f)}
+			t.reason, t.message = ReasonUnguardedHighRiskPrune, unguardedMessage(s, f)
+		case !unguarded && prev.unguarded[k]:
+			t.reason, t.message = ReasonHighRiskPruneGuarded, guardedMessage(f)
 		default:
 			continue
 		}
+		found = append(found, t)
+	}
+	if had {
+		for _, k := range slices.Sorted(maps.Keys(prev.pruning)) {
+			if _, still := s.HighRiskPruning[k]; !still {
+				r := prev.pruning[k]
+				found = append(found, transition{app: app, resource: r.String(), reason: ReasonHighRiskPruneResolved, message: resolvedMessage(r)})
+			}
+		}
+	}
+	for _, t := range found {
 		switch {
 		case e.leading && had:
-			now = append(now, t)
+			e.enqueue(t, false)
 		case e.leading:
-			check = append(check, t)
+			e.enqueue(t, true)
 		default:
 			e.pending[t.id()] = t
 		}
@@ -119,26 +188,55 @@ func (e *events) observe(key string, s Summary) (now, check []transition) {
 	}
 	e.state[key] = next
 	if e.leading {
-		// What could not be checked before (a failed list) is tried again now.
-		for id, t := range e.pending {
-			check = append(check, t)
-			delete(e.pending, id)
-		}
+		e.queuePending()
 	}
-	return now, check
+}
+
+// enqueue queues t under a new name and wakes the sender. The caller holds mu.
+func (e *events) enqueue(t transition, check bool) {
+	n := e.now().UnixNano()
+	if n <= e.last {
+		n = e.last + 1
+	}
+	e.last = n
+	e.queue = append(e.queue, outgoing{t: t, check: check, name: fmt.Sprintf("%s.%x", t.app.Name, n)})
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// queuePending moves what waited for leadership to the queue, to be checked. The caller holds mu.
+func (e *events) queuePending() {
+	ids := make([]string, 0, len(e.pending))
+	for id := range e.pending {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		e.enqueue(e.pending[id], true)
+		delete(e.pending, id)
+	}
 }
 
 func stillTrue(t transition, s Summary) bool {
-	m := s.HighRiskPruning
-	if t.reason == ReasonUnguardedHighRiskPrune {
-		m = s.UnguardedHighRisk
-	}
-	for _, f := range m {
-		if f.Resource.String() == t.resource {
-			return true
+	in := func(m map[string]Finding) bool {
+		for _, f := range m {
+			if f.Resource.String() == t.resource {
+				return true
+			}
 		}
+		return false
 	}
-	return false
+	switch t.reason {
+	case ReasonUnguardedHighRiskPrune:
+		return in(s.UnguardedHighRisk)
+	case ReasonHighRiskPruneResolved:
+		return !in(s.HighRiskPruning)
+	case ReasonHighRiskPruneGuarded:
+		return in(s.HighRiskPruning) && !in(s.UnguardedHighRisk)
+	}
+	return in(s.HighRiskPruning)
 }
 
 // forget drops an app that is gone.
@@ -153,56 +251,109 @@ func (e *events) forget(key string, namespace, name string) {
 	}
 }
 
-// setLeading changes leadership; on gaining it, it returns the pending transitions to check.
-func (e *events) setLeading(leading bool) []transition {
+// setLeading changes leadership. Gaining it queues the pending transitions, to be checked; losing it
+// puts what is still queued back to pending — the new leader may send it, so this replica checks
+// before sending it should it lead again.
+func (e *events) setLeading(leading bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.leading = leading
-	if !leading {
-		return nil
+	if leading {
+		e.queuePending()
+		return
 	}
-	out := make([]transition, 0, len(e.pending))
-	for id, t := range e.pending {
-		out = append(out, t)
-		delete(e.pending, id)
+	for _, o := range e.queue {
+		e.pending[o.t.id()] = o.t
 	}
-	return out
+	e.queue = nil
 }
 
-// isLeading reports leadership.
-func (e *events) isLeading() bool {
+// queued is how many Events wait to be sent.
+func (e *events) queued() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.leading
+	return len(e.queue)
 }
 
-// send emits transitions; those in check are emitted only when no Event says them yet.
-func (e *events) send(ctx context.Context, now, check []transition) error {
-	for i, t := range check {
+// run sends queued Events until ctx is done.
+func (e *events) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.wake:
+		}
+		e.deliver(ctx)
+	}
+}
+
+// deliver sends the queue, in order, while leading: a failed check or write is retried with backoff
+// until it succeeds or ctx is done. It returns how many are left.
+func (e *events) deliver(ctx context.Context) int {
+	wait := e.retry
+	for {
+		e.mu.Lock()
+		if !e.leading || len(e.queue) == 0 {
+			e.mu.Unlock()
+			return e.queued()
+		}
+		o := e.queue[0]
+		e.queue = e.queue[1:]
+		e.mu.Unlock()
+		err := e.send(ctx, o)
+		if err == nil {
+			wait = e.retry
+			continue
+		}
+		e.mu.Lock()
+		if e.leading {
+			e.queue = append([]outgoing{o}, e.queue...)
+		} else {
+			e.pending[o.t.id()] = o.t
+		}
+		e.mu.Unlock()
+		if ctx.Err() != nil {
+			return e.queued()
+		}
+		e.log("error: %v (retrying in %s; %d Events queued)", err, wait, e.queued())
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return e.queued()
+		case <-t.C:
+		}
+		wait = min(2*wait, maxEventRetry)
+	}
+}
+
+// send writes one Event, after checking no Event says it yet when asked to; it counts what the API
+// server accepted.
+func (e *events) send(ctx context.Context, o outgoing) error {
+	t := o.t
+	if o.check {
 		msgs, err := e.list(ctx, t.app.Namespace, t.app.UID, t.reason)
 		if err != nil {
-			e.keep(check[i:])
 			return fmt.Errorf("list Events of Application %s/%s: %w", t.app.Namespace, t.app.Name, err)
 		}
-		if !announced(msgs, t.resource) {
-			now = append(now, t)
+		if announced(msgs, t.resource) {
+			return nil
 		}
 	}
-	for _, t := range now {
-		ref := &corev1.ObjectReference{APIVersion: "argoproj.io/v1alpha1", Kind: "Application", Namespace: t.app.Namespace, Name: t.app.Name, UID: t.app.UID}
-		e.emit.Eventf(ref, corev1.EventTypeWarning, t.reason, "%s", t.message)
-		e.sent(t.reason)
+	now := metav1.NewTime(e.now())
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: t.app.Namespace, Name: o.name},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "argoproj.io/v1alpha1", Kind: "Application",
+			Namespace: t.app.Namespace, Name: t.app.Name, UID: t.app.UID},
+		Reason: t.reason, Message: t.message, Type: t.eventType(),
+		Source:         corev1.EventSource{Component: EventComponent, Host: e.host},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
+	if err := e.write(ctx, ev); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("write Event %s on Application %s/%s: %w", t.reason, t.app.Namespace, t.app.Name, err)
+	}
+	e.sent(t.reason)
 	return nil
-}
-
-// keep puts transitions back to pending, to be checked at the next evaluation.
-func (e *events) keep(ts []transition) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, t := range ts {
-		e.pending[t.id()] = t
-	}
 }
 
 // announced reports whether one of the messages is about resource: every message starts with it.
@@ -215,9 +366,12 @@ func announced(messages []string, resource string) bool {
 	return false
 }
 
-func pruningMessage(s Summary, f Finding, unguarded bool) string {
+func pruningMessage(s Summary, f Finding, unguarded, unknown bool) string {
 	guardText := "It is guarded (" + strings.Join(f.Guards, ", ") + ")"
-	if unguarded {
+	switch {
+	case unknown:
+		guardText = "Its guards could not be read (see the watch's log)"
+	case unguarded:
 		guardText = "Nothing guards it"
 	}
 	return fmt.Sprintf("%s requires pruning: a sync with prune deletes it%s (%s). %s. Release it, deleting nothing: %s. Or guard it: %s.",
@@ -227,6 +381,14 @@ func pruningMessage(s Summary, f Finding, unguarded bool) string {
 func unguardedMessage(s Summary, f Finding) string {
 	return fmt.Sprintf("%s requires pruning and nothing guards it any more: a sync with prune deletes it%s (%s). Guard it: %s. Or release it, deleting nothing: %s.",
 		f.Resource, contentsText(f), f.Why, guardCommand(f.Resource), detachCommand(s, f.Resource))
+}
+
+func guardedMessage(f Finding) string {
+	return fmt.Sprintf("%s still requires pruning and is guarded again (%s): a sync with prune does not delete it.", f.Resource, strings.Join(f.Guards, ", "))
+}
+
+func resolvedMessage(r argocd.Resource) string {
+	return fmt.Sprintf("%s no longer requires pruning: a sync with prune does not delete it any more.", r)
 }
 
 func contentsText(f Finding) string {

@@ -6,11 +6,8 @@ import (
 	"slices"
 	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -95,23 +92,22 @@ func guardChanged(old, obj any) bool {
 }
 
 // watchGuards runs a metadata informer per guard kind until ctx is done. An informer the
-// ServiceAccount may not run (RBAC without watch on the kind) stops with one line in the log: guards
-// on that kind then show within the TTL.
-func (w *watcher) watchGuards(ctx context.Context, wg *sync.WaitGroup, mc metadata.Interface) {
-	f := metadatainformer.NewFilteredSharedInformerFactory(mc, w.cfg.Resync, metav1.NamespaceAll, func(o *metav1.ListOptions) { o.AllowWatchBookmarks = true })
+// ServiceAccount may not run (RBAC without watch on the kind) stops with one line in the log and
+// its health series dropped — a fallback, not blindness: guards on that kind then show within the
+// TTL.
+func (w *watcher) watchGuards(ctx context.Context, wg *sync.WaitGroup) {
 	for _, k := range guardKinds {
-		inf := f.ForResource(k.gvr).Informer()
+		inf, h := w.newMetadataInformer(k.gvr, func(o *metav1.ListOptions) { o.AllowWatchBookmarks = true })
 		stop, cancel := context.WithCancel(ctx)
 		var once sync.Once
-		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-			if apierrors.IsForbidden(err) {
-				once.Do(func() {
-					w.log.printf("warning: may not watch %s (grant watch, as deploy/base does): guards on them show within %v, at an app's next evaluation", k.gvr.Resource, w.cfg.CacheTTL)
-					cancel()
-				})
-				return
-			}
-			cache.DefaultWatchErrorHandler(ctx, r, err)
+		reportErrors(inf, h, func(error) bool {
+			once.Do(func() {
+				w.metrics.InformerFailed(h.name)
+				w.log.printf("warning: may not watch %s (grant watch, as deploy/base does): guards on them show within %v, at an app's next evaluation", k.gvr.Resource, w.cfg.CacheTTL)
+				w.metrics.InformerStopped(h.name)
+				cancel()
+			})
+			return true
 		})
 		changed := func(obj any) {
 			m, ok := obj.(*metav1.PartialObjectMetadata)

@@ -67,7 +67,7 @@ func TestGuardChanged(t *testing.T) {
 // evaluation, however fresh the cache's copy.
 func TestForgetReadsAgain(t *testing.T) {
 	inner := newListingObjects(1, 1)
-	c := newCachedObjects(inner, 100, time.Hour, nil)
+	c := newCachedObjects(inner, 100, time.Hour, nil, newStaleAnswers())
 	refs := []cluster.Ref{configMapRef("ns-0", "cm-0")}
 	c.Read(t.Context(), refs)
 	c.Read(t.Context(), refs)
@@ -93,7 +93,7 @@ func TestGuardsWithoutWatchRights(t *testing.T) {
 	})
 	out := &strings.Builder{}
 	w := &watcher{cfg: Config{Resync: time.Minute, CacheTTL: 30 * time.Second}, log: &logger{out: out}, listers: newListers(),
-		argo: newCachingArgoCD(nil, 10, time.Minute, nil)}
+		argo: newCachingArgoCD(nil, 10, time.Minute, nil), meta: mc, metrics: NewMetrics(nil)}
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	// The logger's lock keeps its lines whole; holding it, the test reads them whole too.
@@ -102,7 +102,7 @@ func TestGuardsWithoutWatchRights(t *testing.T) {
 		defer w.log.mu.Unlock()
 		return out.String()
 	}
-	w.watchGuards(ctx, &wg, mc)
+	w.watchGuards(ctx, &wg)
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(logged(), "may not watch namespaces") {
 		if time.Now().After(deadline) {
@@ -114,5 +114,12 @@ func TestGuardsWithoutWatchRights(t *testing.T) {
 	wg.Wait()
 	if n := strings.Count(logged(), "may not watch"); n != 1 {
 		t.Errorf("%d warnings; want 1 (namespaces only):\n%s", n, logged())
+	}
+	// Stopped on purpose: no health series (it is not failing, it is not run); the error counted.
+	if n := counter(t, w.metrics, metricInfErrors, map[string]string{"informer": "namespaces"}); n != 1 {
+		t.Errorf("informer errors of namespaces: %v, want 1", n)
+	}
+	if _, ok := find(t, w.metrics, metricInfHealthy, map[string]string{"informer": "namespaces"}); ok {
+		t.Errorf("a stopped informer still shows its health")
 	}
 }

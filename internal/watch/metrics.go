@@ -15,6 +15,7 @@ import (
 const (
 	metricPruning    = "unprune_resources_requiring_pruning"
 	metricUnguarded  = "unprune_unguarded_prune_candidates"
+	metricUnknown    = "unprune_unknown_guard_prune_candidates"
 	metricCascade    = "unprune_cascade_high_risk_resources"
 	metricAge        = "unprune_evaluation_age_seconds"
 	metricErrors     = "unprune_evaluation_errors_total"
@@ -24,11 +25,17 @@ const (
 	metricApps       = "unprune_applications_watched"
 	metricRequests   = "unprune_kubernetes_requests_total"
 	metricEventsSent = "unprune_events_total"
+	metricEventsLost = "unprune_events_dropped_total"
+	metricInfErrors  = "unprune_informer_errors_total"
+	metricInfHealthy = "unprune_informer_healthy"
+	metricResync     = "unprune_resync_period_seconds"
+	metricStale      = "unprune_live_answer_stale_seconds"
 )
 
 // seriesPerApp is how many series one Application adds: both risks of resources requiring pruning,
-// both risks of each "when" of unguarded candidates, and its cascade gauge.
-const seriesPerApp = 2 + 2*3 + 1
+// both risks of each "when" of unguarded candidates, both risks of candidates whose guards are
+// unknown, and its cascade gauge.
+const seriesPerApp = 2 + 2*3 + 2 + 1
 
 // Metrics are the watch's Prometheus metrics, in a registry of their own (no global state).
 type Metrics struct {
@@ -36,6 +43,7 @@ type Metrics struct {
 
 	pruning   *prometheus.GaugeVec
 	unguarded *prometheus.GaugeVec
+	unknown   *prometheus.GaugeVec
 	cascade   *prometheus.GaugeVec
 	errors    *prometheus.CounterVec
 	evaluated prometheus.Counter
@@ -43,6 +51,10 @@ type Metrics struct {
 	leader    prometheus.Gauge
 	requests  *prometheus.CounterVec
 	events    *prometheus.CounterVec
+	lost      prometheus.Counter
+	infErrors *prometheus.CounterVec
+	healthy   *prometheus.GaugeVec
+	resync    prometheus.Gauge
 
 	mu sync.Mutex
 	// labels remembers each app's label values, to delete exactly its series when it goes away or
@@ -51,6 +63,9 @@ type Metrics struct {
 	// evaluatedAt is when each app was last evaluated, for the age gauge.
 	evaluatedAt map[string]time.Time
 	now         func() time.Time
+	// staleSince is when the oldest last good answer served in place of a failing read was read
+	// (zero: none); nil until the watch sets it.
+	staleSince func() time.Time
 }
 
 type appLabels struct{ namespace, name, project, destination string }
@@ -68,6 +83,9 @@ func NewMetrics(now func() time.Time) *Metrics {
 		unguarded: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricUnguarded,
 			Help: "Resources a prune would delete that no hard guard stops (audit's answer), by risk; when=now: they require pruning; when=removed_from_git: the app prunes automatically; when=app_deleted: the Application itself, which its parent app or ApplicationSet may delete with high-risk resources through its finalizer."},
 			[]string{"namespace", "application", "risk", "when"}),
+		unknown: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricUnknown,
+			Help: "Resources a prune would delete (when=now or removed_from_git) whose guards could not be read — destination unreachable, the object's or unprune's admission policy's read failed with no earlier answer to fall back on — by risk: counted neither as guarded nor as unguarded."},
+			[]string{"namespace", "application", "risk"}),
 		cascade: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricCascade,
 			Help: "High-risk resources that deleting the Application would delete with it (it has Argo CD's resources finalizer), leaving out those an owner, Delete=false, helm's keep policy or unprune's admission policy keeps; 0 without the finalizer."},
 			[]string{"namespace", "application"}),
@@ -81,7 +99,18 @@ func NewMetrics(now func() time.Time) *Metrics {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricRequests,
 			Help: "Requests this process sent to the Kubernetes API, by HTTP method, resource and status code: the proof it only writes Events and its Lease."},
 			[]string{"method", "resource", "code"}),
-		events:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricEventsSent, Help: "Kubernetes Events emitted, by reason."}, []string{"reason"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricEventsSent,
+			Help: "Kubernetes Events the API server accepted, by reason."}, []string{"reason"}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: metricEventsLost,
+			Help: "Events still undelivered when the process stopped (the flush at SIGTERM ran out of time)."}),
+		infErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricInfErrors,
+			Help: "Failed LISTs and WATCHes of an informer (namespace/resource, or resource when cluster-wide): while they fail, what it holds goes stale."},
+			[]string{"informer"}),
+		healthy: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricInfHealthy,
+			Help: "1 when an informer's last LIST or WATCH succeeded, 0 from its start until its first success and after a failure."},
+			[]string{"informer"}),
+		resync: prometheus.NewGauge(prometheus.GaugeOpts{Name: metricResync,
+			Help: "The resync period: every app is re-evaluated at least this often (jittered up to 1.2 times), so unprune_evaluation_age_seconds well above it means evaluations are stuck."}),
 		labels:      map[string]appLabels{},
 		evaluatedAt: map[string]time.Time{},
 		now:         now,
@@ -89,7 +118,10 @@ func NewMetrics(now func() time.Time) *Metrics {
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricAge,
 		Help: "Age of the oldest Application evaluation: how stale the other metrics can be."}, m.oldestAge)
 	apps := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricApps, Help: "Applications evaluated and shown in the metrics."}, m.appCount)
-	m.Registry.MustRegister(m.pruning, m.unguarded, m.cascade, m.errors, m.evaluated, m.duration, m.leader, m.requests, m.events, age, apps,
+	stale := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricStale,
+		Help: "Age of the oldest last good answer served in place of a live read that keeps failing (0: every answer is fresh): how old the guards the metrics show can be."}, m.staleAge)
+	m.Registry.MustRegister(m.pruning, m.unguarded, m.unknown, m.cascade, m.errors, m.evaluated, m.duration, m.leader, m.requests, m.events, m.lost,
+		m.infErrors, m.healthy, m.resync, age, apps, stale,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, stage := range []string{"evaluate", "live_object"} {
 		m.errors.WithLabelValues(stage)
@@ -116,6 +148,7 @@ func (m *Metrics) Set(key string, s Summary, took time.Duration) {
 		for _, w := range whenLabels {
 			m.unguarded.WithLabelValues(l.namespace, l.name, r, w).Set(float64(s.Unguarded[w][r]))
 		}
+		m.unknown.WithLabelValues(l.namespace, l.name, r).Set(float64(s.Unknown[r]))
 	}
 	m.cascade.WithLabelValues(l.namespace, l.name).Set(float64(s.CascadeHighRisk))
 	m.evaluated.Inc()
@@ -141,6 +174,7 @@ func (m *Metrics) deleteSeries(l appLabels) {
 	app := prometheus.Labels{"namespace": l.namespace, "application": l.name}
 	m.pruning.DeletePartialMatch(app)
 	m.unguarded.DeletePartialMatch(app)
+	m.unknown.DeletePartialMatch(app)
 	m.cascade.DeletePartialMatch(app)
 }
 
@@ -156,8 +190,44 @@ func (m *Metrics) SetLeader(leading bool) {
 	m.leader.Set(v)
 }
 
-// EventSent counts an emitted Event.
+// EventSent counts an Event the API server accepted.
 func (m *Metrics) EventSent(reason string) { m.events.WithLabelValues(reason).Inc() }
+
+// EventsLost counts Events the process could not deliver before it stopped.
+func (m *Metrics) EventsLost(n int) { m.lost.Add(float64(n)) }
+
+// InformerStarted shows an informer as not yet healthy: nothing listed yet.
+func (m *Metrics) InformerStarted(name string) {
+	m.infErrors.WithLabelValues(name)
+	m.healthy.WithLabelValues(name).Set(0)
+}
+
+// InformerOK records a LIST or WATCH that succeeded.
+func (m *Metrics) InformerOK(name string) { m.healthy.WithLabelValues(name).Set(1) }
+
+// InformerFailed records a LIST or WATCH that failed.
+func (m *Metrics) InformerFailed(name string) {
+	m.infErrors.WithLabelValues(name).Inc()
+	m.healthy.WithLabelValues(name).Set(0)
+}
+
+// InformerStopped drops the health of an informer the watch stopped on purpose (RBAC without
+// watch on a guard kind: guards then show within the TTL), keeping its error count.
+func (m *Metrics) InformerStopped(name string) { m.healthy.DeleteLabelValues(name) }
+
+// SetResync shows the resync period.
+func (m *Metrics) SetResync(d time.Duration) { m.resync.Set(d.Seconds()) }
+
+func (m *Metrics) staleAge() float64 {
+	if m.staleSince == nil {
+		return 0
+	}
+	at := m.staleSince()
+	if at.IsZero() {
+		return 0
+	}
+	return m.now().Sub(at).Seconds()
+}
 
 // Request counts one request to the Kubernetes API.
 func (m *Metrics) Request(method, resource string, code int) {

@@ -16,13 +16,15 @@ var errReadOnly = errors.New("unprune watch is read-only: use unprune detach or 
 
 // cachedObjects reads one destination's live objects through bounded, time-limited caches, so that
 // re-evaluating an app on every status change does not read its objects again each time. It
-// implements the reads audit needs (metadata, counts, the guard policy) and refuses every write.
+// implements the reads audit needs (metadata, counts, the guard policy) and refuses every write. A
+// read that fails is answered with the last good answer, or else is recorded in the evaluation's
+// unread (answers.go).
 type cachedObjects struct {
 	inner    cluster.Objects
-	meta     *lru[cluster.ReadResult]
-	full     *lru[cluster.ReadResult]
-	counts   *lru[countResult]
-	policies *lru[policyResult]
+	meta     *answers[cluster.ReadResult]
+	full     *answers[cluster.ReadResult]
+	counts   *answers[countResult]
+	policies *answers[policyResult]
 	// listed are the LISTs (resource and namespace) whose objects the cache holds, for the TTL.
 	listed *lru[struct{}]
 	lists  singleflight.Group
@@ -33,22 +35,21 @@ type cachedObjects struct {
 type countResult struct {
 	total   int64
 	skipped int
-	err     error
 }
 
 type policyResult struct {
 	obj map[string]any
-	err error
 }
 
-func newCachedObjects(inner cluster.Objects, size int, ttl time.Duration, now func() time.Time) *cachedObjects {
+func newCachedObjects(inner cluster.Objects, size int, ttl time.Duration, now func() time.Time, stale *staleAnswers) *cachedObjects {
+	where := inner.Info().Name + "|" + inner.Info().Server + "|"
 	return &cachedObjects{
 		inner:  inner,
-		meta:   newLRU[cluster.ReadResult](size, ttl, now),
-		full:   newLRU[cluster.ReadResult](size/10+1, ttl, now),
-		counts: newLRU[countResult](size/10+1, ttl, now),
+		meta:   newAnswers[cluster.ReadResult](where+"meta", size, ttl, now, stale),
+		full:   newAnswers[cluster.ReadResult](where+"full", size/10+1, ttl, now, stale),
+		counts: newAnswers[countResult](where+"counts", size/10+1, ttl, now, stale),
 		// Two objects (the policy and its binding) per destination.
-		policies: newLRU[policyResult](16, ttl, now),
+		policies: newAnswers[policyResult](where+"policies", 16, ttl, now, stale),
 		listed:   newLRU[struct{}](size/10+1, ttl, now),
 	}
 }
@@ -73,15 +74,16 @@ const listFrom = 3
 // Read answers from the cache what it holds. Where an evaluation misses several objects of one
 // resource in one namespace, it lists that resource there once and caches every object listed: the
 // apps deploying to a namespace then share one LIST per TTL instead of each listing it again. The
-// rest is read in one bulk read. Errors are cached too: an object that is gone, or a kind the
-// ServiceAccount may not read, is not asked again on every status change.
+// rest is read in one bulk read. That an object is gone is an answer, cached like one; a failed read
+// (a kind the ServiceAccount may not read, a timeout) is answered with the last good answer, else
+// recorded as unread, and retried with backoff.
 func (c *cachedObjects) Read(ctx context.Context, refs []cluster.Ref) []cluster.ReadResult {
 	out := make([]cluster.ReadResult, len(refs))
 	misses := map[string][]int{}
 	var order []string
 	for i, r := range refs {
-		if res, ok := c.meta.get(r.Key()); ok {
-			out[i] = res
+		if a, ok := c.meta.cached(r.Key()); ok {
+			out[i] = readResult(ctx, r, a)
 			continue
 		}
 		k := listKey(r)
@@ -96,8 +98,8 @@ func (c *cachedObjects) Read(ctx context.Context, refs []cluster.Ref) []cluster.
 		if len(idx) >= listFrom && c.fill(ctx, k, refs[idx[0]]) {
 			// What the listing did not hold (created since, or evicted) is read below.
 			for _, i := range idx {
-				if res, ok := c.meta.get(refs[i].Key()); ok {
-					out[i] = res
+				if a, ok := c.meta.cached(refs[i].Key()); ok {
+					out[i] = readResult(ctx, refs[i], a)
 				} else {
 					rest = append(rest, i)
 				}
@@ -114,12 +116,23 @@ func (c *cachedObjects) Read(ctx context.Context, refs []cluster.Ref) []cluster.
 		missing[k] = refs[i]
 	}
 	for k, res := range c.inner.Read(ctx, missing) {
-		out[rest[k]] = res
-		if ctx.Err() == nil {
-			c.meta.put(missing[k].Key(), res)
+		if ctx.Err() != nil {
+			out[rest[k]] = res
+			continue
 		}
+		out[rest[k]] = readResult(ctx, missing[k], c.meta.record(missing[k].Key(), res, res.Err))
 	}
 	return out
+}
+
+// readResult is the answer to use for ref, noting in the evaluation's unread a failure with no good
+// answer behind it.
+func readResult(ctx context.Context, ref cluster.Ref, a answer[cluster.ReadResult]) cluster.ReadResult {
+	if !a.good() {
+		unreadOf(ctx).object(ref.Key())
+		return cluster.ReadResult{Err: a.err}
+	}
+	return a.value
 }
 
 // listKey names the LIST that holds r: its resource in its namespace.
@@ -144,7 +157,7 @@ func (c *cachedObjects) fill(ctx context.Context, key string, like cluster.Ref) 
 			return nil, nil
 		}
 		err := lister.ListAll(ctx, like, func(obj *cluster.Object) {
-			c.meta.put(obj.Ref.Key(), cluster.ReadResult{Object: obj})
+			c.meta.record(obj.Ref.Key(), cluster.ReadResult{Object: obj}, nil)
 		})
 		if err == nil {
 			c.listed.put(key, struct{}{})
@@ -160,21 +173,23 @@ func (c *cachedObjects) Get(ctx context.Context, ref cluster.Ref) (*cluster.Obje
 			return obj, nil
 		}
 	}
-	if res, ok := c.full.get(ref.Key()); ok {
-		return res.Object, res.Err
+	a, ok := c.full.cached(ref.Key())
+	if !ok {
+		obj, err := c.inner.Get(ctx, ref)
+		if ctx.Err() != nil {
+			return obj, err
+		}
+		a = c.full.record(ref.Key(), cluster.ReadResult{Object: obj, Err: err}, err)
 	}
-	obj, err := c.inner.Get(ctx, ref)
-	if ctx.Err() == nil {
-		c.full.put(ref.Key(), cluster.ReadResult{Object: obj, Err: err})
-	}
-	return obj, err
+	res := readResult(ctx, ref, a)
+	return res.Object, res.Err
 }
 
 // forget drops what the cache holds of an object (by cluster.Ref.Key), so that the next read asks
 // the API server.
 func (c *cachedObjects) forget(key string) {
-	c.meta.remove(key)
-	c.full.remove(key)
+	c.meta.forget(key)
+	c.full.forget(key)
 }
 
 func (c *cachedObjects) Patch(context.Context, cluster.Ref, []byte, bool) (*cluster.Object, error) {
@@ -187,14 +202,15 @@ func (c *cachedObjects) CountInNamespace(ctx context.Context, namespace string) 
 		return 0, 0, errors.New("this backend cannot count objects")
 	}
 	key := "ns/" + namespace
-	if r, ok := c.counts.get(key); ok {
-		return r.total, r.skipped, r.err
+	a, ok := c.counts.cached(key)
+	if !ok {
+		total, skipped, err := counter.CountInNamespace(ctx, namespace)
+		if ctx.Err() != nil {
+			return total, skipped, err
+		}
+		a = c.counts.record(key, countResult{total: total, skipped: skipped}, err)
 	}
-	total, skipped, err := counter.CountInNamespace(ctx, namespace)
-	if ctx.Err() == nil {
-		c.counts.put(key, countResult{total: total, skipped: skipped, err: err})
-	}
-	return total, skipped, err
+	return a.value.total, a.value.skipped, a.err
 }
 
 func (c *cachedObjects) CountCustomResources(ctx context.Context, crd *cluster.Object) (int64, error) {
@@ -203,14 +219,15 @@ func (c *cachedObjects) CountCustomResources(ctx context.Context, crd *cluster.O
 		return 0, errors.New("this backend cannot count objects")
 	}
 	key := "crd/" + crd.Ref.Name
-	if r, ok := c.counts.get(key); ok {
-		return r.total, r.err
+	a, ok := c.counts.cached(key)
+	if !ok {
+		total, err := counter.CountCustomResources(ctx, crd)
+		if ctx.Err() != nil {
+			return total, err
+		}
+		a = c.counts.record(key, countResult{total: total}, err)
 	}
-	total, err := counter.CountCustomResources(ctx, crd)
-	if ctx.Err() == nil {
-		c.counts.put(key, countResult{total: total, err: err})
-	}
-	return total, err
+	return a.value.total, a.err
 }
 
 func (c *cachedObjects) GetClusterObject(ctx context.Context, group, version, resource, name string) (map[string]any, error) {
@@ -219,12 +236,18 @@ func (c *cachedObjects) GetClusterObject(ctx context.Context, group, version, re
 		return nil, errors.New("this backend cannot read admission policies")
 	}
 	key := group + "/" + version + "/" + resource + "/" + name
-	if r, ok := c.policies.get(key); ok {
-		return r.obj, r.err
+	a, ok := c.policies.cached(key)
+	if !ok {
+		obj, err := reader.GetClusterObject(ctx, group, version, resource, name)
+		if ctx.Err() != nil {
+			return obj, err
+		}
+		a = c.policies.record(key, policyResult{obj: obj}, err)
 	}
-	obj, err := reader.GetClusterObject(ctx, group, version, resource, name)
-	if ctx.Err() == nil {
-		c.policies.put(key, policyResult{obj: obj, err: err})
+	if !a.good() {
+		// Losing read access to the policy must not read as "no policy": its rows' guards are
+		// unknown, not gone.
+		unreadOf(ctx).failedPolicy()
 	}
-	return obj, err
+	return a.value.obj, a.err
 }

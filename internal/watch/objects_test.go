@@ -86,7 +86,7 @@ func appRefs(namespace string, first, count int) []cluster.Ref {
 func TestAppsOfANamespaceShareOneList(t *testing.T) {
 	inner := newListingObjects(2, 500)
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	c := newCachedObjects(inner, 10000, 30*time.Second, func() time.Time { return now })
+	c := newCachedObjects(inner, 10000, 30*time.Second, func() time.Time { return now }, newStaleAnswers())
 	for app := range 10 {
 		for k, res := range c.Read(context.Background(), appRefs("ns-0", app*50, 50)) {
 			if res.Err != nil || res.Object.Ref.Name != fmt.Sprintf("cm-%04d", app*50+k) {
@@ -112,14 +112,14 @@ func TestAppsOfANamespaceShareOneList(t *testing.T) {
 // since) is read on its own and a missing one stays an error; one or two misses are read, not listed.
 func TestWhatTheListingLacksIsReadAndFewMissesAreNotListed(t *testing.T) {
 	inner := newListingObjects(1, 10)
-	c := newCachedObjects(inner, 1000, time.Minute, nil)
+	c := newCachedObjects(inner, 1000, time.Minute, nil, newStaleAnswers())
 	refs := append(appRefs("ns-0", 0, 3), configMapRef("ns-0", "gone"))
 	res := c.Read(context.Background(), refs)
 	if res[3].Err == nil || res[0].Err != nil || inner.lists.Load() != 1 || inner.reads.Load() != 1 {
 		t.Errorf("results %+v, %d LISTs, %d reads: want 3 from the LIST and the gone one read (not found)", res, inner.lists.Load(), inner.reads.Load())
 	}
 	inner2 := newListingObjects(1, 10)
-	c2 := newCachedObjects(inner2, 1000, time.Minute, nil)
+	c2 := newCachedObjects(inner2, 1000, time.Minute, nil, newStaleAnswers())
 	c2.Read(context.Background(), appRefs("ns-0", 0, 2))
 	if inner2.lists.Load() != 0 || inner2.reads.Load() != 1 {
 		t.Errorf("two misses: %d LISTs, %d reads; want them read", inner2.lists.Load(), inner2.reads.Load())
@@ -131,7 +131,7 @@ func TestWhatTheListingLacksIsReadAndFewMissesAreNotListed(t *testing.T) {
 func TestConcurrentEvaluationsWaitForOneList(t *testing.T) {
 	inner := newListingObjects(1, 400)
 	inner.slow = make(chan struct{})
-	c := newCachedObjects(inner, 1000, time.Minute, nil)
+	c := newCachedObjects(inner, 1000, time.Minute, nil, newStaleAnswers())
 	var wg sync.WaitGroup
 	for app := range 8 {
 		wg.Add(1)

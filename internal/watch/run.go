@@ -15,19 +15,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/option"
 )
-
-type httpRoundTripper = http.RoundTripper
 
 // EventComponent is the source of the Events the watch emits.
 const EventComponent = "unprune-watch"
@@ -48,8 +43,14 @@ func (l *logger) printf(format string, args ...any) {
 	fmt.Fprintf(l.out, "%s %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
 }
 
-// Run watches until ctx is done (SIGTERM), then stops: it releases its Lease, flushes its Events
-// and closes the metrics server. It returns an error only when it cannot start.
+// flushTimeout bounds how long a replica stopping (SIGTERM) keeps sending the Events still queued,
+// holding its Lease meanwhile so that the next leader does not send them too; the Deployment's
+// terminationGracePeriodSeconds (30 s by default) leaves room for it.
+const flushTimeout = 10 * time.Second
+
+// Run watches until ctx is done (SIGTERM), then stops: it stops evaluating, flushes its queued
+// Events (for at most flushTimeout), releases its Lease and closes the metrics server. It returns an
+// error only when it cannot start.
 func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -63,11 +64,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	defer broadcaster.Shutdown()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: w.kube.CoreV1().Events("")})
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent, Host: cfg.Identity})
-	w.events = newEvents(recorder, w.listEvents, m.EventSent)
+	events := w.kube.CoreV1()
+	w.events = newEvents(func(ctx context.Context, ev *corev1.Event) error {
+		_, err := events.Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+		return err
+	}, w.listEvents, m.EventSent)
+	w.events.host, w.events.log = cfg.Identity, log.printf
+	m.SetResync(cfg.Resync)
+	m.staleSince = w.argo.oldestStale
 
 	ln, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {
@@ -78,48 +82,83 @@ func Run(ctx context.Context, cfg Config) error {
 	go func() { _ = srv.Serve(ln) }()
 	log.printf("serving metrics on http://%s/metrics (identity %s, Argo CD in %s, Applications in %v)", ln.Addr(), cfg.Identity, cfg.ArgoCDNamespace, w.ns.informerNamespaces())
 
-	var wg sync.WaitGroup
-	w.start(ctx, &wg, &ready)
-	if cfg.LeaderElect {
-		wg.Add(1)
-		go func() { defer wg.Done(); w.lead(ctx) }()
-	} else {
-		w.becomeLeader(ctx)
-	}
-	<-ctx.Done()
-	w.queue.ShutDown()
+	w.serve(ctx, &ready)
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdown)
-	wg.Wait()
 	log.printf("stopped")
 	return nil
 }
 
-// start runs the informers and, once they have synced, the workers.
-func (w *watcher) start(ctx context.Context, wg *sync.WaitGroup, ready *atomic.Bool) {
-	for _, f := range w.factories {
-		f.Start(ctx.Done())
+// serve runs the informers, the workers, the Event sender and — once every informer has synced and
+// argocd-cm was read, never before — the election, until ctx is done; then it stops them in order:
+// evaluations first, then the queued Events are flushed while this replica still holds the Lease,
+// and only then is the Lease released (so the next leader neither misses nor repeats them).
+func (w *watcher) serve(ctx context.Context, ready *atomic.Bool) {
+	sendCtx, stopSending := context.WithCancel(context.WithoutCancel(ctx))
+	leadCtx, stopLeading := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSending()
+	defer stopLeading()
+	synced := make(chan struct{})
+	var wg, sender, leading sync.WaitGroup
+	w.start(ctx, &wg, ready, synced)
+	sender.Add(1)
+	go func() { defer sender.Done(); w.events.run(sendCtx) }()
+	leading.Add(1)
+	go func() {
+		defer leading.Done()
+		select {
+		case <-synced:
+		case <-ctx.Done():
+			return
+		}
+		if w.cfg.LeaderElect {
+			w.lead(leadCtx)
+		} else {
+			w.becomeLeader(leadCtx)
+		}
+	}()
+	<-ctx.Done()
+	w.queue.ShutDown()
+	wg.Wait()
+	stopSending()
+	sender.Wait()
+	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	left := w.events.deliver(flush)
+	cancel()
+	if left > 0 {
+		w.metrics.EventsLost(left)
+		w.log.printf("error: %d Events not sent within %s of stopping", left, flushTimeout)
+	}
+	stopLeading()
+	leading.Wait()
+}
+
+// start runs the informers and, once they have synced and argocd-cm was read, the workers; then it
+// closes synced.
+func (w *watcher) start(ctx context.Context, wg *sync.WaitGroup, ready *atomic.Bool, synced chan<- struct{}) {
+	informers := w.informersToRun()
+	for _, inf := range informers {
+		wg.Add(1)
+		go func() { defer wg.Done(); inf.RunWithContext(ctx) }()
 	}
 	// Not waited for: the guards' informers only make changes show sooner.
-	w.watchGuards(ctx, wg, w.meta)
+	w.watchGuards(ctx, wg)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for _, f := range w.factories {
-			defer f.Shutdown()
-		}
 		started := time.Now()
-		synced := []cache.InformerSynced{w.settingsInformer.HasSynced}
-		for _, inf := range w.apps {
-			synced = append(synced, inf.HasSynced)
+		var hasSynced []cache.InformerSynced
+		for _, inf := range informers {
+			hasSynced = append(hasSynced, inf.HasSynced)
 		}
-		if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		if !cache.WaitForCacheSync(ctx.Done(), hasSynced...) {
 			return
 		}
 		w.defaultSettings()
 		w.log.printf("informers synced in %s: %d Applications", time.Since(started).Round(time.Millisecond), w.queue.Len())
 		ready.Store(true)
+		close(synced)
 		var workers sync.WaitGroup
 		for i := 0; i < w.cfg.Workers; i++ {
 			workers.Add(1)
@@ -140,6 +179,9 @@ func (w *watcher) work(ctx context.Context) {
 		case err == nil:
 			w.queue.Forget(key)
 		case ctx.Err() != nil:
+		case errors.Is(err, errUnread):
+			// Shown (the rest as unknown) and counted per row; read again with backoff.
+			w.queue.AddRateLimited(key)
 		default:
 			w.metrics.EvaluationFailed()
 			w.log.printf("error: evaluate Application %s: %v (retrying)", key, err)
@@ -164,17 +206,19 @@ func (w *watcher) mux(ready *atomic.Bool) *http.ServeMux {
 }
 
 // lead takes part in the election until ctx is done; a replica that loses the lease goes back to
-// following (it keeps serving metrics) and stands again.
+// following (it keeps serving metrics) and stands again. The Lease has a client of its own
+// (leaseClient): its requests time out, and neither a burst of reads nor 100 Events queue them.
 func (w *watcher) lead(ctx context.Context) {
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: w.cfg.LeaseNamespace, Name: w.cfg.LeaseName},
-		Client:     w.kube.CoordinationV1(),
+		Client:     w.leases.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: w.cfg.Identity},
 	}
 	for ctx.Err() == nil {
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock: lock, LeaseDuration: w.cfg.LeaseDuration, RenewDeadline: w.cfg.RenewDeadline, RetryPeriod: w.cfg.RetryPeriod,
-			// On SIGTERM the lease is given up at once, so the next leader need not wait it out.
+			// On SIGTERM the lease is given up at once (after the Events are flushed), so the next
+			// leader need not wait it out.
 			ReleaseOnCancel: true,
 			Name:            w.cfg.LeaseName,
 			Callbacks: leaderelection.LeaderCallbacks{
@@ -193,12 +237,10 @@ func (w *watcher) lead(ctx context.Context) {
 
 // becomeLeader starts emitting Events, first those this replica saw while following that no Event
 // says yet.
-func (w *watcher) becomeLeader(ctx context.Context) {
+func (w *watcher) becomeLeader(context.Context) {
 	w.log.printf("leading as %s: emitting Events", w.cfg.Identity)
 	w.metrics.SetLeader(true)
-	if err := w.events.send(ctx, nil, w.events.setLeading(true)); err != nil && !errors.Is(err, context.Canceled) {
-		w.log.printf("error: %v", err)
-	}
+	w.events.setLeading(true)
 }
 
 func (w *watcher) stopLeading() {

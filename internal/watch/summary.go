@@ -36,12 +36,17 @@ type Summary struct {
 	Pruning map[string]int
 	// Unguarded counts the prune candidates no hard guard stops, by when and risk label.
 	Unguarded map[string]map[string]int
+	// Unknown counts the prune candidates whose guards could not be read (no good answer to fall
+	// back on), by risk label: neither guarded nor unguarded.
+	Unknown map[string]int
 	// CascadeHighRisk counts the high-risk resources deleting the app would delete with it
 	// (audit.CascadeHighRisk): zero when the app has no resources finalizer.
 	CascadeHighRisk int
-	// HighRiskPruning and UnguardedHighRisk are the rows events are about, by resource key.
+	// HighRiskPruning and UnguardedHighRisk are the rows events are about, by resource key;
+	// UnknownHighRisk those of HighRiskPruning whose guards could not be read.
 	HighRiskPruning   map[string]Finding
 	UnguardedHighRisk map[string]Finding
+	UnknownHighRisk   map[string]Finding
 	// LiveErrors counts rows whose live object could not be read.
 	LiveErrors int
 }
@@ -54,15 +59,25 @@ type Finding struct {
 	Guards   []string
 }
 
-// Summarize turns audit's rows for one app into its summary. It is pure: cascade are the high-risk
-// resources deleting the app would delete with it.
+// Summarize turns audit's rows for one app into its summary, everything read. It is pure: cascade
+// are the high-risk resources deleting the app would delete with it.
 func Summarize(app argocd.Application, rows []audit.Row, cascade []argocd.Resource) Summary {
+	return SummarizeUnread(app, rows, cascade, Unread{})
+}
+
+// SummarizeUnread is Summarize when u could not be read. A row
+// whose guards could not be read — its destination unreachable, its object's read failed, or, for a
+// row nothing else guards, unprune's admission policy unreadable — is unknown: never counted as
+// unguarded, never as guarded.
+func SummarizeUnread(app argocd.Application, rows []audit.Row, cascade []argocd.Resource, u Unread) Summary {
 	s := Summary{
 		Namespace: app.Namespace, Name: app.Name, UID: app.UID, Project: app.Project, Destination: app.Destination.String(),
 		Pruning:           map[string]int{riskHigh: 0, riskNormal: 0},
 		Unguarded:         map[string]map[string]int{},
+		Unknown:           map[string]int{riskHigh: 0, riskNormal: 0},
 		HighRiskPruning:   map[string]Finding{},
 		UnguardedHighRisk: map[string]Finding{},
+		UnknownHighRisk:   map[string]Finding{},
 	}
 	for _, w := range whenLabels {
 		s.Unguarded[w] = map[string]int{riskHigh: 0, riskNormal: 0}
@@ -96,6 +111,13 @@ func Summarize(app argocd.Application, rows []audit.Row, cascade []argocd.Resour
 				s.HighRiskPruning[row.Resource.Key()] = f
 			}
 		}
+		if when != whenAppDeleted && guardsUnknown(row, u) {
+			s.Unknown[r]++
+			if r == riskHigh && when == whenNow {
+				s.UnknownHighRisk[row.Resource.Key()] = f
+			}
+			continue
+		}
 		if !row.Guarded {
 			s.Unguarded[when][r]++
 			if r == riskHigh && when == whenNow {
@@ -105,6 +127,15 @@ func Summarize(app argocd.Application, rows []audit.Row, cascade []argocd.Resour
 	}
 	s.CascadeHighRisk = len(cascade)
 	return s
+}
+
+// guardsUnknown: the row shows no guard, and what would show one could not be read. A guard seen
+// (one its identity or its row carries) is a guard whatever else failed.
+func guardsUnknown(row audit.Row, u Unread) bool {
+	if row.Guarded {
+		return false
+	}
+	return u.Destination || u.Policy || (row.LiveError != "" && u.Objects[row.Resource.Key()])
 }
 
 func riskLabel(c risk.Class) string {

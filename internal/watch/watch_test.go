@@ -2,12 +2,16 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
@@ -101,11 +105,37 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
-// recorder is an Emitter that keeps what it was asked to emit.
-type recorder struct{ sent []string }
+// recorder is an API server's Events as the watch writes them: sent are the Warning ones ("reason:
+// message"), normal the Normal ones; fail, while positive, refuses that many writes.
+type recorder struct {
+	mu     sync.Mutex
+	sent   []string
+	normal []string
+	names  map[string]bool
+	fail   int
+}
 
-func (r *recorder) Eventf(_ runtime.Object, _, reason, format string, args ...any) {
-	r.sent = append(r.sent, reason+": "+fmt.Sprintf(format, args...))
+func (r *recorder) write(_ context.Context, ev *corev1.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail > 0 {
+		r.fail--
+		return apierrors.NewInternalError(errors.New("etcdserver: request timed out"))
+	}
+	if r.names == nil {
+		r.names = map[string]bool{}
+	}
+	if r.names[ev.Name] {
+		return apierrors.NewAlreadyExists(schema.GroupResource{Resource: "events"}, ev.Name)
+	}
+	r.names[ev.Name] = true
+	line := ev.Reason + ": " + ev.Message
+	if ev.Type == corev1.EventTypeNormal {
+		r.normal = append(r.normal, line)
+	} else {
+		r.sent = append(r.sent, line)
+	}
+	return nil
 }
 
 func summary(app argocd.Application, rows ...audit.Row) Summary {
@@ -117,16 +147,16 @@ func TestEventsOnTransitionsOnly(t *testing.T) {
 	rec := &recorder{}
 	var listed []string
 	existing := map[string][]string{}
-	e := newEvents(rec, func(_ context.Context, _ string, _ types.UID, reason string) ([]string, error) {
+	e := newEvents(rec.write, func(_ context.Context, _ string, _ types.UID, reason string) ([]string, error) {
 		listed = append(listed, reason)
 		return existing[reason], nil
 	}, nil)
 	ctx := context.Background()
 	step := func(s Summary) {
 		t.Helper()
-		now, check := e.observe("argocd/app", s)
-		if err := e.send(ctx, now, check); err != nil {
-			t.Fatal(err)
+		e.observe("argocd/app", s)
+		if left := e.deliver(ctx); left != 0 {
+			t.Fatalf("%d Events left", left)
 		}
 	}
 	e.setLeading(true)
@@ -151,16 +181,29 @@ func TestEventsOnTransitionsOnly(t *testing.T) {
 	if len(rec.sent) != 2 || !strings.HasPrefix(rec.sent[1], ReasonUnguardedHighRiskPrune+": Namespace/a requires pruning and nothing guards it") {
 		t.Fatalf("events: %q", rec.sent)
 	}
-	// Released, then stuck again: a new transition, a new Event.
+	// Released, then stuck again: a new transition, a new Event. Each release is a Normal Event
+	// naming its resource.
 	step(summary(app))
+	if len(rec.normal) != 2 || !strings.HasPrefix(rec.normal[0], ReasonHighRiskPruneResolved+": Namespace/a no longer requires pruning") ||
+		!strings.HasPrefix(rec.normal[1], ReasonHighRiskPruneResolved+": Namespace/b no longer requires pruning") {
+		t.Fatalf("normal events after the release: %q", rec.normal)
+	}
 	step(summary(app, row(app, ns("b"), audit.Now, risk.High, false)))
 	if len(rec.sent) != 3 {
 		t.Fatalf("events: %q", rec.sent)
 	}
+	// Guarded again: a Normal Event naming the guard.
+	guardedB := row(app, ns("b"), audit.Now, risk.High, true)
+	guardedB.Guards = []risk.Guard{"AdmissionPolicy"}
+	step(summary(app, guardedB))
+	if len(rec.sent) != 3 || len(rec.normal) != 3 || rec.normal[2] != ReasonHighRiskPruneGuarded+": Namespace/b still requires pruning and is guarded again (AdmissionPolicy): a sync with prune does not delete it." {
+		t.Fatalf("after guarding b: %q %q", rec.sent, rec.normal)
+	}
+	step(summary(app, row(app, ns("b"), audit.Now, risk.High, false)))
 	// Normal-risk rows never make Events.
 	step(summary(app, row(app, ns("b"), audit.Now, risk.High, false), row(app, cm("c"), audit.Now, risk.Normal, false)))
-	if len(rec.sent) != 3 {
-		t.Fatalf("events: %q", rec.sent)
+	if len(rec.sent) != 4 || len(rec.normal) != 3 {
+		t.Fatalf("events: %q %q", rec.sent, rec.normal)
 	}
 }
 
@@ -168,7 +211,7 @@ func TestEventsFollowerHandsOverPending(t *testing.T) {
 	app := testApp(ns("a"), ns("b"), ns("c"))
 	rec := &recorder{}
 	existing := map[string][]string{ReasonHighRiskRequiresPruning: {"Namespace/a requires pruning: announced by the old leader"}}
-	e := newEvents(rec, func(_ context.Context, _ string, _ types.UID, reason string) ([]string, error) {
+	e := newEvents(rec.write, func(_ context.Context, _ string, _ types.UID, reason string) ([]string, error) {
 		return existing[reason], nil
 	}, nil)
 	// While following: nothing is sent.
@@ -178,14 +221,15 @@ func TestEventsFollowerHandsOverPending(t *testing.T) {
 		// c is released before this replica leads: no longer news.
 		summary(app, row(app, ns("a"), audit.Now, risk.High, false), row(app, ns("b"), audit.Now, risk.High, false)),
 	} {
-		now, check := e.observe("argocd/app", s)
-		if len(now)+len(check) != 0 {
-			t.Fatalf("a follower would send %v %v", now, check)
+		e.observe("argocd/app", s)
+		if n := e.queued(); n != 0 {
+			t.Fatalf("a follower would send %d Events", n)
 		}
 	}
 	// Leading: a was announced by the old leader; only b is sent.
-	if err := e.send(context.Background(), nil, e.setLeading(true)); err != nil {
-		t.Fatal(err)
+	e.setLeading(true)
+	if left := e.deliver(context.Background()); left != 0 {
+		t.Fatalf("%d left", left)
 	}
 	if len(rec.sent) != 1 || !strings.Contains(rec.sent[0], "Namespace/b requires pruning") {
 		t.Fatalf("after taking over: %q", rec.sent)
@@ -252,6 +296,21 @@ func appSeries(t *testing.T, m *Metrics) int {
 
 func gauge(t *testing.T, m *Metrics, name string, want map[string]string) float64 {
 	t.Helper()
+	v, ok := find(t, m, name, want)
+	if !ok {
+		t.Fatalf("no %s%v", name, want)
+	}
+	return v
+}
+
+// counter is gauge for counters.
+func counter(t *testing.T, m *Metrics, name string, want map[string]string) float64 {
+	return gauge(t, m, name, want)
+}
+
+// find is the value of the series of name whose labels include want.
+func find(t *testing.T, m *Metrics, name string, want map[string]string) (float64, bool) {
+	t.Helper()
 	families, err := m.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -271,11 +330,13 @@ func gauge(t *testing.T, m *Metrics, name string, want map[string]string) float6
 					continue next
 				}
 			}
-			return s.GetGauge().GetValue()
+			if s.GetCounter() != nil {
+				return s.GetCounter().GetValue(), true
+			}
+			return s.GetGauge().GetValue(), true
 		}
 	}
-	t.Fatalf("no %s%v", name, want)
-	return 0
+	return 0, false
 }
 
 func TestResourceOf(t *testing.T) {
@@ -348,32 +409,28 @@ func TestContentsText(t *testing.T) {
 	}
 }
 
-// TestEventsRetryFailedCheck: a transition whose check failed (the list of Events) is sent at the
-// next evaluation, not lost.
+// TestEventsRetryFailedCheck: a transition whose check failed (the list of Events) is retried with
+// backoff until it succeeds — not dropped, and not left until the app's next evaluation.
 func TestEventsRetryFailedCheck(t *testing.T) {
 	app := testApp(ns("a"))
 	rec := &recorder{}
-	fail := true
-	e := newEvents(rec, func(context.Context, string, types.UID, string) ([]string, error) {
-		if fail {
+	lists := 0
+	e := newEvents(rec.write, func(context.Context, string, types.UID, string) ([]string, error) {
+		lists++
+		if lists <= 2 {
 			return nil, fmt.Errorf("connection refused")
 		}
 		return nil, nil
 	}, nil)
+	e.retry = time.Millisecond
 	e.setLeading(true)
 	s := summary(app, row(app, ns("a"), audit.Now, risk.High, false))
-	step := func() error {
-		now, check := e.observe("argocd/app", s)
-		return e.send(context.Background(), now, check)
+	e.observe("argocd/app", s)
+	if left := e.deliver(context.Background()); left != 0 || len(rec.sent) != 1 || lists != 3 {
+		t.Fatalf("after two failed checks: %d left, sent %q, %d lists", left, rec.sent, lists)
 	}
-	if err := step(); err == nil {
-		t.Fatal("want the list's error")
-	}
-	fail = false
-	if err := step(); err != nil || len(rec.sent) != 1 {
-		t.Fatalf("after a failed check: %v, sent %q", err, rec.sent)
-	}
-	if err := step(); err != nil || len(rec.sent) != 1 {
+	e.observe("argocd/app", s)
+	if left := e.deliver(context.Background()); left != 0 || len(rec.sent) != 1 {
 		t.Fatalf("sent again: %q", rec.sent)
 	}
 }

@@ -3,7 +3,11 @@ package watch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -13,9 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -24,6 +28,7 @@ import (
 	"github.com/unprune/unprune/internal/backend/kube"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/option"
+	"github.com/unprune/unprune/internal/version"
 )
 
 var (
@@ -41,8 +46,10 @@ type watcher struct {
 	events  *events
 	argo    *cachingArgoCD
 	kube    kubernetes.Interface
-	dyn     dynamic.Interface
-	meta    metadata.Interface
+	// leases is the Lease's own client: its own connection, a timeout, its own rate limit.
+	leases kubernetes.Interface
+	dyn    dynamic.Interface
+	meta   metadata.Interface
 	// listers are the apps listing each object whose guards the watch watches.
 	listers *listers
 	queue   workqueue.TypedRateLimitingInterface[string]
@@ -50,7 +57,7 @@ type watcher struct {
 
 	apps             []cache.SharedIndexInformer
 	settingsInformer cache.SharedIndexInformer
-	factories        []dynamicinformer.DynamicSharedInformerFactory
+	projects         cache.SharedIndexInformer
 
 	mu       sync.RWMutex
 	settings *argocd.Settings
@@ -59,13 +66,17 @@ type watcher struct {
 
 // newWatcher builds the clients (every request counted) and the informers.
 func newWatcher(ctx context.Context, cfg Config, m *Metrics, log *logger) (*watcher, error) {
-	count := func(rt httpRoundTripper) httpRoundTripper { return &countingTransport{next: rt, metrics: m} }
+	count := func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, metrics: m} }
 	opts := kube.Options{QPS: cfg.REST.QPS, Burst: cfg.REST.Burst, WrapTransport: count}
 	clients, err := kube.NewClients(cfg.REST, clusterInfo(), nil, opts)
 	if err != nil {
 		return nil, err
 	}
 	kc, err := kubernetes.NewForConfig(clients.Config)
+	if err != nil {
+		return nil, err
+	}
+	leases, err := kubernetes.NewForConfig(leaseConfig(cfg, count))
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +87,7 @@ func newWatcher(ctx context.Context, cfg Config, m *Metrics, log *logger) (*watc
 			ArgoCDCredentials: cfg.ArgoCDCredentials, FromContext: cfg.FromContext, Options: opts, FieldManager: kube.FieldManager}
 	}
 	w := &watcher{
-		cfg: cfg, log: log, metrics: m, kube: kc, dyn: clients.Dynamic, meta: clients.Metadata, listers: newListers(),
+		cfg: cfg, log: log, metrics: m, kube: kc, leases: leases, dyn: clients.Dynamic, meta: clients.Metadata, listers: newListers(),
 		argo:  newCachingArgoCD(argo, cfg.CacheSize, cfg.CacheTTL, cfg.Now),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "applications"}),
 	}
@@ -93,6 +104,25 @@ func newWatcher(ctx context.Context, cfg Config, m *Metrics, log *logger) (*watc
 	w.informers()
 	w.argo.informed = w.informedApplication
 	return w, nil
+}
+
+// leaseConfig is the Lease client's: a renewal must not wait behind the reads of 2,000 apps or a
+// burst of Events in the shared client's rate limiter, nor hang on a connection that stopped
+// answering. Its own dialer gives it its own connection (client-go shares a transport between
+// configs that only differ in timeouts); each request times out at half the renew deadline, which
+// leaves one retry before the leader gives up the lead; 5 requests per second (burst 10) is ten
+// times what renewing every retry period needs.
+func leaseConfig(cfg Config, wrap func(http.RoundTripper) http.RoundTripper) *rest.Config {
+	c := rest.CopyConfig(cfg.REST)
+	c.QPS, c.Burst = 5, 10
+	c.Timeout = cfg.RenewDeadline / 2
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultRenewDeadline / 2
+	}
+	c.Dial = (&net.Dialer{Timeout: c.Timeout, KeepAlive: 30 * time.Second}).DialContext
+	c.UserAgent = version.UserAgent() + " (lease)"
+	c.Wrap(wrap)
+	return c
 }
 
 // resolveNamespaces reads application.namespaces unless the flag said.
@@ -115,13 +145,13 @@ func (w *watcher) resolveNamespaces(ctx context.Context) error {
 // informers sets up the shared informers: Applications in each watched namespace, argocd-cm and the
 // AppProjects. The reflectors ask for watch bookmarks (client-go does by default; the tweak says so
 // explicitly) so that a reconnect resumes from a recent resourceVersion instead of listing again.
+// None resyncs: each app's re-evaluation is scheduled after its last one, jittered (resyncLater),
+// so that 2,000 apps do not all re-evaluate in the same second every period.
 func (w *watcher) informers() {
 	bookmarks := func(o *metav1.ListOptions) { o.AllowWatchBookmarks = true }
 	for _, ns := range w.ns.informerNamespaces() {
-		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.dyn, w.cfg.Resync, ns, bookmarks)
-		inf := f.ForResource(kube.GVRApplication).Informer()
+		inf := w.newDynamicInformer(kube.GVRApplication, ns, bookmarks, cache.Indexers{indexProject: projectIndex})
 		_ = inf.SetTransform(trimApplication)
-		_ = inf.AddIndexers(cache.Indexers{indexProject: projectIndex})
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) {
 				w.enqueue(obj)
@@ -134,16 +164,14 @@ func (w *watcher) informers() {
 			DeleteFunc: w.enqueue,
 		})
 		w.apps = append(w.apps, inf)
-		w.factories = append(w.factories, f)
 	}
-	cmFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.dyn, w.cfg.Resync, w.cfg.ArgoCDNamespace, func(o *metav1.ListOptions) {
+	w.settingsInformer = w.newDynamicInformer(gvrConfigMap, w.cfg.ArgoCDNamespace, func(o *metav1.ListOptions) {
 		bookmarks(o)
 		o.FieldSelector = "metadata.name=" + argocd.ConfigMapName
-	})
-	w.settingsInformer = cmFactory.ForResource(gvrConfigMap).Informer()
+	}, nil)
 	_, _ = w.settingsInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: w.settingsChanged,
-		// A resync delivers the same object again: the apps' own resync re-evaluates them.
+		// A relist delivers the same object again: only a new resourceVersion is a change.
 		UpdateFunc: func(old, obj any) {
 			if o, ok := old.(*unstructured.Unstructured); ok && o.GetResourceVersion() == obj.(*unstructured.Unstructured).GetResourceVersion() {
 				return
@@ -151,12 +179,33 @@ func (w *watcher) informers() {
 			w.settingsChanged(obj)
 		},
 	})
-	projFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.dyn, w.cfg.Resync, w.cfg.ArgoCDNamespace, bookmarks)
-	_, _ = projFactory.ForResource(gvrAppProject).Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj any) { w.projectChanged(obj) },
+	w.projects = w.newDynamicInformer(gvrAppProject, w.cfg.ArgoCDNamespace, bookmarks, nil)
+	_, _ = w.projects.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, obj any) {
+			if o, ok := old.(*unstructured.Unstructured); ok && o.GetResourceVersion() == obj.(*unstructured.Unstructured).GetResourceVersion() {
+				return
+			}
+			w.projectChanged(obj)
+		},
 		DeleteFunc: w.projectChanged,
 	})
-	w.factories = append(w.factories, cmFactory, projFactory)
+}
+
+// informersToRun are every informer start runs and waits for.
+func (w *watcher) informersToRun() []cache.SharedIndexInformer {
+	return append(append([]cache.SharedIndexInformer{}, w.apps...), w.settingsInformer, w.projects)
+}
+
+// resyncJitter spreads each app's next re-evaluation over [0.8, 1.2) × --resync-period.
+const resyncJitter = 0.2
+
+// resyncLater schedules key's next re-evaluation about a resync period from now, whatever happens
+// before: a guard on a kind the watch does not watch shows then at the latest. The queue keeps the
+// earliest time asked for a key, so a change in between only adds an evaluation.
+func (w *watcher) resyncLater(key string) {
+	d := w.cfg.Resync
+	f := 1 - resyncJitter + 2*resyncJitter*rand.Float64()
+	w.queue.AddAfter(key, time.Duration(float64(d)*f))
 }
 
 // trimApplication drops what the watch never reads before the informer stores an Application:
@@ -280,6 +329,10 @@ func (w *watcher) get(key string) (*unstructured.Unstructured, bool) {
 	return nil, false
 }
 
+// errUnread says an evaluation could not read everything it needed: its series show what it could
+// (the rest as unknown), and the app is evaluated again with backoff.
+var errUnread = errors.New("some live reads failed")
+
 // evaluate re-evaluates one app: audit's rows through the live cache, its series and its Events.
 func (w *watcher) evaluate(ctx context.Context, key string) error {
 	s := w.currentSettings()
@@ -305,34 +358,70 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 	}
 	w.listers.track(key, listed)
 	start := w.now()
-	rep, err := audit.Run(ctx, w.argo, *s, []argocd.Application{app}, audit.Options{})
+	sum, unread, err := w.judge(ctx, *s, app, u.GetFinalizers())
 	if err != nil {
 		return err
 	}
-	sum := Summarize(app, rep.Rows, w.cascade(ctx, *s, app, u.GetFinalizers(), rep.Rows))
 	w.metrics.Set(key, sum, w.now().Sub(start))
-	now, check := w.events.observe(key, sum)
-	return w.events.send(ctx, now, check)
+	w.events.observe(key, sum)
+	w.resyncLater(key)
+	if unread.any() {
+		return errUnread
+	}
+	return nil
+}
+
+// judge is audit's answer for one app, with its cascade, and what could not be read for it.
+func (w *watcher) judge(ctx context.Context, s argocd.Settings, app argocd.Application, finalizers []string) (Summary, Unread, error) {
+	ctx, failed := withUnread(ctx)
+	rep, err := audit.Run(ctx, w.argo, s, []argocd.Application{app}, audit.Options{})
+	if err != nil {
+		return Summary{}, Unread{}, err
+	}
+	cascade := w.cascade(ctx, s, app, finalizers, rep.Rows)
+	unread := failed.snapshot()
+	return SummarizeUnread(app, rep.Rows, cascade, unread), unread, nil
 }
 
 // cascade is what deleting the app deletes with it, of high risk: nothing without a resources
 // finalizer. audit's whole-app row has judged it already when a parent or ApplicationSet may delete
 // the app; otherwise it is judged here, without reading the objects when their cluster cannot be
-// reached.
+// reached. It fails closed: a resource whose read failed (Forbidden, a timeout, a 5xx — not "not
+// found") counts unless what its identity and the app's options show keeps it, as when the cluster
+// cannot be reached at all.
 func (w *watcher) cascade(ctx context.Context, s argocd.Settings, app argocd.Application, finalizers []string, rows []audit.Row) []argocd.Resource {
 	if argocd.CascadeFinalizer(finalizers) == "" {
 		return nil
 	}
+	var judged []argocd.Resource
+	found := false
 	for _, r := range rows {
 		if r.Cascade != nil && r.App.Ref() == app.Ref() {
-			return r.Cascade.HighRisk
+			judged, found = r.Cascade.HighRisk, true
+			break
 		}
 	}
-	objects, err := w.argo.Destination(ctx, app)
-	if err != nil {
+	if !found {
+		objects, err := w.argo.Destination(ctx, app)
+		if err != nil {
+			return audit.CascadeHighRiskUnread(s, app, w.cfg.ArgoCDNamespace)
+		}
+		judged = audit.CascadeHighRisk(ctx, objects, s, app, w.cfg.ArgoCDNamespace)
+	}
+	failed := unreadOf(ctx).snapshot()
+	if failed.Destination {
 		return audit.CascadeHighRiskUnread(s, app, w.cfg.ArgoCDNamespace)
 	}
-	return audit.CascadeHighRisk(ctx, objects, s, app, w.cfg.ArgoCDNamespace)
+	counted := map[string]bool{}
+	for _, r := range judged {
+		counted[r.Key()] = true
+	}
+	for _, r := range audit.CascadeHighRiskUnread(s, app, w.cfg.ArgoCDNamespace) {
+		if failed.Objects[r.Key()] && !counted[r.Key()] {
+			judged = append(judged, r)
+		}
+	}
+	return judged
 }
 
 func (w *watcher) now() time.Time {

@@ -28,7 +28,7 @@ import (
 const fixture = "testdata/watch-lab.prom"
 
 var wantAlerts = []string{"UnpruneHighRiskRequiresPruning", "UnpruneUnguardedHighRiskAutoPrune", "UnpruneUnguardedHighRiskPrune",
-	"UnpruneUnguardedHighRiskCascade", "UnpruneWatchDown"}
+	"UnpruneUnguardedHighRiskCascade", "UnpruneWatchDown", "UnpruneWatchBlind", "UnpruneHighRiskGuardsUnknown"}
 
 // job is the scrape job of the watch's targets: the Service's app.kubernetes.io/name label, which the
 // ServiceMonitor's jobLabel makes the job (test/deploytest checks it survives a namePrefix).
@@ -334,6 +334,19 @@ func alertsOn(t *testing.T, rs map[string]rulefmt.Rule, scrape string) {
 		if got := eval(t, two, rs[alert].Expr); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s fires for %v, want %v", alert, got, want)
 		}
+	}
+	unknown := stuck(t, scrape, "unprune_unknown_guard_prune_candidates", `risk="high"`)
+	if got := eval(t, two, rs["UnpruneHighRiskGuardsUnknown"].Expr); fmt.Sprint(got) != fmt.Sprint(unknown) {
+		t.Errorf("UnpruneHighRiskGuardsUnknown fires for %v, want %v", got, unknown)
+	}
+	// The lab's replicas saw all along: not blind. An informer that fails makes its replica blind.
+	blind := rs["UnpruneWatchBlind"].Expr
+	if got := eval(t, two, blind); len(got) != 0 {
+		t.Errorf("UnpruneWatchBlind fires for replicas that see: %v", got)
+	}
+	failing := loadScript(t, scrape, []string{"10.0.0.1:8080"}, nil) + "  unprune_informer_healthy{informer=\"gone\",instance=\"10.0.0.1:8080\",job=\"" + job + "\"} 0+0x20\n"
+	if got := eval(t, failing, blind); len(got) != 1 {
+		t.Errorf("UnpruneWatchBlind with a failing informer: %v, want it to fire once", got)
 	}
 	down := rs["UnpruneWatchDown"].Expr
 	if got := eval(t, two, down); len(got) != 0 {
