@@ -156,13 +156,19 @@ func (c *cachedObjects) fill(ctx context.Context, key string, like cluster.Ref) 
 		if _, ok := c.listed.get(key); ok {
 			return nil, nil
 		}
-		err := lister.ListAll(ctx, like, func(obj *cluster.Object) {
-			c.meta.record(obj.Ref.Key(), cluster.ReadResult{Object: obj}, nil)
-		})
-		if err == nil {
-			c.listed.put(key, struct{}{})
+		// The listing enters the cache whole, once the LIST is done: an evaluation arriving
+		// meanwhile finds all of it missing and waits for this LIST, rather than finding part of it
+		// and reading the rest object by object.
+		var listed []*cluster.Object
+		err := lister.ListAll(ctx, like, func(obj *cluster.Object) { listed = append(listed, obj) })
+		if err != nil {
+			return nil, err
 		}
-		return nil, err
+		for _, obj := range listed {
+			c.meta.record(obj.Ref.Key(), cluster.ReadResult{Object: obj}, nil)
+		}
+		c.listed.put(key, struct{}{})
+		return nil, nil
 	})
 	return err == nil
 }
