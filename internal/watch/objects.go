@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -28,6 +29,9 @@ type cachedObjects struct {
 	// listed are the LISTs (resource and namespace) whose objects the cache holds, for the TTL.
 	listed *lru[struct{}]
 	lists  singleflight.Group
+	// listing are the LISTs in flight: an evaluation that finds part of one cached (it arrived while
+	// the listing was being recorded) waits for it instead of reading the rest object by object.
+	listing sync.Map
 	// local answers reads of what the watch's informers hold (nil: nothing).
 	local func(cluster.Ref) (*cluster.Object, bool)
 }
@@ -95,7 +99,7 @@ func (c *cachedObjects) Read(ctx context.Context, refs []cluster.Ref) []cluster.
 	var rest []int
 	for _, k := range order {
 		idx := misses[k]
-		if len(idx) >= listFrom && c.fill(ctx, k, refs[idx[0]]) {
+		if (len(idx) >= listFrom || c.listingOrListed(k)) && c.fill(ctx, k, refs[idx[0]]) {
 			// What the listing did not hold (created since, or evicted) is read below.
 			for _, i := range idx {
 				if a, ok := c.meta.cached(refs[i].Key()); ok {
@@ -140,6 +144,15 @@ func listKey(r cluster.Ref) string {
 	return r.Group + "/" + r.Version + "/" + r.Resource + "/" + r.Namespace
 }
 
+// listingOrListed reports a LIST of key in flight, or done within the TTL.
+func (c *cachedObjects) listingOrListed(key string) bool {
+	if _, ok := c.listing.Load(key); ok {
+		return true
+	}
+	_, ok := c.listed.get(key)
+	return ok
+}
+
 // fill lists like's resource in its namespace into the cache, unless that was done within the TTL;
 // concurrent evaluations wanting the same LIST wait for one. It reports whether the cache holds the
 // listing; when the backend cannot list, or the LIST fails (a kind the ServiceAccount may not list),
@@ -156,19 +169,17 @@ func (c *cachedObjects) fill(ctx context.Context, key string, like cluster.Ref) 
 		if _, ok := c.listed.get(key); ok {
 			return nil, nil
 		}
-		// The listing enters the cache whole, once the LIST is done: an evaluation arriving
-		// meanwhile finds all of it missing and waits for this LIST, rather than finding part of it
-		// and reading the rest object by object.
-		var listed []*cluster.Object
-		err := lister.ListAll(ctx, like, func(obj *cluster.Object) { listed = append(listed, obj) })
-		if err != nil {
-			return nil, err
-		}
-		for _, obj := range listed {
+		// Marked in flight until the listing is recorded and the LIST noted as done: a reader that
+		// saw part of it sees one or the other (listingOrListed).
+		c.listing.Store(key, true)
+		defer c.listing.Delete(key)
+		err := lister.ListAll(ctx, like, func(obj *cluster.Object) {
 			c.meta.record(obj.Ref.Key(), cluster.ReadResult{Object: obj}, nil)
+		})
+		if err == nil {
+			c.listed.put(key, struct{}{})
 		}
-		c.listed.put(key, struct{}{})
-		return nil, nil
+		return nil, err
 	})
 	return err == nil
 }
