@@ -191,6 +191,9 @@ func settle(ctx context.Context, argo cluster.ArgoCD, app AppName, timeout, inte
 // (or its /foreground, /background forms; controller/appcontroller.go,
 // finalizeApplicationDeletion: `if app.CascadedDeletion()`), and runs deletion hooks only for the
 // pre-/post-delete finalizers. So this delete lets Argo CD delete nothing.
+//
+// In a dry run the earlier patch that removed the finalizers and automation was itself a dry run, so
+// a fresh read still shows them: only the identity is checked then, and the delete stays a dry run.
 func deleteApplication(ctx context.Context, argo cluster.ArgoCD, app AppName, uid, resourceVersion string, dryRun bool) error {
 	const attempts = 5
 	for i := 1; ; i++ {
@@ -204,6 +207,7 @@ func deleteApplication(ctx context.Context, argo cluster.ArgoCD, app AppName, ui
 			return gerr
 		case metaString(fresh, "uid") != uid:
 			return fmt.Errorf("Application %s was deleted and created again meanwhile: not deleting the new one", app)
+		case dryRun:
 		case len(finalizersOf(fresh)) > 0:
 			return fmt.Errorf("Application %s has finalizers again (%v): not deleting it, which would delete its resources", app, finalizersOf(fresh))
 		case automated(fresh):

@@ -528,6 +528,34 @@ func TestRenameServerDryRunReturnsStepOutcomes(t *testing.T) {
 	}
 }
 
+// TestRenameServerDryRunAfterAStatusWrite: the controller writes the old app's status during a
+// server-side dry run, so the delete's precondition fails and the app is read again. That fresh read
+// still has the finalizers and automation the dry-run patch only pretended to remove: the dry run
+// must not read them as having come back (the lab's CI run of 2026-12-02 caught it).
+func TestRenameServerDryRunAfterAStatusWrite(t *testing.T) {
+	w := renameWorld(t)
+	written := false
+	w.cluster.BeforePatch = func(int, cluster.Ref, *cluster.Object) (bool, error) {
+		if !written {
+			written = true
+			if _, err := w.argo.PatchApplication(context.Background(), "argocd", "guestbook", []byte(`{"status":{"reconciledAt":"2026-12-01T00:00:00Z"}}`), false); err != nil {
+				t.Error(err)
+			}
+		}
+		return false, nil
+	}
+	c, dry := rename(t, w.engine(), DryRunServer)
+	if !written {
+		t.Fatal("the status write never ran")
+	}
+	if r := stepResult(c, dry, StepDelete, 0); r.Outcome != OutcomeDryRunAccepted {
+		t.Fatalf("dry-run delete after a status write: %+v", r)
+	}
+	if _, err := w.argo.GetApplication(context.Background(), "argocd", "guestbook"); err != nil {
+		t.Fatalf("a dry run deleted the old app: %v", err)
+	}
+}
+
 // TestSettleWaitsForASync: a sync an app began before its automation was switched off would write
 // its tracking back over what the rename (or its undo) writes; settle waits for it, and gives up
 // with a clear error when it does not end.
