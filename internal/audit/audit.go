@@ -169,6 +169,8 @@ func Run(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []arg
 	noteNamespacedApps(ctx, argo, rep.Rows)
 	family, warnings := familyRows(ctx, argo, s, apps, o)
 	rep.Rows, rep.Warnings = append(rep.Rows, family...), append(rep.Warnings, warnings...)
+	upgrade, warnings := upgradeRows(ctx, argo, s, apps, o)
+	rep.Rows, rep.Warnings = append(rep.Rows, upgrade...), append(rep.Warnings, warnings...)
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}

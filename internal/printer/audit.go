@@ -157,6 +157,8 @@ func AuditTable(w io.Writer, o Output, doc AuditReport) error {
 		switch {
 		case r.Deleted == string(audit.WhenRemovedFromGit):
 			when = "when removed from git"
+		case r.Deleted == string(audit.WhenArgoCDUpgraded):
+			when = "by a prune sync after an upgrade to Argo CD v3.6+ (set installationID first)"
 		case r.Cascade != nil:
 			when = "with its app, deleted by " + r.Cascade.ManagedBy
 			contents = fmt.Sprintf("cascade: %d resources, %d high-risk", r.Cascade.Resources, len(r.Cascade.HighRisk))
