@@ -17,6 +17,7 @@ const (
 	metricUnguarded  = "unprune_unguarded_prune_candidates"
 	metricUnknown    = "unprune_unknown_guard_prune_candidates"
 	metricCascade    = "unprune_cascade_high_risk_resources"
+	metricAutoPrune  = "unprune_application_auto_prune"
 	metricAge        = "unprune_evaluation_age_seconds"
 	metricErrors     = "unprune_evaluation_errors_total"
 	metricLeader     = "unprune_leader"
@@ -34,8 +35,8 @@ const (
 
 // seriesPerApp is how many series one Application adds: both risks of resources requiring pruning,
 // both risks of each "when" of unguarded candidates, both risks of candidates whose guards are
-// unknown, and its cascade gauge.
-const seriesPerApp = 2 + 2*3 + 2 + 1
+// unknown, its cascade gauge and its automated-prune gauge.
+const seriesPerApp = 2 + 2*3 + 2 + 1 + 1
 
 // Metrics are the watch's Prometheus metrics, in a registry of their own (no global state).
 type Metrics struct {
@@ -45,6 +46,7 @@ type Metrics struct {
 	unguarded *prometheus.GaugeVec
 	unknown   *prometheus.GaugeVec
 	cascade   *prometheus.GaugeVec
+	autoPrune *prometheus.GaugeVec
 	errors    *prometheus.CounterVec
 	evaluated prometheus.Counter
 	duration  prometheus.Histogram
@@ -89,6 +91,9 @@ func NewMetrics(now func() time.Time) *Metrics {
 		cascade: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricCascade,
 			Help: "High-risk resources that deleting the Application would delete with it (it has Argo CD's resources finalizer), leaving out those an owner, Delete=false, helm's keep policy or unprune's admission policy keeps; 0 without the finalizer."},
 			[]string{"namespace", "application"}),
+		autoPrune: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricAutoPrune,
+			Help: "1 when the Application's automated sync prunes (spec.syncPolicy.automated with prune: true, enabled), else 0: its next sync deletes what requires pruning, with no one pressing a button."},
+			[]string{"namespace", "application"}),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricErrors,
 			Help: "Evaluations that failed (stage=evaluate) or rows whose live object could not be read (stage=live_object)."},
 			[]string{"stage"}),
@@ -120,7 +125,7 @@ func NewMetrics(now func() time.Time) *Metrics {
 	apps := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricApps, Help: "Applications evaluated and shown in the metrics."}, m.appCount)
 	stale := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricStale,
 		Help: "Age of the oldest last good answer served in place of a live read that keeps failing (0: every answer is fresh): how old the guards the metrics show can be."}, m.staleAge)
-	m.Registry.MustRegister(m.pruning, m.unguarded, m.unknown, m.cascade, m.errors, m.evaluated, m.duration, m.leader, m.requests, m.events, m.lost,
+	m.Registry.MustRegister(m.pruning, m.unguarded, m.unknown, m.cascade, m.autoPrune, m.errors, m.evaluated, m.duration, m.leader, m.requests, m.events, m.lost,
 		m.infErrors, m.healthy, m.resync, age, apps, stale,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, stage := range []string{"evaluate", "live_object"} {
@@ -151,6 +156,11 @@ func (m *Metrics) Set(key string, s Summary, took time.Duration) {
 		m.unknown.WithLabelValues(l.namespace, l.name, r).Set(float64(s.Unknown[r]))
 	}
 	m.cascade.WithLabelValues(l.namespace, l.name).Set(float64(s.CascadeHighRisk))
+	autoPrune := 0.0
+	if s.AutoPrune {
+		autoPrune = 1
+	}
+	m.autoPrune.WithLabelValues(l.namespace, l.name).Set(autoPrune)
 	m.evaluated.Inc()
 	m.duration.Observe(took.Seconds())
 	if s.LiveErrors > 0 {
@@ -176,6 +186,7 @@ func (m *Metrics) deleteSeries(l appLabels) {
 	m.unguarded.DeletePartialMatch(app)
 	m.unknown.DeletePartialMatch(app)
 	m.cascade.DeletePartialMatch(app)
+	m.autoPrune.DeletePartialMatch(app)
 }
 
 // EvaluationFailed counts an evaluation that could not be done.

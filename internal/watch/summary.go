@@ -42,6 +42,8 @@ type Summary struct {
 	// CascadeHighRisk counts the high-risk resources deleting the app would delete with it
 	// (audit.CascadeHighRisk): zero when the app has no resources finalizer.
 	CascadeHighRisk int
+	// AutoPrune: the app's automated sync prunes, so its next sync deletes what requires pruning.
+	AutoPrune bool
 	// HighRiskPruning and UnguardedHighRisk are the rows events are about, by resource key;
 	// UnknownHighRisk those of HighRiskPruning whose guards could not be read.
 	HighRiskPruning   map[string]Finding
@@ -72,6 +74,7 @@ func Summarize(app argocd.Application, rows []audit.Row, cascade []argocd.Resour
 func SummarizeUnread(app argocd.Application, rows []audit.Row, cascade []argocd.Resource, u Unread) Summary {
 	s := Summary{
 		Namespace: app.Namespace, Name: app.Name, UID: app.UID, Project: app.Project, Destination: app.Destination.String(),
+		AutoPrune:         app.Automated && app.AutoPrune,
 		Pruning:           map[string]int{riskHigh: 0, riskNormal: 0},
 		Unguarded:         map[string]map[string]int{},
 		Unknown:           map[string]int{riskHigh: 0, riskNormal: 0},

@@ -272,6 +272,21 @@ func TestMetricsCardinalityAndDeletion(t *testing.T) {
 	if v := gauge(t, m, metricUnguarded, map[string]string{"application": "app-3", "risk": "high", "when": "now"}); v != 15 {
 		t.Errorf("app-3 unguarded high = %v, want 15", v)
 	}
+	if v := gauge(t, m, metricAutoPrune, map[string]string{"application": "app-3"}); v != 0 {
+		t.Errorf("app-3 auto prune = %v without automation, want 0", v)
+	}
+	// Automated sync that prunes sets the gauge; automation without prune, or switched off, does not.
+	for _, c := range []struct {
+		automated, prune bool
+		want             float64
+	}{{true, true, 1}, {true, false, 0}, {false, true, 0}} {
+		app := testApp()
+		app.Name, app.Automated, app.AutoPrune = "app-3", c.automated, c.prune
+		m.Set(app.Ref(), Summarize(app, nil, nil), time.Millisecond)
+		if v := gauge(t, m, metricAutoPrune, map[string]string{"application": "app-3"}); v != c.want {
+			t.Errorf("automated %v, prune %v: auto prune = %v, want %v", c.automated, c.prune, v, c.want)
+		}
+	}
 }
 
 // appSeries counts the series carrying an application label.

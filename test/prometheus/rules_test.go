@@ -316,8 +316,8 @@ func alertsOn(t *testing.T, rs map[string]rulefmt.Rule, scrape string) {
 	high := stuck(t, scrape, "unprune_resources_requiring_pruning", `risk="high"`)
 	unguarded := stuck(t, scrape, "unprune_unguarded_prune_candidates", `risk="high",when="now"`)
 	cascade := stuck(t, scrape, "unprune_unguarded_prune_candidates", `risk="high",when="app_deleted"`)
-	// Apps known to prune automatically: they have unguarded high-risk resources in git.
-	autoPrune := stuck(t, scrape, "unprune_unguarded_prune_candidates", `risk="high",when="removed_from_git"`)
+	// Apps whose automated sync prunes.
+	autoPrune := stuck(t, scrape, "unprune_application_auto_prune", "")
 	if len(high) < 2 || len(unguarded) < 1 || len(unguarded) >= len(high) || len(cascade) < 1 {
 		t.Fatalf("the scrape should hold stuck apps, one of them guarded, and a cascade: high %v, unguarded %v, cascade %v", high, unguarded, cascade)
 	}
