@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/printer"
@@ -164,11 +165,9 @@ func (o *UndoOptions) refresh(ctx context.Context, j *journal.Journal) {
 		return
 	}
 	for _, a := range apps {
-		app, err := argo.GetApplication(ctx, a.Namespace, a.Name)
-		if err == nil {
-			err = argo.Refresh(ctx, app, false)
-		}
-		if err != nil {
+		// Refresh reads the pending refresh itself: the app's status, which may hold thousands of
+		// rows, is not needed.
+		if err := argo.Refresh(ctx, argocd.Application{Namespace: a.Namespace, Name: a.Name}, false); err != nil {
 			fmt.Fprintf(o.ErrOut, "warning: could not ask Argo CD to refresh Application %s: %v\n", a, err)
 			continue
 		}

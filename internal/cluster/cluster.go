@@ -247,7 +247,8 @@ type ArgoCD interface {
 	// Project reads an AppProject.
 	Project(ctx context.Context, name string) (argocd.Project, error)
 	// Refresh asks the controller to compare the app again (refresh "normal", or "hard"), keeping
-	// a pending hard refresh as it is.
+	// a pending hard refresh as it is: the backend reads it, so app needs only its namespace and
+	// name.
 	Refresh(ctx context.Context, app argocd.Application, hard bool) error
 	// Destination returns the objects of the cluster the app deploys to.
 	Destination(ctx context.Context, app argocd.Application) (Objects, error)

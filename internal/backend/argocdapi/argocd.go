@@ -163,10 +163,14 @@ func (a *ArgoCD) get(ctx context.Context, namespace, name, refresh string) (argo
 }
 
 // Refresh asks for a refresh the way `argocd app get --refresh` does; a pending hard refresh is
-// kept.
+// kept: the app is read first, whatever app says, as the server would overwrite it.
 func (a *ArgoCD) Refresh(ctx context.Context, app argocd.Application, hard bool) error {
 	kind := "normal"
 	if hard || app.Refresh == "hard" {
+		kind = "hard"
+	} else if current, err := a.get(ctx, app.Namespace, app.Name, ""); err != nil {
+		return err
+	} else if current.Refresh == "hard" {
 		kind = "hard"
 	}
 	_, err := a.get(ctx, app.Namespace, app.Name, kind)

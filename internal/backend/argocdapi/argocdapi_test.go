@@ -139,19 +139,29 @@ func TestListApplicationsSendsTheSelection(t *testing.T) {
 }
 
 func TestRefreshKeepsAPendingHardRefresh(t *testing.T) {
-	s := newServer(t, map[string]answer{"GET /api/v1/applications/guestbook": {200, `{"metadata":{"name":"guestbook","namespace":"argocd"}}`}})
+	s := newServer(t, map[string]answer{
+		"GET /api/v1/applications/guestbook": {200, `{"metadata":{"name":"guestbook","namespace":"argocd"}}`},
+		"GET /api/v1/applications/pending":   {200, `{"metadata":{"name":"pending","namespace":"argocd","annotations":{"argocd.argoproj.io/refresh":"hard"}}}`},
+	})
 	a := s.argocd(t)
-	app := argocd.Application{Namespace: "argocd", Name: "guestbook"}
-	if err := a.Refresh(context.Background(), app, false); err != nil {
+	// Nothing pending: the app is read, then a normal refresh asked for.
+	if err := a.Refresh(context.Background(), argocd.Application{Namespace: "argocd", Name: "guestbook"}, false); err != nil {
 		t.Fatal(err)
 	}
-	app.Refresh = "hard"
-	if err := a.Refresh(context.Background(), app, false); err != nil {
+	// A hard refresh pending on the server, though the caller's copy says none: kept hard.
+	if err := a.Refresh(context.Background(), argocd.Application{Namespace: "argocd", Name: "pending"}, false); err != nil {
 		t.Fatal(err)
 	}
-	reqs := s.requests()
-	if got := []string{reqs[0].Query.Get("refresh"), reqs[1].Query.Get("refresh")}; got[0] != "normal" || got[1] != "hard" {
-		t.Errorf("refresh kinds sent = %v, want [normal hard]", got)
+	// The caller knows of one: no read needed.
+	if err := a.Refresh(context.Background(), argocd.Application{Namespace: "argocd", Name: "guestbook", Refresh: "hard"}, false); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range s.requests() {
+		got = append(got, r.Query.Get("refresh"))
+	}
+	if want := []string{"", "normal", "", "hard", "hard"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("refresh kinds sent = %q, want %q", got, want)
 	}
 }
 

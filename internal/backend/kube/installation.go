@@ -256,12 +256,25 @@ func (a *ArgoCD) Project(ctx context.Context, name string) (argocd.Project, erro
 
 // Refresh asks the controller to compare the app again, the way `argocd app get --refresh` does:
 // the controller removes the annotation when it has done so. A pending hard refresh is left as it
-// is (a normal one would downgrade it). From v3.6 the request also carries refresh-timestamp, with
-// which the controller tells a request made during a comparison from the one it answers.
+// is (a normal one would downgrade it): the annotation is read fresh, whatever app says. From v3.6
+// the request also carries refresh-timestamp, with which the controller tells a request made during
+// a comparison from the one it answers.
+//
+// Both requests go through the metadata client: an Application's status can hold thousands of rows,
+// which neither the read nor the patch's response needs to carry.
 func (a *ArgoCD) Refresh(ctx context.Context, app argocd.Application, hard bool) error {
+	apps := a.Objects.Metadata.Resource(GVRApplication).Namespace(app.Namespace)
 	kind := "normal"
 	if hard || app.Refresh == "hard" {
 		kind = "hard"
+	} else {
+		current, err := apps.Get(ctx, app.Name, metav1.GetOptions{})
+		if err != nil {
+			return cluster.Explain(err, "read Application "+app.Ref()+" to request a refresh", a.Cluster())
+		}
+		if current.Annotations[argocd.AnnotationRefresh] == "hard" {
+			kind = "hard"
+		}
 	}
 	annotations := map[string]any{argocd.AnnotationRefresh: kind}
 	if argocd.RefreshTimestampSupported(a.version) {
@@ -271,9 +284,7 @@ func (a *ArgoCD) Refresh(ctx context.Context, app argocd.Application, hard bool)
 	if err != nil {
 		return err
 	}
-	_, err = a.Objects.Dynamic.Resource(GVRApplication).Namespace(app.Namespace).Patch(ctx, app.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: a.Objects.FieldManager})
-	if err != nil {
+	if _, err = apps.Patch(ctx, app.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: a.Objects.FieldManager}); err != nil {
 		return cluster.Explain(err, "request a refresh of Application "+app.Ref(), a.Cluster())
 	}
 	return nil
