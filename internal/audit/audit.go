@@ -94,6 +94,10 @@ type Options struct {
 	// probes as the user, whose own rights then limit what the probe can tell.
 	ControllerAs string
 	Workers      int
+	// Upgrade also looks for what upgrading the installation to Argo CD v3.6 would hand to its apps
+	// (WhenArgoCDUpgraded): it lists the Applications of every namespace and reads their objects, so
+	// only a whole audit asks for it, not the watch's per-app evaluations.
+	Upgrade bool
 	// Filter is resource.exclusions/inclusions, which decide what Argo CD watches and so what a
 	// cascade can reach; nil applies only Argo CD's built-in exclusions.
 	Filter *argocd.ResourceFilter

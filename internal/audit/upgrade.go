@@ -31,16 +31,14 @@ var upgradeTo = argocd.Version{Major: 3, Minor: 6}
 // so an object no app lists any more is not found; a backend that sees only this installation's
 // Applications (Argo CD's API) finds none, and the report says so.
 func upgradeRows(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []argocd.Application, o Options) ([]Row, []string) {
-	if s.Version == nil || s.Version.AtLeast(upgradeTo) {
+	if !o.Upgrade || s.Version == nil || s.Version.AtLeast(upgradeTo) {
 		return nil, nil
 	}
 	next := s
 	next.Version = &upgradeTo
 	ours := map[string]argocd.Application{}
-	audited := map[string]bool{}
 	for _, app := range apps {
 		ours[app.Instance(argo.Namespace())] = app
-		audited[app.Ref()] = true
 	}
 	all, err := argo.ListApplications(ctx, cluster.Selector{})
 	if err != nil {
@@ -54,7 +52,11 @@ func upgradeRows(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, ap
 	dests := map[string]argocd.Destination{}
 	seen := map[string]bool{}
 	for _, other := range all {
-		if audited[other.Ref()] || other.Namespace == argo.Namespace() {
+		// Apps in this installation's namespace are its own. Any other may belong to another
+		// installation, or to this one (apps in any namespace; audit -A lists those of every
+		// installation): the comparison of ownership before and after the upgrade below leaves out
+		// the objects this installation tracks already.
+		if other.Namespace == argo.Namespace() {
 			continue
 		}
 		d := other.Destination

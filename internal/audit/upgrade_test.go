@@ -57,9 +57,12 @@ func TestUpgradeRows(t *testing.T) {
 			}
 			argo.AddApp(theirs)
 			argo.AddApp(ours)
-			rows, warnings := upgradeRows(context.Background(), argo, s, []argocd.Application{ours}, Options{})
+			rows, warnings := upgradeRows(context.Background(), argo, s, []argocd.Application{ours, theirs}, Options{Upgrade: true})
 			if len(warnings) > 0 {
 				t.Fatalf("warnings: %v", warnings)
+			}
+			if quiet, _ := upgradeRows(context.Background(), argo, s, []argocd.Application{ours}, Options{}); len(quiet) > 0 {
+				t.Fatalf("rows without Options.Upgrade (the watch's per-app audit): %+v", quiet)
 			}
 			if got := len(rows) == 1; got != tc.want || len(rows) > 1 {
 				t.Fatalf("rows %+v, want a row: %v", rows, tc.want)

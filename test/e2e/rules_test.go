@@ -309,3 +309,74 @@ func TestForeignInstallationID(t *testing.T) {
 		})
 	}
 }
+
+// TestUpgradeHandsOverForeignObjects: two installations share a cluster. B, with an installationID,
+// applies a ConfigMap for its app; A (v3.0.23, no installationID) has an app of the same name that
+// does not render it. A ignores the object today; audit of A predicts that an upgrade to v3.6 hands
+// it to A's app, which then requires pruning it. The real v3.6.1 controller, with A's settings and an
+// app of the same name (C), decides the same: its comparison lists the object as requiring pruning,
+// and audit of C lists it as a deletion now.
+func TestUpgradeHandsOverForeignObjects(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	a := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.0.23", Tracking: "annotation"})
+	b := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", InstallationID: "lab-installation"})
+	c := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
+	name := labtest.UniqueName("web")
+	synced := func(app *labtest.App) {
+		t.Helper()
+		head := app.Repo.Head(t)
+		app.RefreshUntil(t, 90*time.Second, "to see "+head, func(s labtest.Status) bool { return s.Revision == head })
+		if op := app.Sync(t, false); op.Phase != "Succeeded" {
+			t.Fatalf("sync of %s/%s: %s %s", app.Namespace, app.Name, op.Phase, op.Message)
+		}
+		app.WaitSynced(t, head)
+	}
+	theirs := b.CreateApp(t, labtest.AppOptions{Name: name, Repo: labtest.NewRepo(t)})
+	synced(theirs)
+	object := name + "-config"
+	cm, err := env.Kube.CoreV1().ConfigMaps(theirs.DestNamespace).Get(labtest.Context(t), object, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := cm.Annotations["argocd.argoproj.io/installation-id"]; id != "lab-installation" {
+		t.Fatalf("B applied %s without its installation-id (%q): %v", object, id, cm.Annotations)
+	}
+
+	ours := a.CreateApp(t, labtest.AppOptions{Name: name, Repo: labtest.NewRepo(t)})
+	synced(ours)
+	ours.RefreshUntil(t, 60*time.Second, "to list its own ConfigMap only", func(s labtest.Status) bool {
+		_, own := s.Find("ConfigMap", object)
+		return s.Sync == "Synced" && own && len(s.Resources) == 1
+	})
+	items, _ := auditItems(t, env, a, ours)
+	var predicted *printer.AuditItem
+	for i, it := range items {
+		if it.Resource.Namespace == theirs.DestNamespace && it.Resource.Name == object {
+			predicted = &items[i]
+		}
+	}
+	if predicted == nil || predicted.Deleted != "WhenArgoCDUpgraded" || predicted.Guarded || len(predicted.Notes) == 0 ||
+		!strings.Contains(predicted.Notes[0], theirs.Namespace+"/"+theirs.Name) {
+		t.Fatalf("audit of %s does not predict that an upgrade hands %s/%s to %s: %+v", a.Namespace(), theirs.DestNamespace, object, ours.Name, items)
+	}
+
+	// No sync of the twin: its comparison alone decides (and a sync with prune would delete B's object).
+	twin := c.CreateApp(t, labtest.AppOptions{Name: name, Repo: labtest.NewRepo(t)})
+	twin.RefreshUntil(t, 90*time.Second, "to require pruning B's "+object, func(s labtest.Status) bool {
+		for _, r := range s.Resources {
+			if r.Kind == "ConfigMap" && r.Namespace == theirs.DestNamespace && r.Name == object {
+				return r.RequiresPruning
+			}
+		}
+		return false
+	})
+	now, _ := auditItems(t, env, c, twin)
+	found := false
+	for _, it := range now {
+		found = found || (it.Resource.Namespace == theirs.DestNamespace && it.Resource.Name == object && it.Deleted == "Now")
+	}
+	if !found {
+		t.Fatalf("audit of the v3.6.1 installation does not list %s/%s as a deletion now: %+v", theirs.DestNamespace, object, now)
+	}
+}
