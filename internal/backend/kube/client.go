@@ -34,6 +34,9 @@ type Options struct {
 	PageSize int64
 	// WrapTransport wraps every request's transport (a long-running watch counts its requests).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Timeout bounds each request (rest.Config.Timeout), when set: a destination that stops
+	// answering fails a read after it instead of holding the caller. Not for clients that watch.
+	Timeout time.Duration
 }
 
 // Clients are the Kubernetes clients of one cluster.
@@ -60,6 +63,9 @@ func NewClients(cfg *rest.Config, info cluster.Info, mapper meta.RESTMapper, opt
 	}
 	if opts.Burst != 0 {
 		cfg.Burst = opts.Burst
+	}
+	if opts.Timeout > 0 {
+		cfg.Timeout = opts.Timeout
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 16
