@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -37,6 +38,9 @@ type Options struct {
 	// Timeout bounds each request (rest.Config.Timeout), when set: a destination that stops
 	// answering fails a read after it instead of holding the caller. Not for clients that watch.
 	Timeout time.Duration
+	// Uncounted are kinds CountInNamespace leaves out without asking — Pods and ConfigMaps for a
+	// watch whose ServiceAccount is not granted a cluster-wide list of them.
+	Uncounted []schema.GroupResource
 }
 
 // Clients are the Kubernetes clients of one cluster.
