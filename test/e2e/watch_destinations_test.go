@@ -163,6 +163,11 @@ func TestWatchDestinationStopsAnswering(t *testing.T) {
 	p.waitMetric(t, 30*time.Second, "unprune_unguarded_prune_candidates", unguarded(exposed), 1)
 	p.waitMetric(t, 30*time.Second, "unprune_unguarded_prune_candidates", unguarded(guarded), 0)
 	p.waitMetric(t, 30*time.Second, "unprune_resources_requiring_pruning", map[string]string{"application": guarded.Name, "risk": "high"}, 1)
+	for _, app := range []*labtest.App{exposed, guarded} {
+		labtest.Eventually(t, 15*time.Second, "the Event of "+app.Name+"'s Namespace", func() (bool, string) {
+			return len(watchEvents(t, env, app)["HighRiskRequiresPruning"]) == 1, ""
+		})
+	}
 	before := map[string]map[string][]string{exposed.Name: watchEvents(t, env, exposed), guarded.Name: watchEvents(t, env, guarded)}
 
 	hole.stop()
@@ -229,6 +234,9 @@ func TestWatchClusterSecretChanges(t *testing.T) {
 	unguarded := map[string]string{"application": app.Name, "risk": "high", "when": "now"}
 	unknown := map[string]string{"application": app.Name, "risk": "high"}
 	p.waitMetric(t, 30*time.Second, "unprune_unguarded_prune_candidates", unguarded, 1)
+	labtest.Eventually(t, 15*time.Second, "the Event of the app's Namespace", func() (bool, string) {
+		return len(watchEvents(t, env, app)["HighRiskRequiresPruning"]) == 1, ""
+	})
 	before := watchEvents(t, env, app)
 
 	secrets := env.Kube.CoreV1().Secrets(ns)
