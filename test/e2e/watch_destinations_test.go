@@ -161,8 +161,14 @@ func TestWatchDestinationStopsAnswering(t *testing.T) {
 		return map[string]string{"application": app.Name, "risk": "high", "when": "now"}
 	}
 	p.waitMetric(t, 30*time.Second, "unprune_unguarded_prune_candidates", unguarded(exposed), 1)
-	p.waitMetric(t, 30*time.Second, "unprune_unguarded_prune_candidates", unguarded(guarded), 0)
-	p.waitMetric(t, 30*time.Second, "unprune_resources_requiring_pruning", map[string]string{"application": guarded.Name, "risk": "high"}, 1)
+	// Both at once, in one scrape: the guarded row requires pruning and the watch has seen its guard
+	// (the incident is evaluated before the Prune=false patch can be, so either alone can hold early).
+	labtest.Eventually(t, 60*time.Second, guarded.Name+"'s row requiring pruning and guarded", func() (bool, string) {
+		s, _ := p.scrape(t)
+		pruning := value(s, "unprune_resources_requiring_pruning", map[string]string{"application": guarded.Name, "risk": "high"})
+		open := value(s, "unprune_unguarded_prune_candidates", unguarded(guarded))
+		return pruning == 1 && open == 0, fmt.Sprintf("requiring pruning %v, unguarded %v", pruning, open)
+	})
 	for _, app := range []*labtest.App{exposed, guarded} {
 		labtest.Eventually(t, 15*time.Second, "the Event of "+app.Name+"'s Namespace", func() (bool, string) {
 			return len(watchEvents(t, env, app)["HighRiskRequiresPruning"]) == 1, ""
