@@ -279,15 +279,14 @@ func TestWatchClusterSecretChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	token := noAccess.AuthInfos[noAccess.Contexts[noAccess.CurrentContext].AuthInfo].Token
-	rotated := secret.DeepCopy()
-	rotated.ResourceVersion = ""
-	rotated.Data = map[string][]byte{"name": secret.Data["name"], "server": secret.Data["server"],
-		"config": []byte(`{"bearerToken":"` + token + `","tlsClientConfig":{"insecure":false,"caData":"` + caData(t, secret) + `"}}`)}
+	// The Secret was created again above: rotate the one that exists now (its uid, its version).
 	current, err := secrets.Get(labtest.Context(t), secret.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rotated.ResourceVersion = current.ResourceVersion
+	rotated := current.DeepCopy()
+	rotated.Data = map[string][]byte{"name": secret.Data["name"], "server": secret.Data["server"],
+		"config": []byte(`{"bearerToken":"` + token + `","tlsClientConfig":{"insecure":false,"caData":"` + caData(t, secret) + `"}}`)}
 	if _, err := secrets.Update(labtest.Context(t), rotated, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
