@@ -45,7 +45,11 @@ Applications deploying to other clusters are judged there too when the watch can
 --cluster-context (out of the cluster), or with --cluster-credentials=argocd, the credentials of Argo
 CD's cluster Secrets (in a pod: add deploy/components/remote-clusters, which lets the ServiceAccount
 read Secrets in Argo CD's namespace). The watch only reads there. Without either, their rows'
-guards are unknown (unprune_unknown_guard_prune_candidates), never counted as unguarded.`,
+guards are unknown (unprune_unknown_guard_prune_candidates), never counted as unguarded. Argo CD's
+cluster Secrets are watched: a cluster added, a token rotated or a cluster removed takes effect
+without a restart. Each destination's apps are evaluated in a queue of their own, and every request
+but the informers' times out after --request-timeout (10s here): a destination that stops answering
+leaves its rows as last read (or unknown), and never delays the other apps.`,
 		Example: `  # Out of the cluster, one replica, metrics on 127.0.0.1:8080
   unprune watch --argocd-namespace argocd --leader-elect=false
 
@@ -76,6 +80,7 @@ guards are unknown (unprune_unknown_guard_prune_candidates), never counted as un
 	f.IntVar(&c.Workers, "workers", watch.DefaultWorkers, "Applications evaluated in parallel")
 	f.IntVar(&c.CacheSize, "live-cache-size", watch.DefaultCacheSize, "live objects' metadata kept in memory at most")
 	f.DurationVar(&c.CacheTTL, "live-cache-ttl", watch.DefaultCacheTTL, "how long a live object read is trusted (a guard added to it shows after at most this)")
+	f.BoolVar(&c.CountAllKinds, "count-all-kinds", false, "count Pods, ConfigMaps and Secrets too in a Namespace's contents (needs a cluster-wide list of them: deploy/components/exact-counts); without it an Event's count leaves them out and says so")
 	return cmd
 }
 
@@ -120,6 +125,12 @@ func (o *WatchOptions) Complete(cmd *cobra.Command) error {
 	}
 	cfg.QPS, cfg.Burst = o.QPS, o.Burst
 	c.REST = cfg
+	// Every request but the informers' times out: a destination that stops answering must fail its
+	// reads, not hold the workers. kubectl's default (none) is the one-off commands'.
+	c.RequestTimeout = watch.DefaultRequestTimeout
+	if flagChanged(cmd.Flags(), "request-timeout") {
+		c.RequestTimeout = o.cfg.RequestTimeout
+	}
 	c.ClusterContexts, c.ArgoCDCredentials = o.cfg.ClusterContexts, o.cfg.ArgoCDCredentials
 	c.FromContext = session.FromContext(o.cfg)
 	if c.LeaseNamespace, _, err = o.ConfigFlags.ToRawKubeConfigLoader().Namespace(); err != nil {

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,6 +112,17 @@ func (s *staleAnswers) done(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.m, key)
+}
+
+// doneUnder forgets every answer whose key starts with prefix (a destination's caches, dropped).
+func (s *staleAnswers) doneUnder(prefix string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.m {
+		if strings.HasPrefix(k, prefix) {
+			delete(s.m, k)
+		}
+	}
 }
 
 // oldest is when the oldest answer served stale was read; zero when none is.

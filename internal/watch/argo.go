@@ -60,6 +60,12 @@ func (a *cachingArgoCD) Destination(ctx context.Context, app argocd.Application)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	c, ok := a.caches[key]
+	if ok && c.inner != objects {
+		// New clients for the cluster (its Secret's config changed): answers read with other
+		// credentials are not this client's.
+		a.drop(key, c)
+		ok = false
+	}
 	if !ok {
 		c = newCachedObjects(objects, a.size, a.ttl, a.now, a.stale)
 		if objects.Info().Server == argocd.InClusterServer && a.informed != nil {
@@ -74,6 +80,35 @@ func (a *cachingArgoCD) Destination(ctx context.Context, app argocd.Application)
 		a.caches[key] = c
 	}
 	return c, nil
+}
+
+// drop forgets a destination's cache and the stale answers it served. The caller holds mu.
+func (a *cachingArgoCD) drop(key string, c *cachedObjects) {
+	delete(a.caches, key)
+	a.stale.doneUnder(c.Info().Name + "|" + c.Info().Server + "|")
+}
+
+// retain drops the caches of the destinations whose clients are not current any more (their
+// cluster Secret changed or went), with their clients.
+func (a *cachingArgoCD) retain(current func(cluster.Objects) bool) {
+	a.mu.Lock()
+	held := map[string]*cachedObjects{}
+	for k, c := range a.caches {
+		if c.Info().Server != argocd.InClusterServer {
+			held[k] = c
+		}
+	}
+	a.mu.Unlock()
+	for k, c := range held {
+		if current(c.inner) {
+			continue
+		}
+		a.mu.Lock()
+		if a.caches[k] == c {
+			a.drop(k, c)
+		}
+		a.mu.Unlock()
+	}
 }
 
 // forget drops an object of the cluster Argo CD runs in from its cache: the watch saw it change.

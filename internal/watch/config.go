@@ -59,6 +59,14 @@ type Config struct {
 	// keeps a running watch going after its permission is revoked, so a lost permission shows in
 	// unprune_informer_healthy at the next watch, within this.
 	WatchTimeout time.Duration
+	// RequestTimeout bounds every request but the informers' (live reads in every destination,
+	// Events, settings): a destination that stops answering fails a read after it, which the watch
+	// then answers with the last good answer or as unknown. 0: no timeout.
+	RequestTimeout time.Duration
+	// CountAllKinds counts Pods, ConfigMaps and Secrets too in a Namespace's contents, which needs
+	// a cluster-wide list of them (deploy/components/exact-counts); without it they are left out,
+	// never asked for, and the Event's count says so.
+	CountAllKinds bool
 	// CacheSize bounds the live objects kept; CacheTTL is how long one is trusted.
 	CacheSize int
 	CacheTTL  time.Duration
@@ -70,18 +78,19 @@ type Config struct {
 
 // Defaults for the flags.
 const (
-	DefaultMetricsAddr   = "127.0.0.1:8080"
-	DefaultLeaseName     = "unprune-watch"
-	DefaultLeaseDuration = 15 * time.Second
-	DefaultRenewDeadline = 10 * time.Second
-	DefaultRetryPeriod   = 2 * time.Second
-	DefaultResync        = 10 * time.Minute
-	DefaultWatchTimeout  = 2 * time.Minute
-	DefaultQPS           = 50
-	DefaultBurst         = 100
-	DefaultWorkers       = 4
-	DefaultCacheSize     = 100000
-	DefaultCacheTTL      = 30 * time.Second
+	DefaultMetricsAddr    = "127.0.0.1:8080"
+	DefaultLeaseName      = "unprune-watch"
+	DefaultLeaseDuration  = 15 * time.Second
+	DefaultRenewDeadline  = 10 * time.Second
+	DefaultRetryPeriod    = 2 * time.Second
+	DefaultResync         = 10 * time.Minute
+	DefaultWatchTimeout   = 2 * time.Minute
+	DefaultRequestTimeout = 10 * time.Second
+	DefaultQPS            = 50
+	DefaultBurst          = 100
+	DefaultWorkers        = 4
+	DefaultCacheSize      = 100000
+	DefaultCacheTTL       = 30 * time.Second
 )
 
 // Validate checks what flags cannot.
@@ -98,6 +107,8 @@ func (c *Config) Validate() error {
 			option.LeaseDuration, option.RenewDeadline, option.RetryPeriod, c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
 	case c.Workers <= 0 || c.CacheSize <= 0 || c.CacheTTL <= 0 || c.Resync <= 0:
 		return fmt.Errorf("%v, %v, %v and %v must be positive", option.Workers, option.LiveCacheSize, option.LiveCacheTTL, option.ResyncPeriod)
+	case c.RequestTimeout < 0:
+		return fmt.Errorf("%v must not be negative (got %s)", option.RequestTimeout, c.RequestTimeout)
 	case c.WatchTimeout < 0 || (c.WatchTimeout > 0 && c.WatchTimeout < 2*time.Second):
 		return fmt.Errorf("%v must be 0 or at least 2s (got %s)", option.WatchTimeout, c.WatchTimeout)
 	}

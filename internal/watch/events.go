@@ -375,12 +375,12 @@ func pruningMessage(s Summary, f Finding, unguarded, unknown bool) string {
 		guardText = "Nothing guards it"
 	}
 	return fmt.Sprintf("%s requires pruning: a sync with prune deletes it%s (%s). %s. Release it, deleting nothing: %s. Or guard it: %s.",
-		f.Resource, contentsText(f), f.Why, guardText, detachCommand(s, f.Resource), guardCommand(f.Resource))
+		f.Resource, contentsText(f, s.Uncounted), f.Why, guardText, detachCommand(s, f.Resource), guardCommand(f.Resource))
 }
 
 func unguardedMessage(s Summary, f Finding) string {
 	return fmt.Sprintf("%s requires pruning and nothing guards it any more: a sync with prune deletes it%s (%s). Guard it: %s. Or release it, deleting nothing: %s.",
-		f.Resource, contentsText(f), f.Why, guardCommand(f.Resource), detachCommand(s, f.Resource))
+		f.Resource, contentsText(f, s.Uncounted), f.Why, guardCommand(f.Resource), detachCommand(s, f.Resource))
 }
 
 func guardedMessage(f Finding) string {
@@ -391,7 +391,9 @@ func resolvedMessage(r argocd.Resource) string {
 	return fmt.Sprintf("%s no longer requires pruning: a sync with prune does not delete it any more.", r)
 }
 
-func contentsText(f Finding) string {
+// contentsText says what a deletion takes with it. uncounted names the kinds the watch leaves out of
+// a Namespace's count (it may not list them cluster-wide): the count is then a minimum, and says so.
+func contentsText(f Finding, uncounted string) string {
 	c := f.Contents
 	if c == nil {
 		return ""
@@ -402,6 +404,8 @@ func contentsText(f Finding) string {
 		the, its = "at least ", "at least "
 	}
 	switch {
+	case c.Objects >= 0 && uncounted != "":
+		return fmt.Sprintf(" and at least %d objects in it (%s not counted)", c.Objects, uncounted)
 	case c.Objects >= 0:
 		return fmt.Sprintf(" and %s%d objects in it", the, c.Objects)
 	case c.CustomResources >= 0:

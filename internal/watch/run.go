@@ -2,7 +2,6 @@ package watch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -101,6 +100,7 @@ func (w *watcher) serve(ctx context.Context, ready *atomic.Bool) {
 	defer stopLeading()
 	synced := make(chan struct{})
 	var wg, sender, leading sync.WaitGroup
+	w.lanes = newLanes(w, ctx, &wg, w.cfg.Workers)
 	w.start(ctx, &wg, ready, synced)
 	sender.Add(1)
 	go func() { defer sender.Done(); w.events.run(sendCtx) }()
@@ -120,6 +120,7 @@ func (w *watcher) serve(ctx context.Context, ready *atomic.Bool) {
 	}()
 	<-ctx.Done()
 	w.queue.ShutDown()
+	w.lanes.shutDown()
 	wg.Wait()
 	stopSending()
 	sender.Wait()
@@ -142,6 +143,7 @@ func (w *watcher) start(ctx context.Context, wg *sync.WaitGroup, ready *atomic.B
 		wg.Add(1)
 		go func() { defer wg.Done(); inf.RunWithContext(ctx) }()
 	}
+
 	// Not waited for: the guards' informers only make changes show sooner.
 	w.watchGuards(ctx, wg)
 	wg.Add(1)
@@ -162,33 +164,10 @@ func (w *watcher) start(ctx context.Context, wg *sync.WaitGroup, ready *atomic.B
 		var workers sync.WaitGroup
 		for i := 0; i < w.cfg.Workers; i++ {
 			workers.Add(1)
-			go func() { defer workers.Done(); w.work(ctx) }()
+			go func() { defer workers.Done(); w.work(ctx, inClusterLane, w.queue) }()
 		}
 		workers.Wait()
 	}()
-}
-
-func (w *watcher) work(ctx context.Context) {
-	for {
-		key, shutdown := w.queue.Get()
-		if shutdown {
-			return
-		}
-		err := w.evaluate(ctx, key)
-		switch {
-		case err == nil:
-			w.queue.Forget(key)
-		case ctx.Err() != nil:
-		case errors.Is(err, errUnread):
-			// Shown (the rest as unknown) and counted per row; read again with backoff.
-			w.queue.AddRateLimited(key)
-		default:
-			w.metrics.EvaluationFailed()
-			w.log.printf("error: evaluate Application %s: %v (retrying)", key, err)
-			w.queue.AddRateLimited(key)
-		}
-		w.queue.Done(key)
-	}
 }
 
 func (w *watcher) mux(ready *atomic.Bool) *http.ServeMux {

@@ -51,6 +51,9 @@ type Summary struct {
 	UnknownHighRisk   map[string]Finding
 	// LiveErrors counts rows whose live object could not be read.
 	LiveErrors int
+	// Uncounted names the kinds left out of a Namespace's count of contents ("Pods, ConfigMaps and
+	// Secrets"), when any are.
+	Uncounted string
 }
 
 // Finding is one row an event may be about.

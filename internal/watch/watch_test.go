@@ -418,9 +418,14 @@ func TestContentsText(t *testing.T) {
 		{&risk.Contents{Objects: -1, CustomResources: 4}, " and its 4 custom resources"},
 		{&risk.Contents{Objects: -1, CustomResources: -1, Partial: "not counted: forbidden"}, ""},
 	} {
-		if got := contentsText(Finding{Contents: c.contents}); got != c.want {
+		if got := contentsText(Finding{Contents: c.contents}, ""); got != c.want {
 			t.Errorf("contentsText(%+v) = %q, want %q", c.contents, got, c.want)
 		}
+	}
+	// Kinds the watch does not count (it may not list them cluster-wide): a minimum that says which.
+	if got, want := contentsText(Finding{Contents: &risk.Contents{Objects: 12, CustomResources: -1}}, "Pods, ConfigMaps and Secrets"),
+		" and at least 12 objects in it (Pods, ConfigMaps and Secrets not counted)"; got != want {
+		t.Errorf("uncounted kinds: %q, want %q", got, want)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -53,26 +54,43 @@ type watcher struct {
 	// listers are the apps listing each object whose guards the watch watches.
 	listers *listers
 	queue   workqueue.TypedRateLimitingInterface[string]
-	ns      appNamespaces
+	// lanes evaluate the apps of the other destinations, one queue each (lanes.go).
+	lanes *lanes
+	ns    appNamespaces
 
 	apps             []cache.SharedIndexInformer
 	settingsInformer cache.SharedIndexInformer
 	projects         cache.SharedIndexInformer
+	// destinations reach the other clusters (nil: none may be reached); clusterSecrets is the
+	// informer of Argo CD's cluster Secrets they resolve through (clusters.go).
+	destinations   *kube.Destinations
+	clusterSecrets cache.SharedIndexInformer
 
 	mu       sync.RWMutex
 	settings *argocd.Settings
 	synced   bool
 }
 
-// newWatcher builds the clients (every request counted) and the informers.
+// newWatcher builds the clients (every request counted) and the informers. The informers' clients
+// have no timeout (a WATCH lasts up to --watch-timeout); every other request — live reads, in every
+// destination, Events, settings — times out after --request-timeout. Both share one rate limit.
 func newWatcher(ctx context.Context, cfg Config, m *Metrics, log *logger) (*watcher, error) {
 	count := func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, metrics: m} }
-	opts := kube.Options{QPS: cfg.REST.QPS, Burst: cfg.REST.Burst, WrapTransport: count}
-	clients, err := kube.NewClients(cfg.REST, clusterInfo(), nil, opts)
+	limiter := flowcontrol.NewTokenBucketRateLimiter(cfg.REST.QPS, cfg.REST.Burst)
+	informing := rest.CopyConfig(cfg.REST)
+	informing.Timeout, informing.RateLimiter = 0, limiter
+	reading := rest.CopyConfig(cfg.REST)
+	reading.Timeout, reading.RateLimiter = cfg.RequestTimeout, limiter
+	opts := kube.Options{QPS: cfg.REST.QPS, Burst: cfg.REST.Burst, WrapTransport: count, Uncounted: cfg.uncounted()}
+	clients, err := kube.NewClients(informing, clusterInfo(), nil, opts)
 	if err != nil {
 		return nil, err
 	}
-	kc, err := kubernetes.NewForConfig(clients.Config)
+	readClients, err := kube.NewClients(reading, clusterInfo(), nil, opts)
+	if err != nil {
+		return nil, err
+	}
+	kc, err := kubernetes.NewForConfig(readClients.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -80,16 +98,19 @@ func newWatcher(ctx context.Context, cfg Config, m *Metrics, log *logger) (*watc
 	if err != nil {
 		return nil, err
 	}
-	management := kube.NewObjects(clients, kube.FieldManager)
+	management := kube.NewObjects(readClients, kube.FieldManager)
 	argo := &kube.ArgoCD{Objects: management, Ns: cfg.ArgoCDNamespace}
-	if len(cfg.ClusterContexts) > 0 || cfg.ArgoCDCredentials {
-		argo.Destinations = &kube.Destinations{Management: management, Namespace: cfg.ArgoCDNamespace, Contexts: cfg.ClusterContexts,
-			ArgoCDCredentials: cfg.ArgoCDCredentials, FromContext: cfg.FromContext, Options: opts, FieldManager: kube.FieldManager}
-	}
 	w := &watcher{
 		cfg: cfg, log: log, metrics: m, kube: kc, leases: leases, dyn: clients.Dynamic, meta: clients.Metadata, listers: newListers(),
 		argo:  newCachingArgoCD(argo, cfg.CacheSize, cfg.CacheTTL, cfg.Now),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "applications"}),
+	}
+	if len(cfg.ClusterContexts) > 0 || cfg.ArgoCDCredentials {
+		// Each destination's own clients: their own rate limit, and a timeout on every request.
+		destOpts := kube.Options{QPS: cfg.REST.QPS, Burst: cfg.REST.Burst, WrapTransport: count, Timeout: cfg.RequestTimeout, Uncounted: opts.Uncounted}
+		w.destinations = &kube.Destinations{Management: management, Namespace: cfg.ArgoCDNamespace, Contexts: cfg.ClusterContexts,
+			ArgoCDCredentials: cfg.ArgoCDCredentials, FromContext: cfg.FromContext, Options: destOpts, FieldManager: kube.FieldManager}
+		argo.Destinations = w.destinations
 	}
 	if w.cfg.Version == nil {
 		v, note := argo.DetectVersion(ctx)
@@ -104,6 +125,20 @@ func newWatcher(ctx context.Context, cfg Config, m *Metrics, log *logger) (*watc
 	w.informers()
 	w.argo.informed = w.informedApplication
 	return w, nil
+}
+
+// uncountedKinds are left out of a Namespace's count unless CountAllKinds: a cluster-wide list of
+// Pods (their specs), ConfigMaps and Secrets (their data) reads far more than the watch needs,
+// only for a number in an Event's text.
+var uncountedKinds = []schema.GroupResource{{Resource: "pods"}, {Resource: "configmaps"}, {Resource: "secrets"}}
+
+const uncountedText = "Pods, ConfigMaps and Secrets"
+
+func (c Config) uncounted() []schema.GroupResource {
+	if c.CountAllKinds {
+		return nil
+	}
+	return uncountedKinds
 }
 
 // leaseConfig is the Lease client's: a renewal must not wait behind the reads of 2,000 apps or a
@@ -179,6 +214,7 @@ func (w *watcher) informers() {
 			w.settingsChanged(obj)
 		},
 	})
+	w.watchClusterSecrets()
 	w.projects = w.newDynamicInformer(gvrAppProject, w.cfg.ArgoCDNamespace, bookmarks, nil)
 	_, _ = w.projects.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, obj any) {
@@ -191,9 +227,15 @@ func (w *watcher) informers() {
 	})
 }
 
-// informersToRun are every informer start runs and waits for.
+// informersToRun are every informer start runs and waits for; the cluster Secrets' too, when the
+// watch reaches clusters with their credentials (else it would judge those apps' rows unknown at
+// first, and announce them twice).
 func (w *watcher) informersToRun() []cache.SharedIndexInformer {
-	return append(append([]cache.SharedIndexInformer{}, w.apps...), w.settingsInformer, w.projects)
+	out := append(append([]cache.SharedIndexInformer{}, w.apps...), w.settingsInformer, w.projects)
+	if w.clusterSecrets != nil {
+		out = append(out, w.clusterSecrets)
+	}
+	return out
 }
 
 // resyncJitter spreads each app's next re-evaluation over [0.8, 1.2) × --resync-period.
@@ -361,6 +403,9 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 	sum, unread, err := w.judge(ctx, *s, app, u.GetFinalizers())
 	if err != nil {
 		return err
+	}
+	if !w.cfg.CountAllKinds {
+		sum.Uncounted = uncountedText
 	}
 	w.metrics.Set(key, sum, w.now().Sub(start))
 	w.events.observe(key, sum)

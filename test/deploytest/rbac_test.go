@@ -77,6 +77,12 @@ func TestRBACLeastPrivilege(t *testing.T) {
 			if slices.Contains(r.resources, "configmaps") && role["kind"] == "Role" && !slices.Equal(r.names, []string{"argocd-cm", "argocd-cmd-params-cm"}) {
 				t.Errorf("%s: Argo CD's ConfigMaps by name only", where)
 			}
+			// Counting a Namespace's contents for an Event's text needs no cluster-wide read of Pods
+			// or ConfigMaps (their specs, their data) unless opted in (components/exact-counts).
+			if role["kind"] == "ClusterRole" && slices.ContainsFunc(r.resources, func(s string) bool { return s == "pods" || s == "configmaps" }) &&
+				slices.ContainsFunc(r.verbs, func(v string) bool { return v == "list" || v == "watch" }) {
+				t.Errorf("%s: a cluster-wide list of Pods or ConfigMaps", where)
+			}
 		}
 	}
 	// Bound to the ServiceAccount the Deployment runs as, in the kustomization's namespace.
@@ -101,6 +107,12 @@ func TestOverlayRebindsServiceAccount(t *testing.T) {
 	if n := len(Kind(objs, "ClusterRoleBinding")); n != 2 {
 		t.Errorf("%d ClusterRoleBindings with exact-counts, want 2", n)
 	}
+	// The component grants the lists and asks the watch to use them.
+	dep := Kind(objs, "Deployment")[0]
+	c := asSlice(dep["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"])[0].(map[string]any)
+	if args := fmt.Sprint(c["args"]); !strings.Contains(args, "--count-all-kinds") || !strings.Contains(args, "--leader-elect=true") {
+		t.Errorf("args %s: want the base's and --count-all-kinds", args)
+	}
 }
 
 // TestDeployment: two replicas running `unprune watch` with leader election, probes on the metrics
@@ -124,8 +136,9 @@ func TestDeployment(t *testing.T) {
 	}
 }
 
-// TestRemoteClustersComponent: the opt-in for remote destinations adds exactly list on Secrets in
-// Argo CD's namespace, bound to the watch's ServiceAccount, and the flag that uses them.
+// TestRemoteClustersComponent: the opt-in for remote destinations adds exactly list and watch on
+// Secrets in Argo CD's namespace (the watch's informer of cluster Secrets), bound to the watch's
+// ServiceAccount, and the flag that uses them.
 func TestRemoteClustersComponent(t *testing.T) {
 	objs := Build(t, "base", "namespace: team-argocd", "namePrefix: x-", "components:", "  - DEPLOYcomponents/remote-clusters")
 	var secretRules []rule
@@ -136,8 +149,8 @@ func TestRemoteClustersComponent(t *testing.T) {
 			}
 		}
 	}
-	if len(secretRules) != 1 || !slices.Equal(secretRules[0].verbs, []string{"list"}) || !slices.Equal(secretRules[0].groups, []string{""}) {
-		t.Errorf("rules on Secrets: %+v; want one, list only", secretRules)
+	if len(secretRules) != 1 || !slices.Equal(secretRules[0].verbs, []string{"list", "watch"}) || !slices.Equal(secretRules[0].groups, []string{""}) {
+		t.Errorf("rules on Secrets: %+v; want one, list and watch only", secretRules)
 	}
 	if n := len(Kind(objs, "ClusterRole")); n != 1 {
 		t.Errorf("%d ClusterRoles: the component must not grant anything cluster-wide", n)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -34,6 +35,12 @@ type Options struct {
 	PageSize int64
 	// WrapTransport wraps every request's transport (a long-running watch counts its requests).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Timeout bounds each request (rest.Config.Timeout), when set: a destination that stops
+	// answering fails a read after it instead of holding the caller. Not for clients that watch.
+	Timeout time.Duration
+	// Uncounted are kinds CountInNamespace leaves out without asking — Pods and ConfigMaps for a
+	// watch whose ServiceAccount is not granted a cluster-wide list of them.
+	Uncounted []schema.GroupResource
 }
 
 // Clients are the Kubernetes clients of one cluster.
@@ -60,6 +67,9 @@ func NewClients(cfg *rest.Config, info cluster.Info, mapper meta.RESTMapper, opt
 	}
 	if opts.Burst != 0 {
 		cfg.Burst = opts.Burst
+	}
+	if opts.Timeout > 0 {
+		cfg.Timeout = opts.Timeout
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = 16

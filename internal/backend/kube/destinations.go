@@ -2,7 +2,9 @@ package kube
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -46,12 +49,24 @@ type Destinations struct {
 	FromContext  func(context string) (*rest.Config, error)
 	Options      Options
 	FieldManager string
+	// Source, when set, returns Argo CD's cluster Secrets as they are now (a long-running watch's
+	// informer) and is asked at every resolution: a new cluster, a changed config (a rotated token)
+	// and a removed cluster take effect at once, and a failed listing is not failed for good. Unset,
+	// the Secrets are listed once, on first use, as a one-off command needs.
+	Source func() ([]*unstructured.Unstructured, error)
 
 	mu      sync.Mutex
 	secrets []clusterSecret
 	read    bool
 	readErr error
-	reached map[string]*Objects
+	// reached are the clients built, by name|server, with the route they were built for: a client
+	// is reused only while its route (the context, or the Secret's config) is unchanged.
+	reached map[string]reachedCluster
+}
+
+type reachedCluster struct {
+	route   string
+	objects *Objects
 }
 
 // clusterSecret is what unprune reads from an Argo CD cluster Secret. config holds credentials and
@@ -76,33 +91,43 @@ func (d *Destinations) Resolve(ctx context.Context, dest argocd.Destination) (cl
 		return nil, fmt.Errorf("Application destination names no cluster")
 	}
 	key := name + "|" + server
+	context, byContext := d.contextFor(name, server)
+	var route string
+	switch {
+	case byContext:
+		route = "context " + context
+	case d.ArgoCDCredentials && secret != nil:
+		route = secret.route()
+	case d.ArgoCDCredentials:
+		if secretErr == nil {
+			// The cluster Secret is gone: so is the client built from it.
+			d.drop(key)
+		}
+		return nil, d.notFound(name, server, secretErr)
+	default:
+		return nil, fmt.Errorf("cluster %s: reach it with %v %s=CONTEXT (a context of your kubeconfig for it), "+
+			"or let unprune use Argo CD's own credentials for it with %v=argocd", describe(name, server), option.ClusterContext, keyOf(name, server), option.ClusterCredentials)
+	}
 	d.mu.Lock()
-	if o := d.reached[key]; o != nil {
+	if r, ok := d.reached[key]; ok && r.route == route {
 		d.mu.Unlock()
-		return o, nil
+		return r.objects, nil
 	}
 	d.mu.Unlock()
 	info := cluster.Info{Name: name, Server: server}
 	var cfg *rest.Config
 	var err error
-	switch context, ok := d.contextFor(name, server); {
-	case ok:
+	if byContext {
 		info.Via, info.Context = cluster.ViaKubeconfig, context
 		cfg, err = d.FromContext(context)
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: kubeconfig context %q: %w", describe(name, server), context, err)
 		}
-	case d.ArgoCDCredentials:
-		if secret == nil {
-			return nil, d.notFound(name, server, secretErr)
-		}
+	} else {
 		info.Via = cluster.ViaArgoCDCredentials
 		if cfg, err = secret.restConfig(); err != nil {
 			return nil, err
 		}
-	default:
-		return nil, fmt.Errorf("cluster %s: reach it with %v %s=CONTEXT (a context of your kubeconfig for it), "+
-			"or let unprune use Argo CD's own credentials for it with %v=argocd", describe(name, server), option.ClusterContext, keyOf(name, server), option.ClusterCredentials)
 	}
 	clients, err := NewClients(cfg, info, nil, d.Options)
 	if err != nil {
@@ -111,11 +136,60 @@ func (d *Destinations) Resolve(ctx context.Context, dest argocd.Destination) (cl
 	o := NewObjects(clients, d.FieldManager)
 	d.mu.Lock()
 	if d.reached == nil {
-		d.reached = map[string]*Objects{}
+		d.reached = map[string]reachedCluster{}
 	}
-	d.reached[key] = o
+	d.reached[key] = reachedCluster{route: route, objects: o}
 	d.mu.Unlock()
 	return o, nil
+}
+
+// route names how a Secret's cluster is reached: a changed config (a rotated token, another CA)
+// is another route, and gets a new client.
+func (s *clusterSecret) route() string {
+	sum := sha256.Sum256(s.config)
+	return "secret " + s.secretName + " " + hex.EncodeToString(sum[:])
+}
+
+func (d *Destinations) drop(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.reached, key)
+}
+
+// Current reports whether objects, returned by Resolve, are still how its cluster is reached: false
+// once its cluster Secret was removed or its config changed (a caller keeping state per client then
+// drops it; the next Resolve builds a new one). It drops such a client.
+func (d *Destinations) Current(ctx context.Context, objects cluster.Objects) bool {
+	d.mu.Lock()
+	var key string
+	var held reachedCluster
+	for k, r := range d.reached {
+		if r.objects == objects {
+			key, held = k, r
+		}
+	}
+	d.mu.Unlock()
+	if key == "" {
+		return false
+	}
+	info := held.objects.Info()
+	if info.Via == cluster.ViaKubeconfig {
+		return true
+	}
+	secret, err := d.find(ctx, info.Name, info.Server)
+	if err == nil && secret != nil && secret.name == info.Name && secret.route() == held.route {
+		return true
+	}
+	if err != nil {
+		// The Secrets cannot be listed now: that says nothing about this one.
+		return true
+	}
+	d.mu.Lock()
+	if r, ok := d.reached[key]; ok && r.objects == objects {
+		delete(d.reached, key)
+	}
+	d.mu.Unlock()
+	return false
 }
 
 func describe(name, server string) string {
@@ -153,12 +227,13 @@ func (d *Destinations) notFound(name, server string, readErr error) error {
 		describe(name, server), d.Namespace, option.ClusterContext, keyOf(name, server))
 }
 
-// find returns the cluster Secret for a destination, reading the Secrets once: for the cluster's
-// name and server (a destination gives one of them, --cluster-context may name the other) and for
+// find returns the cluster Secret for a destination — the Secrets listed once, or as the Source
+// holds them now — for the cluster's name and server (a destination gives one of them, --cluster-context may name the other) and for
 // --cluster-credentials=argocd. Only metadata and the name and server are kept out of a Secret,
 // besides the config the credentials option needs.
 func (d *Destinations) find(ctx context.Context, name, server string) (*clusterSecret, error) {
-	if err := d.readSecrets(ctx); err != nil {
+	secrets, err := d.readSecrets(ctx)
+	if err != nil {
 		if _, ok := d.contextFor(name, server); ok && !d.ArgoCDCredentials {
 			// The Secrets only add Argo CD's other name for the cluster: reports show fewer words.
 			return nil, nil
@@ -166,8 +241,8 @@ func (d *Destinations) find(ctx context.Context, name, server string) (*clusterS
 		return nil, err
 	}
 	var matches []*clusterSecret
-	for i := range d.secrets {
-		s := &d.secrets[i]
+	for i := range secrets {
+		s := &secrets[i]
 		if (server != "" && s.server == server) || (server == "" && name != "" && s.name == name) {
 			matches = append(matches, s)
 		}
@@ -186,25 +261,64 @@ func (d *Destinations) find(ctx context.Context, name, server string) (*clusterS
 	return nil, fmt.Errorf("cluster %s matches several cluster Secrets (%s), as it does for Argo CD, which refuses such a destination", describe(name, server), strings.Join(names, ", "))
 }
 
-func (d *Destinations) readSecrets(ctx context.Context) error {
+// readSecrets returns the cluster Secrets: as the Source holds them now, or as listed once.
+func (d *Destinations) readSecrets(ctx context.Context) ([]clusterSecret, error) {
+	if d.Source != nil {
+		items, err := d.Source()
+		if err != nil {
+			return nil, fmt.Errorf("Argo CD's cluster Secrets: %w", err)
+		}
+		out := make([]clusterSecret, 0, len(items))
+		for _, item := range items {
+			out = append(out, parseClusterSecret(item))
+		}
+		return out, nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.read {
-		return d.readErr
+		return d.secrets, d.readErr
 	}
 	d.read = true
 	list, err := d.Management.Dynamic.Resource(gvrSecret).Namespace(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelSecretType + "=" + SecretTypeCluster})
 	if err != nil {
 		d.readErr = cluster.Explain(err, "list Argo CD's cluster Secrets", d.Management.Info())
-		return d.readErr
+		return nil, d.readErr
 	}
-	for _, item := range list.Items {
-		data, _ := item.Object["data"].(map[string]any)
-		s := clusterSecret{secretName: item.GetName(), name: decode(data["name"]), server: strings.TrimRight(decode(data["server"]), "/")}
-		s.config = []byte(decode(data["config"]))
-		d.secrets = append(d.secrets, s)
+	for i := range list.Items {
+		d.secrets = append(d.secrets, parseClusterSecret(&list.Items[i]))
 	}
-	return nil
+	return d.secrets, nil
+}
+
+func parseClusterSecret(item *unstructured.Unstructured) clusterSecret {
+	data, _ := item.Object["data"].(map[string]any)
+	s := clusterSecret{secretName: item.GetName(), name: decode(data["name"]), server: strings.TrimRight(decode(data["server"]), "/")}
+	s.config = []byte(decode(data["config"]))
+	return s
+}
+
+// TrimClusterSecret keeps of a cluster Secret only what Resolve reads — its name, its labels and
+// the name, server and config keys of its data — for a watch's informer to hold.
+func TrimClusterSecret(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	data, _ := u.Object["data"].(map[string]any)
+	kept := map[string]any{}
+	for _, k := range []string{"name", "server", "config"} {
+		if v, ok := data[k]; ok {
+			kept[k] = v
+		}
+	}
+	out := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "data": kept}}
+	out.SetName(u.GetName())
+	out.SetNamespace(u.GetNamespace())
+	out.SetResourceVersion(u.GetResourceVersion())
+	out.SetUID(u.GetUID())
+	out.SetLabels(u.GetLabels())
+	return out, nil
 }
 
 // decode reads a base64 Secret value as the dynamic client returns it.

@@ -3,9 +3,12 @@ package kube
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -130,5 +133,74 @@ func TestExecProviderAndProxyComeFromTheSecret(t *testing.T) {
 	s.config = []byte(`{"proxyUrl":"::not a url"}`)
 	if _, err := s.restConfig(); err == nil || !strings.Contains(err.Error(), "proxyUrl in Secret a does not parse") {
 		t.Errorf("bad proxy: %v", err)
+	}
+}
+
+// TestDestinationsFollowTheirSource: with a Source (a watch's informer), a cluster Secret added
+// later is found, a changed config gets a new client and a removed Secret fails the cluster —
+// without a new Destinations; a failed listing is asked again.
+func TestDestinationsFollowTheirSource(t *testing.T) {
+	var items []*unstructured.Unstructured
+	var listErr error
+	d, _ := destinations(t, true, nil)
+	d.Source = func() ([]*unstructured.Unstructured, error) { return items, listErr }
+	ctx := context.Background()
+	far := argocd.Destination{Name: "far"}
+
+	listErr = errors.New("not listed yet")
+	if _, err := d.Resolve(ctx, far); err == nil || !strings.Contains(err.Error(), "not listed yet") {
+		t.Fatalf("listing failed: %v", err)
+	}
+	listErr = nil
+	if _, err := d.Resolve(ctx, far); err == nil || !strings.Contains(err.Error(), "no cluster Secret") {
+		t.Fatalf("no Secret yet: %v", err)
+	}
+	items = []*unstructured.Unstructured{clusterSecretObject("cluster-far", "far", "https://127.0.0.2:6443", `{"bearerToken":"one"}`)}
+	first, err := d.Resolve(ctx, far)
+	if err != nil {
+		t.Fatalf("Secret added: %v", err)
+	}
+	if again, _ := d.Resolve(ctx, far); again != first || !d.Current(ctx, first) {
+		t.Errorf("an unchanged Secret must keep its client")
+	}
+	items = []*unstructured.Unstructured{clusterSecretObject("cluster-far", "far", "https://127.0.0.2:6443", `{"bearerToken":"two"}`)}
+	if d.Current(ctx, first) {
+		t.Errorf("a client built from a rotated token is still current")
+	}
+	rotated, err := d.Resolve(ctx, far)
+	if err != nil || rotated == first || rotated.(*Objects).Clients.Config.BearerToken != "two" {
+		t.Fatalf("token rotated: %v, new client %v", err, rotated != first)
+	}
+	items = nil
+	if d.Current(ctx, rotated) {
+		t.Errorf("a client of a removed Secret is still current")
+	}
+	if _, err := d.Resolve(ctx, far); err == nil || !strings.Contains(err.Error(), "no cluster Secret") {
+		t.Errorf("Secret removed: %v", err)
+	}
+}
+
+func TestNewClientsTimeout(t *testing.T) {
+	c, err := NewClients(&rest.Config{Host: "https://127.0.0.1:1"}, cluster.Info{}, nil, Options{Timeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Config.Timeout != 3*time.Second {
+		t.Errorf("timeout %s", c.Config.Timeout)
+	}
+}
+
+func TestTrimClusterSecretKeepsOnlyWhatResolveReads(t *testing.T) {
+	s := clusterSecretObject("cluster-far", "far", "https://127.0.0.2:6443", `{"bearerToken":"one"}`)
+	s.Object["data"].(map[string]any)["other"] = "eA=="
+	s.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl"}})
+	out, err := TrimClusterSecret(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := out.(*unstructured.Unstructured)
+	data := u.Object["data"].(map[string]any)
+	if len(data) != 3 || data["other"] != nil || u.GetManagedFields() != nil || u.GetName() != "cluster-far" || parseClusterSecret(u).name != "far" {
+		t.Errorf("trimmed: %v", u.Object)
 	}
 }

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,7 +96,8 @@ func (o *Objects) count(ctx context.Context, gvr schema.GroupVersionResource, na
 	return n, nil
 }
 
-// CountInNamespace counts the objects of every listable namespaced kind in a namespace.
+// CountInNamespace counts the objects of every listable namespaced kind in a namespace, but the
+// kinds of Options.Uncounted.
 func (o *Objects) CountInNamespace(ctx context.Context, namespace string) (int64, int, error) {
 	lists, err := o.Discovery.ServerPreferredNamespacedResources()
 	if err != nil && len(lists) == 0 {
@@ -110,7 +112,8 @@ func (o *Objects) CountInNamespace(ctx context.Context, namespace string) (int64
 		}
 		for _, res := range l.APIResources {
 			// Subresources are not objects; events are counted once, in the core group.
-			if strings.Contains(res.Name, "/") || !hasVerb(res.Verbs, "list") || gv.Group == "events.k8s.io" {
+			if strings.Contains(res.Name, "/") || !hasVerb(res.Verbs, "list") || gv.Group == "events.k8s.io" ||
+				slices.Contains(o.options.Uncounted, schema.GroupResource{Group: gv.Group, Resource: res.Name}) {
 				continue
 			}
 			n, err := o.count(ctx, gv.WithResource(res.Name), namespace)
