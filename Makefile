@@ -20,11 +20,15 @@ NOTIFICATIONS ?=
 LAB_DIR ?= $(CURDIR)/.lab
 export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES KCM REMOTE SERVER UI APPSET_POLICY APPSET_POLICY_OVERRIDE NOTIFICATIONS LAB_DIR
 
-# Components `make test` needs: the control plane and every Argo CD version the lab runs, each with
-# the helm and kustomize its repo-server runs (lab/modules/argocd-VERSION/repo-server-tools).
+# Components `make test` needs: the control plane and CI's Argo CD lines, each with the helm and
+# kustomize its repo-server runs (lab/modules/argocd-VERSION/repo-server-tools).
 LAB_ARGOCD_VERSIONS := v3.6.1 v3.0.23 v2.14.11
 repo_server_tools = $(strip $(shell sed 's/\#.*//' lab/modules/argocd-$(1)/repo-server-tools 2>/dev/null))
 LAB_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_VERSIONS),argocd-$(v) $(call repo_server_tools,$(v)))
+# Every release line the lab builds, which `make test-matrix` (only) builds and runs. v3.3–v3.5 cannot
+# be built from the module proxy: hack/matrix shows them as not built, with the reason.
+LAB_ARGOCD_MATRIX := v3.6.1 v3.2.12 v3.1.16 v3.0.23 v2.14.11
+MATRIX_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_MATRIX),argocd-$(v) $(call repo_server_tools,$(v)))
 # What `make demo` needs: the control plane and the one Argo CD version it runs, with its repo-server's tools.
 DEMO_COMPONENTS = etcd kubernetes argocd-$(ARGOCD_VERSION) $(call repo_server_tools,$(ARGOCD_VERSION))
 

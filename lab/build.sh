@@ -4,9 +4,11 @@
 #   lab/build.sh COMPONENT...     prints "COMPONENT=<dir>" for each, the folder holding its binaries
 #
 # Components: etcd, kubernetes (kube-apiserver + kube-controller-manager), argocd-v3.6.1, argocd-v3.0.23,
-# argocd-v2.14.11, and the helm and kustomize each Argo CD release's repo-server runs with
-# (lab/modules/argocd-*/repo-server-tools names them): helm-v4.3.1, helm-v3.17.1, helm-v3.16.3,
-# kustomize-v5.8.2, kustomize-v5.6.0, kustomize-v5.4.3. Each has its module in lab/modules/COMPONENT.
+# argocd-v2.14.11 (CI's lines), argocd-v3.1.16, argocd-v3.2.12 (built only for `make test-matrix`),
+# and the helm and kustomize each Argo CD release's repo-server runs with
+# (lab/modules/argocd-*/repo-server-tools names them): helm-v4.3.1, helm-v3.18.4, helm-v3.17.1,
+# helm-v3.16.3, kustomize-v5.8.2, kustomize-v5.7.0, kustomize-v5.6.0, kustomize-v5.4.3. Each has its
+# module in lab/modules/COMPONENT.
 #
 # The cache lives outside the work tree (UNPRUNE_LAB_CACHE, default ~/.cache/unprune/lab) so a fresh
 # clone, a later session or CI reuses it. Each entry is keyed by the component's go.mod, go.sum, the
@@ -126,6 +128,8 @@ recipe_argocd() {
 
 recipe_argocd_v3_6_1() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
 recipe_argocd_v3_0_23() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
+recipe_argocd_v3_1_16() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
+recipe_argocd_v3_2_12() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
 recipe_argocd_v2_14_11() { local out=$1; shift; recipe_argocd "$out" 2 "$@"; }
 
 # prune_stale removes other builds of a component that no run has used for 14 days: each key change
@@ -161,6 +165,9 @@ recipe_kustomize() {
 recipe_helm_v4_3_1() {
 	recipe_helm "$1" 4 "${@:2}"
 }
+recipe_helm_v3_18_4() {
+	recipe_helm "$1" 3 "${@:2}"
+}
 recipe_helm_v3_17_1() {
 	recipe_helm "$1" 3 "${@:2}"
 }
@@ -168,6 +175,9 @@ recipe_helm_v3_16_3() {
 	recipe_helm "$1" 3 "${@:2}"
 }
 recipe_kustomize_v5_8_2() {
+	recipe_kustomize "$@"
+}
+recipe_kustomize_v5_7_0() {
 	recipe_kustomize "$@"
 }
 recipe_kustomize_v5_6_0() {
