@@ -46,9 +46,9 @@ func ParseMethod(s string) (Method, error) {
 }
 
 // DefaultMethod is the method Argo CD uses when argocd-cm sets none: v3.0.0 switched from
-// label to annotation tracking.
+// label to annotation tracking (RuleAnnotationDefault).
 func DefaultMethod(v Version) Method {
-	if v.AtLeast(versionAnnotationDefault) {
+	if RuleAnnotationDefault.Applies(v) {
 		return MethodAnnotation
 	}
 	return MethodLabel
