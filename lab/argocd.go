@@ -60,11 +60,10 @@ var CIArgoCDVersions = []string{"v3.6.1", "v3.0.23", "v2.14.11"}
 var MatrixOnlyArgoCDVersions = []string{"v3.2.12", "v3.1.16"}
 
 // NotBuiltArgoCDLines are the supported release lines the lab cannot build faithfully, with why.
-var NotBuiltArgoCDLines = map[string]string{
-	"v3.3": "not built: go.mod replaces gitops-engine with ./gitops-engine, a nested module missing from the module zip; the proxy refuses github.com/argoproj/argo-cd/gitops-engine",
-	"v3.4": "not built: go.mod replaces gitops-engine with ./gitops-engine, a nested module missing from the module zip; the proxy refuses github.com/argoproj/argo-cd/gitops-engine",
-	"v3.5": "not built: go.mod replaces gitops-engine with ./gitops-engine, a nested module missing from the module zip; the proxy refuses github.com/argoproj/argo-cd/gitops-engine",
-}
+var NotBuiltArgoCDLines = map[string]string{"v3.3": inTreeGitopsEngine, "v3.4": inTreeGitopsEngine, "v3.5": inTreeGitopsEngine}
+
+const inTreeGitopsEngine = "their go.mod replaces gitops-engine with ./gitops-engine, a nested module missing from the " +
+	"argo-cd/v3 module zip, and the module proxy refuses github.com/argoproj/argo-cd/gitops-engine"
 
 // ServerUser is a local user of argocd-server, with its password and what its role allows.
 type ServerUser struct {

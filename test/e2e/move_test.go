@@ -258,7 +258,14 @@ var moveCells = []struct{ version, tracking string }{
 // B, both apps Synced; a move to an app that does not declare the objects is refused first.
 func TestMoveThroughPrepare(t *testing.T) {
 	env := labtest.Get(t)
-	for _, cell := range moveCells {
+	cells := moveCells
+	if versions := labtest.Lines(); len(versions) > 0 {
+		cells = nil
+		for _, v := range versions {
+			cells = append(cells, struct{ version, tracking string }{v, "annotation"}, struct{ version, tracking string }{v, "label"})
+		}
+	}
+	for _, cell := range cells {
 		tracking := cell.tracking
 		t.Run(cell.version+"/"+tracking, func(t *testing.T) {
 			t.Parallel()
