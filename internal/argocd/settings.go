@@ -147,6 +147,21 @@ func (s Settings) WritesAnnotation() bool {
 	return s.ReadsAnnotation()
 }
 
+// RulesLine says which release line the settings were resolved for and which of its
+// version-dependent rules (Rules) unprune applied; empty when the version is unknown, which the
+// backend already warns about.
+func (s Settings) RulesLine() string {
+	if s.Version == nil {
+		return ""
+	}
+	rules := RulesOf(*s.Version)
+	applied := "none of the version-dependent rules"
+	if len(rules) > 0 {
+		applied = "rules " + strings.Join(rules, ", ")
+	}
+	return fmt.Sprintf("Argo CD %s, release line v%d.%d: %s", s.Version, s.Version.Major, s.Version.Minor, applied)
+}
+
 // String summarises the settings for logs and --verbose output.
 func (s Settings) String() string {
 	method := string(s.Method)

@@ -55,3 +55,13 @@ func TestRulesOf(t *testing.T) {
 		}
 	}
 }
+
+func TestRulesLine(t *testing.T) {
+	v := Version{2, 14, 11}
+	if got, want := NewSettings(nil, &v).RulesLine(), "Argo CD v2.14.11, release line v2.14: rules installation-id-must-equal"; got != want {
+		t.Errorf("RulesLine() = %q, want %q", got, want)
+	}
+	if got := NewSettings(nil, nil).RulesLine(); got != "" {
+		t.Errorf("RulesLine() without a version = %q; the backend's warning says it is unknown", got)
+	}
+}
