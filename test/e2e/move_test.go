@@ -262,7 +262,12 @@ func TestMoveThroughPrepare(t *testing.T) {
 	if versions := labtest.Lines(); len(versions) > 0 {
 		cells = nil
 		for _, v := range versions {
-			cells = append(cells, struct{ version, tracking string }{v, "annotation"}, struct{ version, tracking string }{v, "label"})
+			// The release's default method: the matrix's detach rows cover the others.
+			tracking := "annotation"
+			if strings.HasPrefix(v, "v2.") {
+				tracking = "label"
+			}
+			cells = append(cells, struct{ version, tracking string }{v, tracking})
 		}
 	}
 	for _, cell := range cells {
