@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -68,5 +70,37 @@ func TestRunPatternNamesEveryTest(t *testing.T) {
 	}
 	if re.MatchString("TestDetachKubeSystem") {
 		t.Errorf("-run %s selects TestDetachKubeSystem, which the matrix does not read", pattern())
+	}
+}
+
+// TestEveryRowsTestRunsPerLine: each test a row reads exists and takes its releases from
+// labtest.Lines, so UNPRUNE_LAB_MATRIX reaches it.
+func TestEveryRowsTestRunsPerLine(t *testing.T) {
+	var sources strings.Builder
+	for _, dir := range []string{"../../test/e2e", "../../lab/labtest"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sources.Write(b)
+		}
+	}
+	for _, c := range capabilities {
+		for _, test := range c.Tests {
+			top, _, _ := strings.Cut(test, "/")
+			body := regexp.MustCompile(`(?s)\nfunc ` + top + `\(t \*testing\.T\) \{\n(.*?)\n\}\n`).FindStringSubmatch(sources.String())
+			if body == nil {
+				t.Errorf("row %q reads %s, which does not exist", c.Name, top)
+				continue
+			}
+			if !strings.Contains(body[1], "labtest.Lines(") {
+				t.Errorf("%s does not take its releases from labtest.Lines", top)
+			}
+		}
 	}
 }
