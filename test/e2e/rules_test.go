@@ -242,10 +242,10 @@ func TestLongInstanceAnnotationLabel(t *testing.T) {
 	}
 }
 
-// TestAppLevelPruneFalseDoesNothingBeforeV34: on v2.14.11 the app's syncOptions Prune=false does not
+// TestAppLevelPruneOption: before v3.4 (v2.14.11 in CI) the app's syncOptions Prune=false does not
 // stop a prune; audit --fail-on high says so (exit 1), and a prune sync indeed deletes the
-// namespace (the control). From v3.4.0 (gitops-engine pkg/sync/sync_context.go,
-// WithDefaultPruneOption) the option guards it: audit says guarded and the prune sync keeps it.
+// namespace. From v3.4.0 (gitops-engine pkg/sync/sync_context.go, WithDefaultPruneOption) the option
+// guards it: audit names the app-level guard and the prune sync keeps the namespace.
 func TestAppLevelPruneOption(t *testing.T) {
 	t.Parallel()
 	env := labtest.Get(t)
