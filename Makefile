@@ -27,7 +27,7 @@ repo_server_tools = $(strip $(shell sed 's/\#.*//' lab/modules/argocd-$(1)/repo-
 LAB_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_VERSIONS),argocd-$(v) $(call repo_server_tools,$(v)))
 # Every release line the lab builds, which `make test-matrix` (only) builds and runs. v3.3–v3.5 cannot
 # be built from the module proxy: hack/matrix shows them as not built, with the reason.
-LAB_ARGOCD_MATRIX := v3.6.1 v3.2.12 v3.1.16 v3.0.23 v2.14.11
+LAB_ARGOCD_MATRIX := v3.6.1 v3.2.11 v3.1.16 v3.0.23 v2.14.11
 MATRIX_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_MATRIX),argocd-$(v) $(call repo_server_tools,$(v)))
 # What `make demo` needs: the control plane and the one Argo CD version it runs, with its repo-server's tools.
 DEMO_COMPONENTS = etcd kubernetes argocd-$(ARGOCD_VERSION) $(call repo_server_tools,$(ARGOCD_VERSION))

@@ -49,7 +49,7 @@ type ArgoCDConfig struct {
 
 // ArgoCDVersions are the Argo CD releases the lab can build: CI's three lines (the Makefile's
 // LAB_ARGOCD_VERSIONS) and the lines only `make test-matrix` runs (LAB_ARGOCD_MATRIX).
-var ArgoCDVersions = []string{"v3.6.1", "v3.2.12", "v3.1.16", "v3.0.23", "v2.14.11"}
+var ArgoCDVersions = []string{"v3.6.1", "v3.2.11", "v3.1.16", "v3.0.23", "v2.14.11"}
 
 // CIArgoCDVersions are the lines `make test` builds and runs.
 var CIArgoCDVersions = []string{"v3.6.1", "v3.0.23", "v2.14.11"}
@@ -57,7 +57,7 @@ var CIArgoCDVersions = []string{"v3.6.1", "v3.0.23", "v2.14.11"}
 // MatrixOnlyArgoCDVersions are built and run only by `make test-matrix`. v3.3.x–v3.5.x are not
 // among them: their go.mod replaces gitops-engine with the in-tree ./gitops-engine, a nested module
 // that is not in the argo-cd/v3 module zip and that the proxy refuses (NotBuiltArgoCDLines).
-var MatrixOnlyArgoCDVersions = []string{"v3.2.12", "v3.1.16"}
+var MatrixOnlyArgoCDVersions = []string{"v3.2.11", "v3.1.16"}
 
 // NotBuiltArgoCDLines are the supported release lines the lab cannot build faithfully, with why.
 var NotBuiltArgoCDLines = map[string]string{"v3.3": inTreeGitopsEngine, "v3.4": inTreeGitopsEngine, "v3.5": inTreeGitopsEngine}
@@ -147,7 +147,7 @@ type ArgoCD struct {
 }
 
 // repoServerTakesClientCAPath: v3.6.1's repo-server insists on a client CA file for mTLS unless
-// --client-ca-path is given empty; v3.2.12's, v3.1.16's, v3.0.23's and v2.14.11's have no such
+// --client-ca-path is given empty; v3.2.11's, v3.1.16's, v3.0.23's and v2.14.11's have no such
 // flag (an unknown flag stops them; cmd/argocd-repo-server/commands/argocd_repo_server.go).
 func repoServerTakesClientCAPath(version string) bool { return !newerVersion("v3.6.0", version) }
 

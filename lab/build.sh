@@ -4,7 +4,7 @@
 #   lab/build.sh COMPONENT...     prints "COMPONENT=<dir>" for each, the folder holding its binaries
 #
 # Components: etcd, kubernetes (kube-apiserver + kube-controller-manager), argocd-v3.6.1, argocd-v3.0.23,
-# argocd-v2.14.11 (CI's lines), argocd-v3.1.16, argocd-v3.2.12 (built only for `make test-matrix`),
+# argocd-v2.14.11 (CI's lines), argocd-v3.1.16, argocd-v3.2.11 (built only for `make test-matrix`),
 # and the helm and kustomize each Argo CD release's repo-server runs with
 # (lab/modules/argocd-*/repo-server-tools names them): helm-v4.3.1, helm-v3.18.4, helm-v3.17.1,
 # helm-v3.16.3, kustomize-v5.8.2, kustomize-v5.7.0, kustomize-v5.6.0, kustomize-v5.4.3. Each has its
@@ -129,7 +129,7 @@ recipe_argocd() {
 recipe_argocd_v3_6_1() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
 recipe_argocd_v3_0_23() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
 recipe_argocd_v3_1_16() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
-recipe_argocd_v3_2_12() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
+recipe_argocd_v3_2_11() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
 recipe_argocd_v2_14_11() { local out=$1; shift; recipe_argocd "$out" 2 "$@"; }
 
 # prune_stale removes other builds of a component that no run has used for 14 days: each key change

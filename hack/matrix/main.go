@@ -6,7 +6,7 @@
 //	matrix -run-pattern            the -run regexp naming every test the matrix reads
 //	matrix -lines "v3.6.1 …" <json  the matrix, as a Markdown table; exit 1 when a cell failed
 //
-// Tests name their subtests by release first ("TestForeignInstallationID/v3.2.12"), so a cell is
+// Tests name their subtests by release first ("TestForeignInstallationID/v3.2.11"), so a cell is
 // every test event under "<test>/<version>" (or "<test>/<version>/<variant>" for one variant).
 package main
 
@@ -180,7 +180,7 @@ func outcome(results map[string]string, tests []string, v string) cell {
 	return na
 }
 
-// lineOf is a release's line: "v3.2.12" → "v3.2".
+// lineOf is a release's line: "v3.2.11" → "v3.2".
 func lineOf(v string) string {
 	parts := strings.SplitN(v, ".", 3)
 	if len(parts) < 2 {

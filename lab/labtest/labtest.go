@@ -214,12 +214,12 @@ func (e *Env) ArgoCD(t testing.TB, cfg lab.ArgoCDConfig) *Install {
 }
 
 // MatrixEnv names the Argo CD releases `make test-matrix` runs the version-dependent tests on
-// (space-separated, e.g. "v3.6.1 v3.2.12"). Unset, each such test runs on the releases CI runs it on.
+// (space-separated, e.g. "v3.6.1 v3.2.11"). Unset, each such test runs on the releases CI runs it on.
 const MatrixEnv = "UNPRUNE_LAB_MATRIX"
 
 // Lines are the Argo CD releases a version-dependent test runs on: ci, the ones `make test` runs it
 // on, unless UNPRUNE_LAB_MATRIX names others. Tests name their subtests by release first
-// ("TestX/v3.2.12/…"), which is how hack/matrix reads a line's cell from `go test -json`.
+// ("TestX/v3.2.11/…"), which is how hack/matrix reads a line's cell from `go test -json`.
 func Lines(ci ...string) []string {
 	if v := strings.Fields(os.Getenv(MatrixEnv)); len(v) > 0 {
 		return v

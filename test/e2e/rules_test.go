@@ -263,7 +263,7 @@ func TestAppLevelPruneOption(t *testing.T) {
 
 // appLevelPruneHonoured: whether a release's prune sync keeps a resource because of the app's
 // syncOptions Prune=false (v3.4.0 and later).
-var appLevelPruneHonoured = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.12": false, "v3.6.1": true}
+var appLevelPruneHonoured = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.11": false, "v3.6.1": true}
 
 func appLevelPruneOption(t *testing.T, env *labtest.Env, version string, honoured bool) {
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: "annotation"})
@@ -316,7 +316,7 @@ func appLevelPruneOption(t *testing.T, env *labtest.Env, version string, honoure
 // foreignInstallationIDTracked: whether a release tracks an object carrying another installation's
 // installation-id when none is configured (util/argo/resource_tracking.go, getAppInstanceValue): an
 // operator-precedence bug ignores it from v2.12.12/v2.13.0 through v3.5.x; v3.6.0 fixed it (#28852).
-var foreignInstallationIDTracked = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.12": false, "v3.6.1": true}
+var foreignInstallationIDTracked = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.11": false, "v3.6.1": true}
 
 // TestForeignInstallationID: with no installationID configured, an object carrying another
 // installation's installation-id is ignored before v3.6 (the precedence bug) but still tracked by
@@ -376,7 +376,7 @@ func TestForeignInstallationID(t *testing.T) {
 // tracking-id names another app, under annotation+label tracking with the other app's label on it
 // (util/argo/resource_tracking.go Normalize; argo-cd #28770, in v3.4.6 and v3.5.0). Before, the label
 // made Argo CD backfill the desired annotation and show it Synced.
-var staleTrackingIsDiff = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.12": false, "v3.6.1": true}
+var staleTrackingIsDiff = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.11": false, "v3.6.1": true}
 
 // TestStaleTrackingID: app A deploys a ConfigMap, app B declares the same one (the moment between a
 // move's commit and B's sync). Argo CD shows B's row Synced or OutOfSync by release; what move and

@@ -1,4 +1,4 @@
-// Builds helm v3.18.4, the Helm that Argo CD v3.1.16 and v3.2.12 pin (hack/tool-versions.sh), for their repo-servers.
+// Builds helm v3.18.4, the Helm that Argo CD v3.1.16 and v3.2.11 pin (hack/tool-versions.sh), for their repo-servers.
 module github.com/unprune/unprune/lab/modules/helm-v3.18.4
 
 go 1.26.0

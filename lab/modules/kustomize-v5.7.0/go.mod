@@ -1,4 +1,4 @@
-// Builds kustomize v5.7.0, the kustomize that Argo CD v3.1.16 and v3.2.12 pin (hack/tool-versions.sh), for their repo-servers.
+// Builds kustomize v5.7.0, the kustomize that Argo CD v3.1.16 and v3.2.11 pin (hack/tool-versions.sh), for their repo-servers.
 module github.com/unprune/unprune/lab/modules/kustomize-v5.7.0
 
 go 1.26.0
