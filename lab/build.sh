@@ -128,8 +128,6 @@ recipe_argocd() {
 
 recipe_argocd_v3_6_1() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
 recipe_argocd_v3_0_23() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
-recipe_argocd_v3_1_16() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
-recipe_argocd_v3_2_11() { local out=$1; shift; recipe_argocd "$out" 3 "$@"; }
 recipe_argocd_v2_14_11() { local out=$1; shift; recipe_argocd "$out" 2 "$@"; }
 
 # prune_stale removes other builds of a component that no run has used for 14 days: each key change
@@ -185,6 +183,14 @@ recipe_kustomize_v5_6_0() {
 }
 recipe_kustomize_v5_4_3() {
 	recipe_kustomize "$@"
+}
+# The matrix's lines, each closing on a line of its own, below the one-line recipes of CI's lines:
+# those take everything up to prune_stale's closing brace into their keys, which must not change.
+recipe_argocd_v3_1_16() {
+	recipe_argocd "$1" 3 "${@:2}"
+}
+recipe_argocd_v3_2_11() {
+	recipe_argocd "$1" 3 "${@:2}"
 }
 
 build_one() {
