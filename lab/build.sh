@@ -4,9 +4,11 @@
 #   lab/build.sh COMPONENT...     prints "COMPONENT=<dir>" for each, the folder holding its binaries
 #
 # Components: etcd, kubernetes (kube-apiserver + kube-controller-manager), argocd-v3.6.1, argocd-v3.0.23,
-# argocd-v2.14.11, and the helm and kustomize each Argo CD release's repo-server runs with
-# (lab/modules/argocd-*/repo-server-tools names them): helm-v4.3.1, helm-v3.17.1, helm-v3.16.3,
-# kustomize-v5.8.2, kustomize-v5.6.0, kustomize-v5.4.3. Each has its module in lab/modules/COMPONENT.
+# argocd-v2.14.11 (CI's lines), argocd-v3.1.16, argocd-v3.2.11 (built only for `make test-matrix`),
+# and the helm and kustomize each Argo CD release's repo-server runs with
+# (lab/modules/argocd-*/repo-server-tools names them): helm-v4.3.1, helm-v3.18.4, helm-v3.17.1,
+# helm-v3.16.3, kustomize-v5.8.2, kustomize-v5.7.0, kustomize-v5.6.0, kustomize-v5.4.3. Each has its
+# module in lab/modules/COMPONENT.
 #
 # The cache lives outside the work tree (UNPRUNE_LAB_CACHE, default ~/.cache/unprune/lab) so a fresh
 # clone, a later session or CI reuses it. Each entry is keyed by the component's go.mod, go.sum, the
@@ -161,6 +163,9 @@ recipe_kustomize() {
 recipe_helm_v4_3_1() {
 	recipe_helm "$1" 4 "${@:2}"
 }
+recipe_helm_v3_18_4() {
+	recipe_helm "$1" 3 "${@:2}"
+}
 recipe_helm_v3_17_1() {
 	recipe_helm "$1" 3 "${@:2}"
 }
@@ -170,11 +175,22 @@ recipe_helm_v3_16_3() {
 recipe_kustomize_v5_8_2() {
 	recipe_kustomize "$@"
 }
+recipe_kustomize_v5_7_0() {
+	recipe_kustomize "$@"
+}
 recipe_kustomize_v5_6_0() {
 	recipe_kustomize "$@"
 }
 recipe_kustomize_v5_4_3() {
 	recipe_kustomize "$@"
+}
+# The matrix's lines, each closing on a line of its own, below the one-line recipes of CI's lines:
+# those take everything up to prune_stale's closing brace into their keys, which must not change.
+recipe_argocd_v3_1_16() {
+	recipe_argocd "$1" 3 "${@:2}"
+}
+recipe_argocd_v3_2_11() {
+	recipe_argocd "$1" 3 "${@:2}"
 }
 
 build_one() {

@@ -51,8 +51,17 @@ func TestRepoServerToolsOfEveryRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`(?m)^LAB_ARGOCD_VERSIONS := (.*)$`).FindSubmatch(makefile)
+	if m == nil || !slices.Equal(strings.Fields(string(m[1])), CIArgoCDVersions) {
+		t.Errorf("the Makefile's LAB_ARGOCD_VERSIONS line is %q, want the releases CI runs, %v", m, CIArgoCDVersions)
+	}
+	m = regexp.MustCompile(`(?m)^LAB_ARGOCD_MATRIX := (.*)$`).FindSubmatch(makefile)
 	if m == nil || !slices.Equal(strings.Fields(string(m[1])), ArgoCDVersions) {
-		t.Errorf("the Makefile's LAB_ARGOCD_VERSIONS line is %q, want the releases the lab runs, %v", m, ArgoCDVersions)
+		t.Errorf("the Makefile's LAB_ARGOCD_MATRIX line is %q, want every release the lab builds, %v", m, ArgoCDVersions)
+	}
+	for _, v := range ArgoCDVersions {
+		if !slices.Contains(CIArgoCDVersions, v) && !slices.Contains(MatrixOnlyArgoCDVersions, v) {
+			t.Errorf("Argo CD %s is neither CI's nor the matrix's", v)
+		}
 	}
 }
 

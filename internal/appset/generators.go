@@ -678,10 +678,10 @@ func rulesOf(v *argocd.Version) rules {
 		return rules{}
 	}
 	r := rules{flattenStringMaps: ruleOff, values: valuesInterpolate}
-	if v.AtLeast(argocd.Version{Major: 3, Minor: 4}) {
+	if argocd.RuleAppSetFlattenStringMaps.Applies(*v) {
 		r.flattenStringMaps, r.values = ruleOn, valuesVerbatim
 	}
-	if v.AtLeast(argocd.Version{Major: 3, Minor: 5}) || (v.Line() == (argocd.Line{Major: 3, Minor: 4}) && v.Patch >= 4) {
+	if argocd.RuleAppSetMatrixValuesPreResolved.Applies(*v) {
 		r.values = valuesPreResolve
 	}
 	return r

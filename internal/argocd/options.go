@@ -134,7 +134,7 @@ type PruneSetting struct {
 // no part.
 func EffectivePrune(version *Version, objectOptions string, appOptions []string) PruneSetting {
 	if version != nil {
-		return prune(version.AtLeast(versionAppLevelPrune), objectOptions, appOptions)
+		return prune(RuleAppLevelPrune.Applies(*version), objectOptions, appOptions)
 	}
 	before := prune(false, objectOptions, appOptions)
 	after := prune(true, objectOptions, appOptions)
@@ -221,7 +221,7 @@ func dedupeStrings(in []string) []string {
 // RefreshTimestampSupported reports whether the controller consumes the refresh-timestamp
 // annotation; older controllers would leave it on the Application for good.
 func RefreshTimestampSupported(v *Version) bool {
-	return v != nil && v.AtLeast(versionRefreshTimestamp)
+	return v != nil && RuleRefreshTimestamp.Applies(*v)
 }
 
 // AnnotationRefreshTimestamp identifies one refresh request (v3.6+).

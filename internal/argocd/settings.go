@@ -46,9 +46,9 @@ func ParseMethod(s string) (Method, error) {
 }
 
 // DefaultMethod is the method Argo CD uses when argocd-cm sets none: v3.0.0 switched from
-// label to annotation tracking.
+// label to annotation tracking (RuleAnnotationDefault).
 func DefaultMethod(v Version) Method {
-	if v.AtLeast(versionAnnotationDefault) {
+	if RuleAnnotationDefault.Applies(v) {
 		return MethodAnnotation
 	}
 	return MethodLabel
@@ -145,6 +145,21 @@ func (s Settings) WritesLabel() bool {
 // it applied.
 func (s Settings) WritesAnnotation() bool {
 	return s.ReadsAnnotation()
+}
+
+// RulesLine says which release line the settings were resolved for and which of its
+// version-dependent rules (Rules) unprune applied; empty when the version is unknown, which the
+// backend already warns about.
+func (s Settings) RulesLine() string {
+	if s.Version == nil {
+		return ""
+	}
+	rules := RulesOf(*s.Version)
+	applied := "none of the version-dependent rules"
+	if len(rules) > 0 {
+		applied = "rules " + strings.Join(rules, ", ")
+	}
+	return fmt.Sprintf("Argo CD %s, release line v%d.%d: %s", s.Version, s.Version.Major, s.Version.Minor, applied)
 }
 
 // String summarises the settings for logs and --verbose output.

@@ -145,31 +145,17 @@ func (r installationIDRule) String() string {
 	return "ignored"
 }
 
-// installationIDRanges holds, per release line, the first release of each rule; a release follows
-// the last entry at or before it. Read from util/argo/resource_tracking.go of each release: the
-// check arrived with its bug in v2.11.12, v2.12.12 and v2.13.0 (v2.12.7–v2.12.11 write the
-// annotation but never read it), the bug holds through v3.5.x and v3.6.0 fixed it. Lines the table
-// does not list take the rule of the newest line before them.
-var installationIDRanges = []struct {
-	from Version
-	rule installationIDRule
-}{
-	{Version{0, 0, 0}, installationIDIgnored},
-	{Version{2, 11, 12}, installationIDMustEqual},
-	{Version{2, 12, 0}, installationIDIgnored},
-	{Version{2, 12, 12}, installationIDMustEqual},
-	{Version{2, 13, 0}, installationIDMustEqual},
-	{Version{3, 6, 0}, installationIDMustEqualWhenConfigured},
-}
-
+// installationIDRuleOf is the rule release v follows: RuleInstallationIDWhenConfigured (v3.6 on),
+// RuleInstallationIDMustEqual (from v2.11.12, v2.12.12 and v2.13.0 through v3.5.x; v2.12.7–v2.12.11
+// write the annotation but never read it), else the annotation is ignored.
 func installationIDRuleOf(v Version) installationIDRule {
-	rule := installationIDIgnored
-	for _, r := range installationIDRanges {
-		if v.AtLeast(r.from) {
-			rule = r.rule
-		}
+	switch {
+	case RuleInstallationIDWhenConfigured.Applies(v):
+		return installationIDMustEqualWhenConfigured
+	case RuleInstallationIDMustEqual.Applies(v):
+		return installationIDMustEqual
 	}
-	return rule
+	return installationIDIgnored
 }
 
 func (r installationIDRule) matches(configured, onObject string) bool {

@@ -14,19 +14,7 @@ type Version struct {
 	Major, Minor, Patch int
 }
 
-// Releases where tracking behaviour changed.
-var (
-	// v3.0.0 made annotation the default tracking method (util/settings/settings.go,
-	// GetTrackingMethod).
-	versionAnnotationDefault = Version{Major: 3}
-	// v3.4.0 added the app-level Prune sync option (gitops-engine sync_context.go,
-	// WithDefaultPruneOption) and with it the rule that the first Prune= entry of an object's
-	// sync-options decides; earlier releases look for the exact entries Prune=false and Prune=confirm.
-	versionAppLevelPrune = Version{Major: 3, Minor: 4}
-	// v3.6.0 added the refresh-timestamp annotation, which lets a refresh requested during a
-	// comparison survive it (util/argo/argo.go, RefreshApp).
-	versionRefreshTimestamp = Version{Major: 3, Minor: 6}
-)
+// The releases where behaviour changed are kept per release line in rules.go.
 
 // Line is a release line, major.minor.
 type Line struct{ Major, Minor int }

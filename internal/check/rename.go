@@ -83,7 +83,7 @@ func usesAppName(v any) bool {
 	return false
 }
 
-// versionStaleTrackingDiff: from v3.4.6 (3.4 line) and v3.5.0, a live object whose tracking-id names
+// staleTrackingIsDiff (argocd.RuleStaleTrackingIsDiff): from v3.4.6 (3.4 line) and v3.5.0, a live object whose tracking-id names
 // another app is OutOfSync in the app that declares it, even when it carries the instance label
 // (util/argo/resource_tracking.go Normalize backfills the annotation only when the live object has
 // none; argo-cd #28770). Before, the label made the stale tracking-id disappear from the diff.
@@ -91,10 +91,7 @@ func staleTrackingIsDiff(v *argocd.Version) (is, known bool) {
 	if v == nil {
 		return false, false
 	}
-	if v.AtLeast(argocd.Version{Major: 3, Minor: 5}) {
-		return true, true
-	}
-	return v.Line() == (argocd.Line{Major: 3, Minor: 4}) && v.Patch >= 6, true
+	return argocd.RuleStaleTrackingIsDiff.Applies(*v), true
 }
 
 // InBetween says what the app that takes over objects another app's tracking names shows until its

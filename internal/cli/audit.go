@@ -133,6 +133,9 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 			return err
 		}
 	} else {
+		if line := s.RulesLine(); line != "" {
+			fmt.Fprintln(o.ErrOut, printer.Line(line))
+		}
 		if err := o.table(doc, rep, len(apps), scope); err != nil {
 			return err
 		}

@@ -111,6 +111,9 @@ func (o *ScanOptions) Run(ctx context.Context) error {
 		}
 	default:
 		fmt.Fprintf(o.ErrOut, "Argo CD in namespace %s: %s\n", argo.Namespace(), printer.Line(s.String()))
+		if line := s.RulesLine(); line != "" {
+			fmt.Fprintln(o.ErrOut, printer.Line(line))
+		}
 		doc := printer.NewScanReport(o.metadata(&info), rep)
 		if len(rep.Findings) == 0 {
 			fmt.Fprintf(o.ErrOut, "No Application requires pruning (%d scanned in %s).\n", len(apps), scope)

@@ -264,18 +264,14 @@ func judgeCascade(o Object, c Context, v *Verdict) {
 	}
 }
 
-// Releases where the cascade's rules changed.
-var (
-	// v3.4.0: shouldBeDeleted reads the first Delete= entry of the object, else the app's
-	// syncOptions; isObjRequiresDeletionConfirmation adds Prune=confirm and the app-level options.
-	// Before, Delete=false and Delete=confirm count only as exact entries of the object.
-	versionAppLevelDelete = argocd.Version{Major: 3, Minor: 4}
-)
+// From v3.4.0 (argocd.RuleAppLevelDelete) shouldBeDeleted reads the first Delete= entry of the
+// object, else the app's syncOptions; isObjRequiresDeletionConfirmation adds Prune=confirm and the
+// app-level options. Before, Delete=false and Delete=confirm count only as exact entries of the object.
 
 // ruleSets are the release lines whose rules apply: the known one, or both when unknown.
 func ruleSets(v *argocd.Version) []bool {
 	if v != nil {
-		return []bool{v.AtLeast(versionAppLevelDelete)}
+		return []bool{argocd.RuleAppLevelDelete.Applies(*v)}
 	}
 	return []bool{false, true}
 }

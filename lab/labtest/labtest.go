@@ -213,6 +213,20 @@ func (e *Env) ArgoCD(t testing.TB, cfg lab.ArgoCDConfig) *Install {
 	return slot.install
 }
 
+// MatrixEnv names the Argo CD releases `make test-matrix` runs the version-dependent tests on
+// (space-separated, e.g. "v3.6.1 v3.2.11"). Unset, each such test runs on the releases CI runs it on.
+const MatrixEnv = "UNPRUNE_LAB_MATRIX"
+
+// Lines are the Argo CD releases a version-dependent test runs on: ci, the ones `make test` runs it
+// on, unless UNPRUNE_LAB_MATRIX names others. Tests name their subtests by release first
+// ("TestX/v3.2.11/…"), which is how hack/matrix reads a line's cell from `go test -json`.
+func Lines(ci ...string) []string {
+	if v := strings.Fields(os.Getenv(MatrixEnv)); len(v) > 0 {
+		return v
+	}
+	return ci
+}
+
 // InstallNamespace derives a readable namespace from a configuration, e.g. argocd-v361-annotation-label.
 func InstallNamespace(cfg lab.ArgoCDConfig) string {
 	parts := []string{"argocd", strings.ReplaceAll(cfg.Version, ".", "")}

@@ -18,16 +18,16 @@ import (
 
 // The helm each release's repo-server runs (lab/modules/argocd-*/repo-server-tools), as a chart
 // sees it in .Capabilities.HelmVersion.
-var repoServerHelm = map[string]string{"v3.6.1": "v4.3.1", "v3.0.23": "v3.17.1", "v2.14.11": "v3.16.3"}
+var repoServerHelm = map[string]string{"v3.6.1": "v4.3.1", "v3.2.11": "v3.18.4", "v3.1.16": "v3.18.4", "v3.0.23": "v3.17.1", "v2.14.11": "v3.16.3"}
 
-// TestHelmAndKustomize: on every Argo CD release the lab builds, the real repo-server renders a Helm
+// TestHelmAndKustomize: on every Argo CD release the lab runs (CI's, or UNPRUNE_LAB_MATRIX's), the real repo-server renders a Helm
 // chart with the release's own helm and a kustomize overlay with its kustomize, and the real
 // controller syncs them: the chart's objects are named from the app's name through .Release.Name,
 // its pre-install and post-install hooks run as PreSync and PostSync hooks, and every object is
 // tracked by the app.
 func TestHelmAndKustomize(t *testing.T) {
 	env := labtest.Get(t)
-	for _, version := range lab.ArgoCDVersions {
+	for _, version := range labtest.Lines(lab.CIArgoCDVersions...) {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
 			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version})
@@ -232,7 +232,7 @@ func wantTrackedBy(t *testing.T, version string, labels, annotations map[string]
 // for, as the releases do; Argo CD reads kustomize's (`kustomize version --short`) to choose flags.
 func TestRepoServerToolVersions(t *testing.T) {
 	env := labtest.Get(t)
-	for _, version := range lab.ArgoCDVersions {
+	for _, version := range labtest.Lines(lab.CIArgoCDVersions...) {
 		tools, err := lab.RepoServerTools(env.Root, version)
 		if err != nil {
 			t.Fatal(err)

@@ -82,8 +82,15 @@ func checkItems(t *testing.T, env *labtest.Env, install *labtest.Install, app *l
 // kinds are never reported. Not parallel: it adopts kube-system.
 func TestCheckPredictsTheIncident(t *testing.T) {
 	env := labtest.Get(t)
+	// One release after the other: each adopts kube-system.
+	for _, version := range labtest.Lines("v3.6.1") {
+		t.Run(version, func(t *testing.T) { checkPredictsTheIncident(t, env, version) })
+	}
+}
+
+func checkPredictsTheIncident(t *testing.T, env *labtest.Env, version string) {
 	t.Cleanup(func() { env.Untrack(t, "kube-system") })
-	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: "annotation"})
 	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
 	app.WaitSynced(t, app.Repo.Head(t))
 	team := labtest.UniqueName("team")

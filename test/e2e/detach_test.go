@@ -53,6 +53,26 @@ var detachCells = []detachCell{
 	{name: "v2.14.11/annotation", cfg: lab.ArgoCDConfig{Version: "v2.14.11", Tracking: "annotation"}, wantAnnotations: []string{trackingID}},
 }
 
+// matrixDetachCells are, for `make test-matrix`, every tracking method on each release, and the
+// method the release defaults to: label before v3.0, annotation from v3.0.0 (util/settings/settings.go,
+// GetTrackingMethod).
+func matrixDetachCells(versions []string) []detachCell {
+	var cells []detachCell
+	for _, v := range versions {
+		label := detachCell{name: v + "/label", cfg: lab.ArgoCDConfig{Version: v, Tracking: "label"}, wantLabels: []string{instanceLabel}}
+		annotation := detachCell{name: v + "/annotation", cfg: lab.ArgoCDConfig{Version: v, Tracking: "annotation"}, wantAnnotations: []string{trackingID}}
+		both := detachCell{name: v + "/annotation+label", cfg: lab.ArgoCDConfig{Version: v, Tracking: "annotation+label"},
+			wantLabels: []string{instanceLabel}, wantAnnotations: []string{trackingID}}
+		def := annotation
+		if strings.HasPrefix(v, "v2.") {
+			def = label
+		}
+		def.name, def.cfg = v+"/default-tracking", lab.ArgoCDConfig{Version: v}
+		cells = append(cells, label, annotation, both, def)
+	}
+	return cells
+}
+
 // TestDetachKubeSystem is the incident itself: kube-system committed and reverted with
 // annotation+label tracking. It is not parallel: kube-system is shared by the whole lab.
 func TestDetachKubeSystem(t *testing.T) {
@@ -69,7 +89,11 @@ func TestDetachKubeSystem(t *testing.T) {
 // other label and annotation unchanged → a manual sync with prune deletes nothing.
 func TestDetach(t *testing.T) {
 	env := labtest.Get(t)
-	for _, c := range detachCells {
+	cells := detachCells
+	if versions := labtest.Lines(); len(versions) > 0 {
+		cells = matrixDetachCells(versions)
+	}
+	for _, c := range cells {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			proveDetach(t, env, c)

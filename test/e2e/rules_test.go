@@ -14,8 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/check"
 	"github.com/unprune/unprune/internal/cli"
 	"github.com/unprune/unprune/internal/printer"
+	"github.com/unprune/unprune/internal/risk"
 	"github.com/unprune/unprune/lab"
 	"github.com/unprune/unprune/lab/labtest"
 )
@@ -66,7 +69,16 @@ var gvrConfigMap = schema.GroupVersionResource{Version: "v1", Resource: "configm
 func TestHooksAreLeftAlone(t *testing.T) {
 	t.Parallel()
 	env := labtest.Get(t)
-	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
+	for _, version := range labtest.Lines("v3.6.1") {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			hooksAreLeftAlone(t, env, version)
+		})
+	}
+}
+
+func hooksAreLeftAlone(t *testing.T, env *labtest.Env, version string) {
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: "annotation"})
 	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
 	hook := app.Name + "-presync"
 	app.Repo.Write(t, app.Path+"/hook.yaml", fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  annotations:\n    argocd.argoproj.io/hook: PreSync\ndata:\n  step: migrate\n", hook, app.DestNamespace))
@@ -158,7 +170,16 @@ func TestVersionIgnoresSidecars(t *testing.T) {
 func TestKeepSurvivesCascadeDeletion(t *testing.T) {
 	t.Parallel()
 	env := labtest.Get(t)
-	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
+	for _, version := range labtest.Lines("v3.6.1") {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			keepSurvivesCascadeDeletion(t, env, version)
+		})
+	}
+}
+
+func keepSurvivesCascadeDeletion(t *testing.T, env *labtest.Env, version string) {
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: "annotation"})
 	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
 	ns := labtest.UniqueName("kept")
 	t.Cleanup(func() { env.DeleteNamespace(ns) })
@@ -221,13 +242,31 @@ func TestLongInstanceAnnotationLabel(t *testing.T) {
 	}
 }
 
-// TestAppLevelPruneFalseDoesNothingBeforeV34: on v2.14.11 the app's syncOptions Prune=false does not
+// TestAppLevelPruneOption: before v3.4 (v2.14.11 in CI) the app's syncOptions Prune=false does not
 // stop a prune; audit --fail-on high says so (exit 1), and a prune sync indeed deletes the
-// namespace (the control).
-func TestAppLevelPruneFalseDoesNothingBeforeV34(t *testing.T) {
+// namespace. From v3.4.0 (gitops-engine pkg/sync/sync_context.go, WithDefaultPruneOption) the option
+// guards it: audit names the app-level guard and the prune sync keeps the namespace.
+func TestAppLevelPruneOption(t *testing.T) {
 	t.Parallel()
 	env := labtest.Get(t)
-	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v2.14.11", Tracking: "annotation"})
+	for _, version := range labtest.Lines("v2.14.11") {
+		honoured, known := appLevelPruneHonoured[version]
+		if !known {
+			t.Fatalf("no expectation for Argo CD %s", version)
+		}
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			appLevelPruneOption(t, env, version, honoured)
+		})
+	}
+}
+
+// appLevelPruneHonoured: whether a release's prune sync keeps a resource because of the app's
+// syncOptions Prune=false (v3.4.0 and later).
+var appLevelPruneHonoured = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.11": false, "v3.6.1": true}
+
+func appLevelPruneOption(t *testing.T, env *labtest.Env, version string, honoured bool) {
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: "annotation"})
 	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
 	if _, err := env.Dynamic.Resource(labtest.GVRApplication).Namespace(app.Namespace).Patch(labtest.Context(t), app.Name, types.MergePatchType,
 		[]byte(`{"spec":{"syncPolicy":{"syncOptions":["Prune=false"]}}}`), metav1.PatchOptions{}); err != nil {
@@ -237,14 +276,18 @@ func TestAppLevelPruneFalseDoesNothingBeforeV34(t *testing.T) {
 	t.Cleanup(func() { env.DeleteNamespace(ns) })
 	app.Incident(t, ns, nil)
 	items, code := auditItems(t, env, install, app, "--fail-on=high")
-	if code != cli.ExitFindings {
+	if !honoured && code != cli.ExitFindings {
 		t.Errorf("audit --fail-on high exit %d, want %d", code, cli.ExitFindings)
 	}
 	found := false
 	for _, it := range items {
 		if it.Resource.Kind == "Namespace" && it.Resource.Name == ns {
 			found = true
-			if it.Guarded || len(it.Guards) > 0 || !strings.Contains(strings.Join(it.Notes, " "), "before Argo CD v3.4") {
+			notes := strings.Join(it.Notes, " ")
+			switch {
+			case honoured && !hasGuard(it, risk.GuardAppPruneDisabled):
+				t.Errorf("audit row %+v: Argo CD %s honours the app's Prune=false, audit does not say so", it, version)
+			case !honoured && (it.Guarded || len(it.Guards) > 0 || !strings.Contains(notes, "before Argo CD v3.4")):
 				t.Errorf("audit row %+v: want unguarded, saying the app-level option does nothing before v3.4", it)
 			}
 		}
@@ -252,8 +295,17 @@ func TestAppLevelPruneFalseDoesNothingBeforeV34(t *testing.T) {
 	if !found {
 		t.Fatalf("audit does not list the namespace")
 	}
-	if op := app.Sync(t, true); op.Phase != "Succeeded" {
+	op := app.Sync(t, true)
+	if op.Phase != "Succeeded" {
 		t.Fatalf("prune sync: %s %s", op.Phase, op.Message)
+	}
+	if honoured {
+		// The operation is over: had the controller pruned it, the DELETE would have been sent.
+		n, err := env.Kube.CoreV1().Namespaces().Get(labtest.Context(t), ns, metav1.GetOptions{})
+		if err != nil || n.DeletionTimestamp != nil {
+			t.Fatalf("Argo CD %s pruned the namespace despite the app's Prune=false (%v)", version, err)
+		}
+		return
 	}
 	labtest.Eventually(t, 60*time.Second, "the namespace to be deleted by the prune", func() (bool, string) {
 		_, err := env.Kube.CoreV1().Namespaces().Get(labtest.Context(t), ns, metav1.GetOptions{})
@@ -261,16 +313,26 @@ func TestAppLevelPruneFalseDoesNothingBeforeV34(t *testing.T) {
 	})
 }
 
+// foreignInstallationIDTracked: whether a release tracks an object carrying another installation's
+// installation-id when none is configured (util/argo/resource_tracking.go, getAppInstanceValue): an
+// operator-precedence bug ignores it from v2.12.12/v2.13.0 through v3.5.x; v3.6.0 fixed it (#28852).
+var foreignInstallationIDTracked = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.11": false, "v3.6.1": true}
+
 // TestForeignInstallationID: with no installationID configured, an object carrying another
-// installation's installation-id is ignored by v3.0.23 (the precedence bug) but still tracked by
-// v3.6.1 (fixed). unprune's scan agrees with Argo CD on both.
+// installation's installation-id is ignored before v3.6 (the precedence bug) but still tracked by
+// v3.6.1 (fixed). unprune's scan agrees with Argo CD on each release.
 func TestForeignInstallationID(t *testing.T) {
 	t.Parallel()
 	env := labtest.Get(t)
-	for _, c := range []struct {
-		version string
-		tracked bool
-	}{{"v3.0.23", false}, {"v3.6.1", true}} {
+	for _, version := range labtest.Lines("v3.0.23", "v3.6.1") {
+		tracked, known := foreignInstallationIDTracked[version]
+		if !known {
+			t.Fatalf("no expectation for Argo CD %s", version)
+		}
+		c := struct {
+			version string
+			tracked bool
+		}{version, tracked}
 		t.Run(c.version, func(t *testing.T) {
 			t.Parallel()
 			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: c.version})
@@ -378,5 +440,60 @@ func TestUpgradeHandsOverForeignObjects(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("audit of the v3.6.1 installation does not list %s/%s as a deletion now: %+v", theirs.DestNamespace, object, now)
+	}
+}
+
+// staleTrackingIsDiff: whether a release shows OutOfSync an object the app declares whose live
+// tracking-id names another app, under annotation+label tracking with the other app's label on it
+// (util/argo/resource_tracking.go Normalize; argo-cd #28770, in v3.4.6 and v3.5.0). Before, the label
+// made Argo CD backfill the desired annotation and show it Synced.
+var staleTrackingIsDiff = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.11": false, "v3.6.1": true}
+
+// TestStaleTrackingID: app A deploys a ConfigMap, app B declares the same one (the moment between a
+// move's commit and B's sync). Argo CD shows B's row Synced or OutOfSync by release; what move and
+// check say of that moment (check.InBetween) agrees. Only `make test-matrix` runs it.
+func TestStaleTrackingID(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	for _, version := range labtest.Lines() {
+		isDiff, known := staleTrackingIsDiff[version]
+		if !known {
+			t.Fatalf("no expectation for Argo CD %s", version)
+		}
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: "annotation+label"})
+			repo := labtest.NewRepo(t)
+			a := install.CreateApp(t, labtest.AppOptions{Repo: repo, Path: "a", Automated: true})
+			b := install.CreateApp(t, labtest.AppOptions{Repo: repo, Path: "b"})
+			cm := labtest.UniqueName("stale")
+			repo.Write(t, "a/stale.yaml", configMapManifest(cm, a.DestNamespace))
+			repo.Write(t, "b/stale.yaml", configMapManifest(cm, a.DestNamespace))
+			rev := repo.Commit(t, "A and B declare the same ConfigMap")
+			a.RefreshUntil(t, 2*time.Minute, "to sync it", func(s labtest.Status) bool {
+				r, ok := s.Find("ConfigMap", cm)
+				return s.Revision == rev && ok && r.Status == "Synced"
+			})
+			m, err := object{kind: "ConfigMap", namespace: a.DestNamespace, name: cm}.meta(t, env.Cluster)
+			if err != nil || !trackedBy(m, "annotation+label", a.Instance()) {
+				t.Fatalf("the ConfigMap is not A's (%v): labels %v annotations %v", err, m.Labels, m.Annotations)
+			}
+			s := b.RefreshUntil(t, 2*time.Minute, "to compare the ConfigMap", func(s labtest.Status) bool {
+				r, ok := s.Find("ConfigMap", cm)
+				return s.Revision == rev && ok && (r.Status == "Synced" || r.Status == "OutOfSync")
+			})
+			row, _ := s.Find("ConfigMap", cm)
+			if got := row.Status == "OutOfSync"; got != isDiff {
+				t.Fatalf("Argo CD %s shows B's row %s; expected a diff: %t", version, row.Status, isDiff)
+			}
+			v, err := argocd.ParseVersion(version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			said := check.InBetween(&v, b.Name, "it")
+			if predicted := strings.Contains(said, "counts a stale tracking-id as a difference"); predicted != isDiff {
+				t.Errorf("Argo CD %s shows B's row %s, but unprune says: %s", version, row.Status, said)
+			}
+		})
 	}
 }

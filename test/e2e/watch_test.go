@@ -427,7 +427,14 @@ func TestWatch(t *testing.T) {
 // detach released it.
 func TestWatchAcrossReleases(t *testing.T) {
 	bin := buildUnprune(t)
-	for _, cfg := range []lab.ArgoCDConfig{{Version: "v2.14.11", Tracking: "label"}, {Version: "v3.0.23", Tracking: "annotation+label"}} {
+	cfgs := []lab.ArgoCDConfig{{Version: "v2.14.11", Tracking: "label"}, {Version: "v3.0.23", Tracking: "annotation+label"}}
+	if versions := labtest.Lines(); len(versions) > 0 {
+		cfgs = nil
+		for _, v := range versions {
+			cfgs = append(cfgs, lab.ArgoCDConfig{Version: v, Tracking: "annotation+label"})
+		}
+	}
+	for _, cfg := range cfgs {
 		t.Run(cfg.Version+"/"+cfg.Tracking, func(t *testing.T) {
 			t.Parallel()
 			env := labtest.Get(t)

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestMatrixFoldsSubtestsPerRelease(t *testing.T) {
+	events := strings.Join([]string{
+		`{"Time":"2026-12-02T12:00:00Z","Action":"start","Package":"e2e"}`,
+		`{"Time":"2026-12-02T12:00:01Z","Action":"pass","Package":"e2e","Test":"TestDetach/v3.2.11/label"}`,
+		`{"Time":"2026-12-02T12:00:02Z","Action":"fail","Package":"e2e","Test":"TestDetach/v3.2.11/annotation"}`,
+		`{"Time":"2026-12-02T12:00:02Z","Action":"pass","Package":"e2e","Test":"TestDetach/v3.2.11/annotation+label"}`,
+		`{"Time":"2026-12-02T12:00:03Z","Action":"pass","Package":"e2e","Test":"TestForeignInstallationID/v2.14.11"}`,
+		`{"Time":"2026-12-02T12:00:03Z","Action":"skip","Package":"e2e","Test":"TestStaleTrackingID/v2.14.11"}`,
+		`{"Time":"2026-12-02T12:00:04Z","Action":"pass","Package":"e2e","Test":"TestMoveThroughPrepare/v2.14.11/label"}`,
+		`{"Time":"2026-12-02T12:00:04Z","Action":"fail","Package":"e2e","Test":"TestMoveThroughPrepare/v2.14.11/annotation"}`,
+		`{"Time":"2026-12-02T12:01:30Z","Action":"fail","Package":"e2e"}`,
+	}, "\n")
+	m, err := read(strings.NewReader(events), []string{"v2.14.11", "v3.2.11"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		capability, line string
+		want             cell
+	}{
+		{"tracking `label`: scan, detach, Synced", "v3.2", pass},
+		// "annotation" must not take in "annotation+label"'s pass, nor the reverse.
+		{"tracking `annotation`: scan, detach, Synced", "v3.2", fail},
+		{"tracking `annotation+label`: scan, detach, Synced", "v3.2", pass},
+		{"tracking `label`: scan, detach, Synced", "v2.14", na},
+		{"foreign installation-id, none configured", "v2.14", pass},
+		{"stale tracking-id: Synced or a diff (#28770)", "v2.14", na},
+		{"move: prepare, commit, move", "v2.14", fail},
+	} {
+		if got := m.cells[c.capability][c.line]; got != c.want {
+			t.Errorf("%s on %s: %s, want %s", c.capability, c.line, got, c.want)
+		}
+	}
+	if !m.failed() {
+		t.Errorf("a failed cell does not fail the matrix")
+	}
+	var out strings.Builder
+	m.print(&out)
+	for _, want := range []string{
+		"`make test-matrix`, 2026-12-02 12:00 UTC, 1m30s wall",
+		"| capability | v2.14.11 | v3.2.11 | v3.3.x | v3.4.x | v3.5.x |",
+		"| tracking `annotation`: scan, detach, Synced | n/a | **FAIL** | not built | not built | not built |",
+		"v3.3.x, v3.4.x, v3.5.x not built: their go.mod replaces gitops-engine",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the matrix lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestRunPatternNamesEveryTest(t *testing.T) {
+	re := regexp.MustCompile(pattern())
+	for _, c := range capabilities {
+		for _, test := range c.Tests {
+			top, _, _ := strings.Cut(test, "/")
+			if !re.MatchString(top) {
+				t.Errorf("-run %s does not select %s", pattern(), top)
+			}
+		}
+	}
+	if re.MatchString("TestDetachKubeSystem") {
+		t.Errorf("-run %s selects TestDetachKubeSystem, which the matrix does not read", pattern())
+	}
+}
+
+// TestEveryRowsTestRunsPerLine: each test a row reads exists and takes its releases from
+// labtest.Lines, so UNPRUNE_LAB_MATRIX reaches it.
+func TestEveryRowsTestRunsPerLine(t *testing.T) {
+	var sources strings.Builder
+	for _, dir := range []string{"../../test/e2e", "../../lab/labtest"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sources.Write(b)
+		}
+	}
+	for _, c := range capabilities {
+		for _, test := range c.Tests {
+			top, _, _ := strings.Cut(test, "/")
+			body := regexp.MustCompile(`(?s)\nfunc ` + top + `\(t \*testing\.T\) \{\n(.*?)\n\}\n`).FindStringSubmatch(sources.String())
+			if body == nil {
+				t.Errorf("row %q reads %s, which does not exist", c.Name, top)
+				continue
+			}
+			if !strings.Contains(body[1], "labtest.Lines(") {
+				t.Errorf("%s does not take its releases from labtest.Lines", top)
+			}
+		}
+	}
+}
