@@ -64,6 +64,7 @@ guards are unknown (unprune_unknown_guard_prune_candidates), never counted as un
 	}
 	f := cmd.Flags()
 	f.StringVar(&c.MetricsAddr, "metrics-bind-address", watch.DefaultMetricsAddr, "address serving /metrics, /healthz and /readyz (:8080 in a pod)")
+	f.StringVar(&c.PprofAddr, "pprof-bind-address", "", "address serving Go's profiles (/debug/pprof/), apart from the metrics; empty: none (e.g. 127.0.0.1:6060, then kubectl port-forward)")
 	f.StringSliceVar(&o.appNamespaces, "app-namespaces", nil, "namespaces (Argo CD's patterns) of Applications besides Argo CD's own (default: application.namespaces of argocd-cmd-params-cm)")
 	f.BoolVar(&c.LeaderElect, "leader-elect", true, "elect one leader among replicas on a Lease; only the leader emits Events")
 	f.StringVar(&c.LeaseName, "lease-name", watch.DefaultLeaseName, "name of the Lease, in -n NAMESPACE")

@@ -40,6 +40,10 @@ type Config struct {
 
 	// MetricsAddr serves /metrics, /healthz and /readyz.
 	MetricsAddr string
+	// PprofAddr, when set, serves Go's profiles (/debug/pprof/) on a listener of its own, never on
+	// the metrics port: a heap profile names who holds memory, and the port the Service and the
+	// NetworkPolicy open must not hand it to whoever can scrape.
+	PprofAddr string
 
 	// LeaderElect makes replicas elect one leader on a Lease, which alone emits Events. Without it
 	// this process emits Events itself (a single replica).
