@@ -76,6 +76,7 @@ guards are unknown (unprune_unknown_guard_prune_candidates), never counted as un
 	f.DurationVar(&c.WatchTimeout, "watch-timeout", watch.DefaultWatchTimeout, "end each informer's watch within this and watch again, so that a revoked permission shows in unprune_informer_healthy (0: client-go's 5–10m)")
 	f.IntVar(&c.Workers, "workers", watch.DefaultWorkers, "Applications evaluated in parallel")
 	f.IntVar(&c.CacheSize, "live-cache-size", watch.DefaultCacheSize, "live objects' metadata kept in memory at most")
+	f.Int64Var(&c.CacheBytes, "live-cache-bytes", watch.DefaultCacheBytes, "estimated bytes of live objects' metadata kept in memory at most, per destination cluster")
 	f.DurationVar(&c.CacheTTL, "live-cache-ttl", watch.DefaultCacheTTL, "how long a live object read is trusted (a guard added to it shows after at most this)")
 	return cmd
 }

@@ -101,6 +101,8 @@ func newWatcher(ctx context.Context, cfg Config, m *Metrics, log *logger) (*watc
 	if err := w.resolveNamespaces(ctx); err != nil {
 		return nil, err
 	}
+	// Set before the first evaluation asks for a destination's caches, which take it then.
+	w.argo.stale.maxBytes = cfg.CacheBytes
 	w.informers()
 	w.argo.informed = w.informedApplication
 	return w, nil
