@@ -128,6 +128,9 @@ func (o *WatchOptions) Complete(cmd *cobra.Command) error {
 		return usageError("the Lease's namespace: %v (set -n)", err)
 	}
 	c.Log = o.ErrOut
+	if c.MemoryLimit, err = watch.MemoryLimitFrom(o.getenv); err != nil {
+		return usageError("%v", err)
+	}
 	return nil
 }
 

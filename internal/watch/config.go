@@ -9,6 +9,7 @@ package watch
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -69,6 +70,10 @@ type Config struct {
 	CacheBytes int64
 	CacheTTL   time.Duration
 
+	// MemoryLimit, when positive, is the Go runtime's soft memory limit (GOMEMLIMIT): the garbage
+	// collector works harder as the heap nears it instead of letting it grow to twice what is live.
+	MemoryLimit int64
+
 	// Log receives one line per notable thing (start, leadership, errors).
 	Log io.Writer
 	Now func() time.Time
@@ -93,6 +98,29 @@ const (
 	DefaultCacheBytes = 64 << 20
 	DefaultCacheTTL   = 30 * time.Second
 )
+
+// MemoryLimitEnv is the container's memory limit in bytes, which deploy/ passes with the downward
+// API (resourceFieldRef limits.memory); memoryLimitShare of it is the heap's soft limit, the rest
+// left to goroutine stacks, the runtime's own structures and what the collector frees late.
+const (
+	MemoryLimitEnv   = "UNPRUNE_MEMORY_LIMIT"
+	memoryLimitShare = 0.9
+)
+
+// MemoryLimitFrom is the soft memory limit to set from the environment: none when GOMEMLIMIT is
+// set (the Go runtime has read it: an explicit setting wins), else memoryLimitShare of
+// UNPRUNE_MEMORY_LIMIT when it is a positive number of bytes.
+func MemoryLimitFrom(getenv func(string) string) (int64, error) {
+	v := getenv(MemoryLimitEnv)
+	if getenv("GOMEMLIMIT") != "" || v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s=%q: want the container's memory limit in bytes (the downward API's limits.memory), or unset it", MemoryLimitEnv, v)
+	}
+	return int64(float64(n) * memoryLimitShare), nil
+}
 
 // Validate checks what flags cannot.
 func (c *Config) Validate() error {

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,6 +62,12 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Log = os.Stderr
 	}
 	log := &logger{out: cfg.Log}
+	if cfg.MemoryLimit > 0 {
+		debug.SetMemoryLimit(cfg.MemoryLimit)
+	}
+	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
+		log.printf("Go memory limit %d MiB", limit>>20)
+	}
 	m := NewMetrics(cfg.Now)
 	w, err := newWatcher(ctx, cfg, m, log)
 	if err != nil {

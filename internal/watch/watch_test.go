@@ -511,3 +511,25 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("without leader election a lease namespace is not needed: %v", err)
 	}
 }
+
+// TestMemoryLimitFrom: 90% of the container's limit passed by the downward API, unless GOMEMLIMIT
+// says otherwise (the runtime has read it); nothing without either; a value that is not bytes is
+// refused rather than ignored.
+func TestMemoryLimitFrom(t *testing.T) {
+	for _, c := range []struct {
+		env     map[string]string
+		want    int64
+		wantErr bool
+	}{
+		{env: map[string]string{MemoryLimitEnv: "1073741824"}, want: 966367641},
+		{env: map[string]string{MemoryLimitEnv: "1073741824", "GOMEMLIMIT": "500MiB"}, want: 0},
+		{env: map[string]string{}, want: 0},
+		{env: map[string]string{MemoryLimitEnv: "1Gi"}, wantErr: true},
+		{env: map[string]string{MemoryLimitEnv: "0"}, wantErr: true},
+	} {
+		got, err := MemoryLimitFrom(func(k string) string { return c.env[k] })
+		if got != c.want || (err != nil) != c.wantErr {
+			t.Errorf("%v: %d, %v; want %d (error %t)", c.env, got, err, c.want, c.wantErr)
+		}
+	}
+}
