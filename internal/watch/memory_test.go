@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/unprune/unprune/internal/cluster"
 )
 
 // benchApp is an Application of BenchmarkWatch's shape: 50 rows requiring pruning of ConfigMaps in
@@ -127,4 +131,30 @@ func BenchmarkAppSeries(b *testing.B) {
 			b.ReportMetric(float64(n)/apps, "B/app")
 		}
 	})
+}
+
+// BenchmarkLiveCacheEntry measures the heap a cached live object of the watch benchmark's shape
+// (a ConfigMap's metadata with its tracking annotation) holds, and what readBytes estimates for it:
+// the estimate is what --live-cache-bytes bounds.
+func BenchmarkLiveCacheEntry(b *testing.B) {
+	const entries = 20000
+	for range b.N {
+		var estimate int64
+		n, kept := retained(func() any {
+			a := newAnswers[cluster.ReadResult]("meta", entries, time.Minute, nil, newStaleAnswers())
+			a.cache.limitBytes(1<<40, readBytes)
+			for i := range entries {
+				ns, name := fmt.Sprintf("watch-ns-%02d", i%40), fmt.Sprintf("watch-%05d-%02d", i/50, i%50)
+				ref := cluster.Ref{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: strings.Clone(ns), Name: name, Namespaced: true}
+				obj := &cluster.Object{Ref: ref, UID: fmt.Sprintf("%08d-1111-2222-3333-444444444444", i), ResourceVersion: fmt.Sprint(100000 + i),
+					Annotations: map[string]string{"argocd.argoproj.io/tracking-id": "watch-00000:/ConfigMap:" + ns + "/" + name}}
+				a.record(ref.Key(), cluster.ReadResult{Object: obj}, nil)
+			}
+			estimate = a.cache.size()
+			return a
+		})
+		runtime.KeepAlive(kept)
+		b.ReportMetric(float64(n)/entries, "B/entry")
+		b.ReportMetric(float64(estimate)/entries, "estimated-B/entry")
+	}
 }

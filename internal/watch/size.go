@@ -14,22 +14,31 @@ import (
 // bound, cheap enough to take at every store.
 
 // Estimated bytes of Go's bookkeeping, on amd64: an entry of the cache (its list element, map
-// slot, expiry and answer), a cluster.Object, a map header and each of its slots, a string header.
+// slot, expiry and answer), a cluster.Object, a map header, a map slot of a string key and a
+// string or interface value (a map of up to 8 entries takes a whole group of 8), a string header.
+// BenchmarkLiveCacheEntry compares the estimate with the heap an entry holds.
 const (
 	entryOverhead  = 256
 	objectOverhead = 224
-	mapOverhead    = 48
-	slotOverhead   = 40
+	mapOverhead    = 56
+	slotOverhead   = 32
 	stringOverhead = 16
 )
+
+// mapBytes is a map of n entries' own: its header and slots, a group of 8 at least, 7/8 full at
+// most.
+func mapBytes(n int) int64 {
+	slots := max(8, n*8/7+1)
+	return mapOverhead + int64(slots)*slotOverhead
+}
 
 func stringsBytes(m map[string]string) int64 {
 	if m == nil {
 		return 0
 	}
-	n := int64(mapOverhead)
+	n := mapBytes(len(m))
 	for k, v := range m {
-		n += slotOverhead + int64(len(k)+len(v))
+		n += int64(len(k) + len(v))
 	}
 	return n
 }
@@ -38,9 +47,9 @@ func stringsBytes(m map[string]string) int64 {
 func contentBytes(v any) int64 {
 	switch t := v.(type) {
 	case map[string]any:
-		n := int64(mapOverhead)
+		n := mapBytes(len(t))
 		for k, x := range t {
-			n += slotOverhead + int64(len(k)) + contentBytes(x)
+			n += int64(len(k)) + contentBytes(x)
 		}
 		return n
 	case []any:

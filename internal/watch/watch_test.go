@@ -417,7 +417,7 @@ func TestSlimCachedObjects(t *testing.T) {
 	if o.ManagedFields == nil || len(o.Annotations) != 2 {
 		t.Fatalf("the object read was changed: %+v", o)
 	}
-	if before, after := objectBytes(o), objectBytes(got); after*10 > before {
+	if before, after := objectBytes(o), objectBytes(got); after*5 > before {
 		t.Errorf("estimated %d bytes before, %d after", before, after)
 	}
 }
