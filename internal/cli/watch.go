@@ -68,6 +68,7 @@ leaves its rows as last read (or unknown), and never delays the other apps.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&c.MetricsAddr, "metrics-bind-address", watch.DefaultMetricsAddr, "address serving /metrics, /healthz and /readyz (:8080 in a pod)")
+	f.StringVar(&c.PprofAddr, "pprof-bind-address", "", "address serving Go's profiles (/debug/pprof/), apart from the metrics; empty: none (e.g. 127.0.0.1:6060, then kubectl port-forward)")
 	f.StringSliceVar(&o.appNamespaces, "app-namespaces", nil, "namespaces (Argo CD's patterns) of Applications besides Argo CD's own (default: application.namespaces of argocd-cmd-params-cm)")
 	f.BoolVar(&c.LeaderElect, "leader-elect", true, "elect one leader among replicas on a Lease; only the leader emits Events")
 	f.StringVar(&c.LeaseName, "lease-name", watch.DefaultLeaseName, "name of the Lease, in -n NAMESPACE")
@@ -79,6 +80,7 @@ leaves its rows as last read (or unknown), and never delays the other apps.`,
 	f.DurationVar(&c.WatchTimeout, "watch-timeout", watch.DefaultWatchTimeout, "end each informer's watch within this and watch again, so that a revoked permission shows in unprune_informer_healthy (0: client-go's 5–10m)")
 	f.IntVar(&c.Workers, "workers", watch.DefaultWorkers, "Applications evaluated in parallel")
 	f.IntVar(&c.CacheSize, "live-cache-size", watch.DefaultCacheSize, "live objects' metadata kept in memory at most")
+	f.Int64Var(&c.CacheBytes, "live-cache-bytes", watch.DefaultCacheBytes, "estimated bytes of live objects' metadata kept in memory at most, per destination cluster")
 	f.DurationVar(&c.CacheTTL, "live-cache-ttl", watch.DefaultCacheTTL, "how long a live object read is trusted (a guard added to it shows after at most this)")
 	f.BoolVar(&c.CountAllKinds, "count-all-kinds", false, "count Pods, ConfigMaps and Secrets too in a Namespace's contents (needs a cluster-wide list of them: deploy/components/exact-counts); without it an Event's count leaves them out and says so")
 	return cmd
@@ -137,6 +139,9 @@ func (o *WatchOptions) Complete(cmd *cobra.Command) error {
 		return usageError("the Lease's namespace: %v (set -n)", err)
 	}
 	c.Log = o.ErrOut
+	if c.MemoryLimit, err = watch.MemoryLimitFrom(o.getenv); err != nil {
+		return usageError("%v", err)
+	}
 	return nil
 }
 

@@ -53,6 +53,8 @@ var spelling = map[option.Name]struct{ long, short string }{
 	option.Workers:            {long: "workers"},
 	option.LiveCacheSize:      {long: "live-cache-size"},
 	option.LiveCacheTTL:       {long: "live-cache-ttl"},
+	option.LiveCacheBytes:     {long: "live-cache-bytes"},
+	option.PprofBindAddress:   {long: "pprof-bind-address"},
 }
 
 // apiFlagPrefix is what unprune and the kubectl plugin put before the Argo CD API's options, whose

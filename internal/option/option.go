@@ -72,6 +72,8 @@ const (
 	LiveCacheSize
 	LiveCacheTTL
 	WatchTimeout
+	PprofBindAddress
+	LiveCacheBytes
 
 	end
 )
@@ -88,6 +90,7 @@ var idents = [...]string{
 	MetricsBindAddress: "MetricsBindAddress", AppNamespaces: "AppNamespaces", LeaseDuration: "LeaseDuration",
 	RenewDeadline: "RenewDeadline", RetryPeriod: "RetryPeriod", ResyncPeriod: "ResyncPeriod", Workers: "Workers",
 	LiveCacheSize: "LiveCacheSize", LiveCacheTTL: "LiveCacheTTL", WatchTimeout: "WatchTimeout",
+	PprofBindAddress: "PprofBindAddress", LiveCacheBytes: "LiveCacheBytes",
 	end: "",
 }
 

@@ -94,10 +94,13 @@ func (a *answers[V]) forget(key string) {
 }
 
 // staleAnswers are the last good answers served in place of reads that fail, with when they were
-// read: their age is how old what the metrics show can be.
+// read: their age is how old what the metrics show can be. Every cache of a watch shares them, and
+// with them the bytes each destination's caches may keep (maxBytes; 0: bound by count alone).
 type staleAnswers struct {
 	mu sync.Mutex
 	m  map[string]time.Time
+
+	maxBytes int64
 }
 
 func newStaleAnswers() *staleAnswers { return &staleAnswers{m: map[string]time.Time{}} }

@@ -68,7 +68,7 @@ func (w *watcher) clustersChanged() {
 	w.argo.retain(func(o cluster.Objects) bool { return w.destinations.Current(context.Background(), o) })
 	for _, inf := range w.apps {
 		for _, obj := range inf.GetStore().List() {
-			if u, ok := obj.(*unstructured.Unstructured); ok && laneOf(u) != inClusterLane {
+			if a := asInformedApp(obj); a != nil && laneOf(a.Unstructured) != inClusterLane {
 				w.enqueue(obj)
 			}
 		}

@@ -9,6 +9,7 @@ package watch
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -40,6 +41,10 @@ type Config struct {
 
 	// MetricsAddr serves /metrics, /healthz and /readyz.
 	MetricsAddr string
+	// PprofAddr, when set, serves Go's profiles (/debug/pprof/) on a listener of its own, never on
+	// the metrics port: a heap profile names who holds memory, and the port the Service and the
+	// NetworkPolicy open must not hand it to whoever can scrape.
+	PprofAddr string
 
 	// LeaderElect makes replicas elect one leader on a Lease, which alone emits Events. Without it
 	// this process emits Events itself (a single replica).
@@ -67,9 +72,15 @@ type Config struct {
 	// a cluster-wide list of them (deploy/components/exact-counts); without it they are left out,
 	// never asked for, and the Event's count says so.
 	CountAllKinds bool
-	// CacheSize bounds the live objects kept; CacheTTL is how long one is trusted.
-	CacheSize int
-	CacheTTL  time.Duration
+	// CacheSize bounds the live objects kept, CacheBytes their estimated bytes (each destination
+	// cluster's); CacheTTL is how long one is trusted.
+	CacheSize  int
+	CacheBytes int64
+	CacheTTL   time.Duration
+
+	// MemoryLimit, when positive, is the Go runtime's soft memory limit (GOMEMLIMIT): the garbage
+	// collector works harder as the heap nears it instead of letting it grow to twice what is live.
+	MemoryLimit int64
 
 	// Log receives one line per notable thing (start, leadership, errors).
 	Log io.Writer
@@ -90,8 +101,35 @@ const (
 	DefaultBurst          = 100
 	DefaultWorkers        = 4
 	DefaultCacheSize      = 100000
-	DefaultCacheTTL       = 30 * time.Second
+	// DefaultCacheBytes holds the 100,000 objects of 2,000 apps × 50 rows with a few labels and
+	// annotations each (about 600 bytes apiece, estimated) and stops objects carrying large
+	// annotations from taking more.
+	DefaultCacheBytes = 64 << 20
+	DefaultCacheTTL   = 30 * time.Second
 )
+
+// MemoryLimitEnv is the container's memory limit in bytes, which deploy/ passes with the downward
+// API (resourceFieldRef limits.memory); memoryLimitShare of it is the heap's soft limit, the rest
+// left to goroutine stacks, the runtime's own structures and what the collector frees late.
+const (
+	MemoryLimitEnv   = "UNPRUNE_MEMORY_LIMIT"
+	memoryLimitShare = 0.9
+)
+
+// MemoryLimitFrom is the soft memory limit to set from the environment: none when GOMEMLIMIT is
+// set (the Go runtime has read it: an explicit setting wins), else memoryLimitShare of
+// UNPRUNE_MEMORY_LIMIT when it is a positive number of bytes.
+func MemoryLimitFrom(getenv func(string) string) (int64, error) {
+	v := getenv(MemoryLimitEnv)
+	if getenv("GOMEMLIMIT") != "" || v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s=%q: want the container's memory limit in bytes (the downward API's limits.memory), or unset it", MemoryLimitEnv, v)
+	}
+	return int64(float64(n) * memoryLimitShare), nil
+}
 
 // Validate checks what flags cannot.
 func (c *Config) Validate() error {
@@ -105,8 +143,8 @@ func (c *Config) Validate() error {
 	case c.LeaderElect && !(c.LeaseDuration > c.RenewDeadline && c.RenewDeadline > c.RetryPeriod && c.RetryPeriod > 0):
 		return fmt.Errorf("leader election needs %v > %v > %v > 0 (got %s, %s, %s)",
 			option.LeaseDuration, option.RenewDeadline, option.RetryPeriod, c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
-	case c.Workers <= 0 || c.CacheSize <= 0 || c.CacheTTL <= 0 || c.Resync <= 0:
-		return fmt.Errorf("%v, %v, %v and %v must be positive", option.Workers, option.LiveCacheSize, option.LiveCacheTTL, option.ResyncPeriod)
+	case c.Workers <= 0 || c.CacheSize <= 0 || c.CacheBytes <= 0 || c.CacheTTL <= 0 || c.Resync <= 0:
+		return fmt.Errorf("%v, %v, %v, %v and %v must be positive", option.Workers, option.LiveCacheSize, option.LiveCacheBytes, option.LiveCacheTTL, option.ResyncPeriod)
 	case c.RequestTimeout < 0:
 		return fmt.Errorf("%v must not be negative (got %s)", option.RequestTimeout, c.RequestTimeout)
 	case c.WatchTimeout < 0 || (c.WatchTimeout > 0 && c.WatchTimeout < 2*time.Second):

@@ -28,19 +28,18 @@ type parent struct {
 }
 
 func parentOf(obj any) parent {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	a := asInformedApp(obj)
+	if a == nil {
 		return parent{}
 	}
 	var p parent
-	p.autoPrune, _, _ = unstructured.NestedBool(u.Object, "spec", "syncPolicy", "automated", "prune")
-	resources, _, _ := unstructured.NestedSlice(u.Object, "status", "resources")
-	for _, r := range resources {
-		m, _ := r.(map[string]any)
-		if m["group"] == "argoproj.io" && m["kind"] == "Application" {
-			ns, _ := m["namespace"].(string)
-			name, _ := m["name"].(string)
-			p.children = append(p.children, ns+"/"+name)
+	p.autoPrune, _, _ = unstructured.NestedBool(a.Object, "spec", "syncPolicy", "automated", "prune")
+	for _, r := range a.resources {
+		if r.Group == "argoproj.io" && r.Kind == "Application" {
+			p.children = append(p.children, r.Namespace+"/"+r.Name)
 		}
 	}
 	sort.Strings(p.children)

@@ -84,6 +84,23 @@ func (l *listers) appsOf(key string) []string {
 	return slices.Sorted(maps.Keys(l.byObj[key]))
 }
 
+// trimGuardObject keeps of a Namespace or CRD what a guard is and what names it: its name, labels
+// and annotations. managedFields and kubectl's last-applied copy (a CRD's holds its whole schema)
+// go, with owner references and the rest.
+func trimGuardObject(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	annotations := m.Annotations
+	if _, ok := annotations[argocd.AnnotationLastAppliedConfiguration]; ok {
+		annotations = maps.Clone(annotations)
+		delete(annotations, argocd.AnnotationLastAppliedConfiguration)
+	}
+	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion, Labels: m.Labels, Annotations: annotations}}, nil
+}
+
 // guardChanged: what a guard is (labels, annotations) changed.
 func guardChanged(old, obj any) bool {
 	o, ok1 := old.(*metav1.PartialObjectMetadata)
@@ -98,6 +115,7 @@ func guardChanged(old, obj any) bool {
 func (w *watcher) watchGuards(ctx context.Context, wg *sync.WaitGroup) {
 	for _, k := range guardKinds {
 		inf, h := w.newMetadataInformer(k.gvr, func(o *metav1.ListOptions) { o.AllowWatchBookmarks = true })
+		_ = inf.SetTransform(trimGuardObject)
 		stop, cancel := context.WithCancel(ctx)
 		var once sync.Once
 		reportErrors(inf, h, func(error) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -121,5 +122,27 @@ func TestGuardsWithoutWatchRights(t *testing.T) {
 	}
 	if _, ok := find(t, w.metrics, metricInfHealthy, map[string]string{"informer": "namespaces"}); ok {
 		t.Errorf("a stopped informer still shows its health")
+	}
+}
+
+// TestTrimGuardObject: a watched Namespace or CRD keeps its name, labels and annotations, not its
+// managedFields nor kubectl's last-applied copy.
+func TestTrimGuardObject(t *testing.T) {
+	in := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "precious", UID: "u", ResourceVersion: "7",
+		Labels:        map[string]string{"unprune.dev/protected": "true"},
+		Annotations:   map[string]string{argocd.AnnotationLastAppliedConfiguration: "{}", argocd.AnnotationSyncOptions: "Delete=false"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}, Finalizers: []string{"kubernetes"}}}
+	out, err := trimGuardObject(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := out.(*metav1.PartialObjectMetadata)
+	want := metav1.ObjectMeta{Name: "precious", UID: "u", ResourceVersion: "7", Labels: map[string]string{"unprune.dev/protected": "true"},
+		Annotations: map[string]string{argocd.AnnotationSyncOptions: "Delete=false"}}
+	if !reflect.DeepEqual(m.ObjectMeta, want) {
+		t.Errorf("kept %+v; want %+v", m.ObjectMeta, want)
+	}
+	if _, ok := in.Annotations[argocd.AnnotationLastAppliedConfiguration]; !ok {
+		t.Errorf("the object handed in was changed")
 	}
 }

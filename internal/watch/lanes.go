@@ -121,7 +121,10 @@ func (w *watcher) work(ctx context.Context, lane string, q workqueue.TypedRateLi
 		if shutdown {
 			return
 		}
-		u, _ := w.get(key)
+		var u *unstructured.Unstructured
+		if a, ok := w.get(key); ok {
+			u = a.Unstructured
+		}
 		switch target := laneOf(u); {
 		case target != lane && lane == inClusterLane:
 			w.lanes.add(target, key)

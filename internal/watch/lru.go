@@ -7,7 +7,8 @@ import (
 )
 
 // lru is a bounded, time-limited cache of live reads. Bounded: at 2,000 apps × 50 rows the watch
-// must not keep every object it ever read. Time-limited: a guard added to a live object (a label, an
+// must not keep every object it ever read; by count, and by bytes where a cost is set (an object's
+// labels and annotations can weigh a hundred times another's). Time-limited: a guard added to a live object (a label, an
 // annotation) is seen within the TTL even though the watch does not watch every kind. An expired
 // entry is not answered by get but stays until the bound evicts it: it is the last good answer to
 // fall back on when reading again fails (peek).
@@ -20,12 +21,36 @@ type lru[V any] struct {
 	entries map[string]*list.Element
 	// evicted, when set, hears of every entry the bound evicts.
 	evicted func(key string)
+	// cost, when set, estimates an entry's bytes; the entries' total stays within maxBytes.
+	cost     func(key string, value V) int64
+	maxBytes int64
+	bytes    int64
 }
 
 type lruEntry[V any] struct {
 	key     string
 	value   V
 	expires time.Time
+	cost    int64
+}
+
+// limitBytes bounds the entries' estimated bytes as well as their count.
+func (c *lru[V]) limitBytes(max int64, cost func(key string, value V) int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.maxBytes, c.cost = max, cost
+}
+
+func (c *lru[V]) costOf(key string, value V) int64 {
+	if c.cost == nil {
+		return 0
+	}
+	return c.cost(key, value)
+}
+
+// over reports the bound exceeded, keeping at least the entry just stored.
+func (c *lru[V]) over() bool {
+	return c.order.Len() > c.max || (c.cost != nil && c.bytes > c.maxBytes && c.order.Len() > 1)
 }
 
 func newLRU[V any](max int, ttl time.Duration, now func() time.Time) *lru[V] {
@@ -75,21 +100,24 @@ func (c *lru[V]) put(key string, value V) { c.putFor(key, value, c.ttl) }
 func (c *lru[V]) putFor(key string, value V, d time.Duration) {
 	c.mu.Lock()
 	expires := c.now().Add(d)
+	cost := c.costOf(key, value)
 	if el, ok := c.entries[key]; ok {
 		e := el.Value.(*lruEntry[V])
-		e.value, e.expires = value, expires
+		c.bytes += cost - e.cost
+		e.value, e.expires, e.cost = value, expires, cost
 		c.order.MoveToFront(el)
-		c.mu.Unlock()
-		return
+	} else {
+		c.entries[key] = c.order.PushFront(&lruEntry[V]{key: key, value: value, expires: expires, cost: cost})
+		c.bytes += cost
 	}
-	c.entries[key] = c.order.PushFront(&lruEntry[V]{key: key, value: value, expires: expires})
 	var gone []string
-	for c.order.Len() > c.max {
+	for c.over() {
 		last := c.order.Back()
 		c.order.Remove(last)
-		k := last.Value.(*lruEntry[V]).key
-		delete(c.entries, k)
-		gone = append(gone, k)
+		e := last.Value.(*lruEntry[V])
+		delete(c.entries, e.key)
+		c.bytes -= e.cost
+		gone = append(gone, e.key)
 	}
 	c.mu.Unlock()
 	if c.evicted != nil {
@@ -106,6 +134,7 @@ func (c *lru[V]) remove(key string) {
 	if el, ok := c.entries[key]; ok {
 		c.order.Remove(el)
 		delete(c.entries, key)
+		c.bytes -= el.Value.(*lruEntry[V]).cost
 	}
 }
 
@@ -113,4 +142,11 @@ func (c *lru[V]) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.order.Len()
+}
+
+// size is the entries' estimated bytes.
+func (c *lru[V]) size() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bytes
 }

@@ -33,6 +33,15 @@ const (
 	metricStale      = "unprune_live_answer_stale_seconds"
 )
 
+// The per-app families' help.
+const (
+	helpPruning   = "Resources of an Argo CD Application that require pruning (a sync with prune deletes them), by risk of the deletion."
+	helpUnguarded = "Resources a prune would delete that no hard guard stops (audit's answer), by risk; when=now: they require pruning; when=removed_from_git: the app prunes automatically; when=app_deleted: the Application itself, which its parent app or ApplicationSet may delete with high-risk resources through its finalizer."
+	helpUnknown   = "Resources a prune would delete (when=now or removed_from_git) whose guards could not be read — destination unreachable, the object's or unprune's admission policy's read failed with no earlier answer to fall back on — by risk: counted neither as guarded nor as unguarded."
+	helpCascade   = "High-risk resources that deleting the Application would delete with it (it has Argo CD's resources finalizer), leaving out those an owner, Delete=false, helm's keep policy or unprune's admission policy keeps; 0 without the finalizer."
+	helpAutoPrune = "1 when the Application's automated sync prunes (spec.syncPolicy.automated with prune: true, enabled), else 0: its next sync deletes what requires pruning, with no one pressing a button."
+)
+
 // seriesPerApp is how many series one Application adds: both risks of resources requiring pruning,
 // both risks of each "when" of unguarded candidates, both risks of candidates whose guards are
 // unknown, its cascade gauge and its automated-prune gauge.
@@ -42,11 +51,7 @@ const seriesPerApp = 2 + 2*3 + 2 + 1 + 1
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	pruning   *prometheus.GaugeVec
-	unguarded *prometheus.GaugeVec
-	unknown   *prometheus.GaugeVec
-	cascade   *prometheus.GaugeVec
-	autoPrune *prometheus.GaugeVec
+	apps      *appCollector
 	errors    *prometheus.CounterVec
 	evaluated prometheus.Counter
 	duration  prometheus.Histogram
@@ -79,21 +84,22 @@ func NewMetrics(now func() time.Time) *Metrics {
 	}
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
-		pruning: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricPruning,
-			Help: "Resources of an Argo CD Application that require pruning (a sync with prune deletes them), by risk of the deletion."},
-			[]string{"namespace", "application", "project", "destination", "risk"}),
-		unguarded: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricUnguarded,
-			Help: "Resources a prune would delete that no hard guard stops (audit's answer), by risk; when=now: they require pruning; when=removed_from_git: the app prunes automatically; when=app_deleted: the Application itself, which its parent app or ApplicationSet may delete with high-risk resources through its finalizer."},
-			[]string{"namespace", "application", "risk", "when"}),
-		unknown: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricUnknown,
-			Help: "Resources a prune would delete (when=now or removed_from_git) whose guards could not be read — destination unreachable, the object's or unprune's admission policy's read failed with no earlier answer to fall back on — by risk: counted neither as guarded nor as unguarded."},
-			[]string{"namespace", "application", "risk"}),
-		cascade: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricCascade,
-			Help: "High-risk resources that deleting the Application would delete with it (it has Argo CD's resources finalizer), leaving out those an owner, Delete=false, helm's keep policy or unprune's admission policy keeps; 0 without the finalizer."},
-			[]string{"namespace", "application"}),
-		autoPrune: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricAutoPrune,
-			Help: "1 when the Application's automated sync prunes (spec.syncPolicy.automated with prune: true, enabled), else 0: its next sync deletes what requires pruning, with no one pressing a button."},
-			[]string{"namespace", "application"}),
+		apps: newAppCollector(
+			prometheus.NewDesc(metricPruning,
+				helpPruning,
+				[]string{"namespace", "application", "project", "destination", "risk"}, nil),
+			prometheus.NewDesc(metricUnguarded,
+				helpUnguarded,
+				[]string{"namespace", "application", "risk", "when"}, nil),
+			prometheus.NewDesc(metricUnknown,
+				helpUnknown,
+				[]string{"namespace", "application", "risk"}, nil),
+			prometheus.NewDesc(metricCascade,
+				helpCascade,
+				[]string{"namespace", "application"}, nil),
+			prometheus.NewDesc(metricAutoPrune,
+				helpAutoPrune,
+				[]string{"namespace", "application"}, nil)),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricErrors,
 			Help: "Evaluations that failed (stage=evaluate) or rows whose live object could not be read (stage=live_object)."},
 			[]string{"stage"}),
@@ -125,7 +131,7 @@ func NewMetrics(now func() time.Time) *Metrics {
 	apps := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricApps, Help: "Applications evaluated and shown in the metrics."}, m.appCount)
 	stale := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricStale,
 		Help: "Age of the oldest last good answer served in place of a live read that keeps failing (0: every answer is fresh): how old the guards the metrics show can be."}, m.staleAge)
-	m.Registry.MustRegister(m.pruning, m.unguarded, m.unknown, m.cascade, m.autoPrune, m.errors, m.evaluated, m.duration, m.leader, m.requests, m.events, m.lost,
+	m.Registry.MustRegister(m.apps, m.errors, m.evaluated, m.duration, m.leader, m.requests, m.events, m.lost,
 		m.infErrors, m.healthy, m.resync, age, apps, stale,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, stage := range []string{"evaluate", "live_object"} {
@@ -136,31 +142,15 @@ func NewMetrics(now func() time.Time) *Metrics {
 
 // Set replaces an app's series with its summary's. The lock guards only the bookkeeping: the
 // registry is never called under it, because a scrape runs the gauge functions (which take it) while
-// it holds the vectors' locks — calling the vectors under this lock deadlocks with a scrape. Calls for
+// it holds the collectors' locks — calling them under this lock deadlocks with a scrape. Calls for
 // one app never overlap: the workqueue hands a key to one worker at a time.
 func (m *Metrics) Set(key string, s Summary, took time.Duration) {
 	l := appLabels{namespace: s.Namespace, name: s.Name, project: s.Project, destination: s.Destination}
 	m.mu.Lock()
-	old, had := m.labels[key]
 	m.labels[key] = l
 	m.evaluatedAt[key] = m.now()
 	m.mu.Unlock()
-	if had && old != l {
-		m.deleteSeries(old)
-	}
-	for _, r := range riskLabels {
-		m.pruning.WithLabelValues(l.namespace, l.name, l.project, l.destination, r).Set(float64(s.Pruning[r]))
-		for _, w := range whenLabels {
-			m.unguarded.WithLabelValues(l.namespace, l.name, r, w).Set(float64(s.Unguarded[w][r]))
-		}
-		m.unknown.WithLabelValues(l.namespace, l.name, r).Set(float64(s.Unknown[r]))
-	}
-	m.cascade.WithLabelValues(l.namespace, l.name).Set(float64(s.CascadeHighRisk))
-	autoPrune := 0.0
-	if s.AutoPrune {
-		autoPrune = 1
-	}
-	m.autoPrune.WithLabelValues(l.namespace, l.name).Set(autoPrune)
+	m.apps.set(key, l, s)
 	m.evaluated.Inc()
 	m.duration.Observe(took.Seconds())
 	if s.LiveErrors > 0 {
@@ -171,22 +161,13 @@ func (m *Metrics) Set(key string, s Summary, took time.Duration) {
 // Delete removes every series of an app that is gone.
 func (m *Metrics) Delete(key string) {
 	m.mu.Lock()
-	l, ok := m.labels[key]
+	_, ok := m.labels[key]
 	delete(m.labels, key)
 	delete(m.evaluatedAt, key)
 	m.mu.Unlock()
 	if ok {
-		m.deleteSeries(l)
+		m.apps.delete(key)
 	}
-}
-
-func (m *Metrics) deleteSeries(l appLabels) {
-	app := prometheus.Labels{"namespace": l.namespace, "application": l.name}
-	m.pruning.DeletePartialMatch(app)
-	m.unguarded.DeletePartialMatch(app)
-	m.unknown.DeletePartialMatch(app)
-	m.cascade.DeletePartialMatch(app)
-	m.autoPrune.DeletePartialMatch(app)
 }
 
 // EvaluationFailed counts an evaluation that could not be done.

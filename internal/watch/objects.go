@@ -45,9 +45,12 @@ type policyResult struct {
 	obj map[string]any
 }
 
+// newCachedObjects bounds the caches by size objects and, when stale carries one, by bytes: the
+// metadata cache takes the whole bound, the full reads (CRDs, Applications not in the informers)
+// a tenth.
 func newCachedObjects(inner cluster.Objects, size int, ttl time.Duration, now func() time.Time, stale *staleAnswers) *cachedObjects {
 	where := inner.Info().Name + "|" + inner.Info().Server + "|"
-	return &cachedObjects{
+	c := &cachedObjects{
 		inner:  inner,
 		meta:   newAnswers[cluster.ReadResult](where+"meta", size, ttl, now, stale),
 		full:   newAnswers[cluster.ReadResult](where+"full", size/10+1, ttl, now, stale),
@@ -56,6 +59,11 @@ func newCachedObjects(inner cluster.Objects, size int, ttl time.Duration, now fu
 		policies: newAnswers[policyResult](where+"policies", 16, ttl, now, stale),
 		listed:   newLRU[struct{}](size/10+1, ttl, now),
 	}
+	if stale.maxBytes > 0 {
+		c.meta.cache.limitBytes(stale.maxBytes, readBytes)
+		c.full.cache.limitBytes(stale.maxBytes/10+1, readBytes)
+	}
+	return c
 }
 
 var (
@@ -124,7 +132,7 @@ func (c *cachedObjects) Read(ctx context.Context, refs []cluster.Ref) []cluster.
 			out[rest[k]] = res
 			continue
 		}
-		out[rest[k]] = readResult(ctx, missing[k], c.meta.record(missing[k].Key(), res, res.Err))
+		out[rest[k]] = readResult(ctx, missing[k], c.meta.record(missing[k].Key(), slim(res), res.Err))
 	}
 	return out
 }
@@ -174,7 +182,7 @@ func (c *cachedObjects) fill(ctx context.Context, key string, like cluster.Ref) 
 		c.listing.Store(key, true)
 		defer c.listing.Delete(key)
 		err := lister.ListAll(ctx, like, func(obj *cluster.Object) {
-			c.meta.record(obj.Ref.Key(), cluster.ReadResult{Object: obj}, nil)
+			c.meta.record(obj.Ref.Key(), slim(cluster.ReadResult{Object: obj}), nil)
 		})
 		if err == nil {
 			c.listed.put(key, struct{}{})

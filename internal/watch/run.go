@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +61,12 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Log = os.Stderr
 	}
 	log := &logger{out: cfg.Log}
+	if cfg.MemoryLimit > 0 {
+		debug.SetMemoryLimit(cfg.MemoryLimit)
+	}
+	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
+		log.printf("Go memory limit %d MiB", limit>>20)
+	}
 	m := NewMetrics(cfg.Now)
 	w, err := newWatcher(ctx, cfg, m, log)
 	if err != nil {
@@ -81,10 +90,25 @@ func Run(ctx context.Context, cfg Config) error {
 	go func() { _ = srv.Serve(ln) }()
 	log.printf("serving metrics on http://%s/metrics (identity %s, Argo CD in %s, Applications in %v)", ln.Addr(), cfg.Identity, cfg.ArgoCDNamespace, w.ns.informerNamespaces())
 
+	var profiles *http.Server
+	if cfg.PprofAddr != "" {
+		pl, err := net.Listen("tcp", cfg.PprofAddr)
+		if err != nil {
+			_ = srv.Close()
+			return fmt.Errorf("listen on %v %s: %w", option.PprofBindAddress, cfg.PprofAddr, err)
+		}
+		profiles = &http.Server{Handler: pprofMux(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = profiles.Serve(pl) }()
+		log.printf("serving Go profiles on http://%s/debug/pprof/", pl.Addr())
+	}
+
 	w.serve(ctx, &ready)
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdown)
+	if profiles != nil {
+		_ = profiles.Shutdown(shutdown)
+	}
 	log.printf("stopped")
 	return nil
 }
@@ -168,6 +192,18 @@ func (w *watcher) start(ctx context.Context, wg *sync.WaitGroup, ready *atomic.B
 		}
 		workers.Wait()
 	}()
+}
+
+// pprofMux serves net/http/pprof's handlers on a mux of their own (the package registers them on
+// http.DefaultServeMux, which nothing here serves).
+func pprofMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
 
 func (w *watcher) mux(ready *atomic.Bool) *http.ServeMux {

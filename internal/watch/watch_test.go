@@ -17,6 +17,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/audit"
+	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/risk"
 )
 
@@ -391,6 +392,51 @@ func TestLRUBoundAndTTL(t *testing.T) {
 	}
 }
 
+// TestLRUBoundByBytes: entries are evicted least recently used first once their bytes exceed the
+// bound, whatever their count; a replaced or removed entry gives its bytes back; one entry larger
+// than the bound is kept alone rather than refused.
+func TestLRUBoundByBytes(t *testing.T) {
+	var evicted []string
+	c := newLRU[string](100, time.Minute, nil)
+	c.evicted = func(k string) { evicted = append(evicted, k) }
+	c.limitBytes(10, func(_ string, v string) int64 { return int64(len(v)) })
+	c.put("a", "xxxx")
+	c.put("b", "xxxx")
+	c.get("a")
+	c.put("c", "xxxx") // 12 bytes: b, the least recently used, goes
+	if fmt.Sprint(evicted) != "[b]" || c.size() != 8 || c.len() != 2 {
+		t.Fatalf("evicted %v, %d bytes in %d entries", evicted, c.size(), c.len())
+	}
+	c.put("a", "x") // replaced: 5 bytes
+	c.remove("c")
+	if c.size() != 1 || c.len() != 1 {
+		t.Fatalf("%d bytes in %d entries after a replacement and a removal", c.size(), c.len())
+	}
+	c.put("big", "xxxxxxxxxxxxxxxx")
+	if _, ok := c.get("big"); !ok || c.len() != 1 || c.size() != 16 {
+		t.Fatalf("an entry above the bound: kept %v, %d entries, %d bytes", ok, c.len(), c.size())
+	}
+}
+
+// TestSlimCachedObjects: a live object is cached without its managedFields and kubectl's
+// last-applied copy, which no judgement reads; the labels and other annotations stay, and the
+// object read is not changed.
+func TestSlimCachedObjects(t *testing.T) {
+	o := &cluster.Object{Ref: cluster.Ref{Name: "x"}, Labels: map[string]string{"app.kubernetes.io/instance": "web"},
+		Annotations:   map[string]string{argocd.AnnotationLastAppliedConfiguration: strings.Repeat("x", 4096), "argocd.argoproj.io/sync-options": "Prune=false"},
+		ManagedFields: []cluster.ManagedFieldsEntry{{Manager: "argocd-controller", FieldsV1: []byte(strings.Repeat("f", 2048))}}}
+	got := slim(cluster.ReadResult{Object: o}).Object
+	if got.ManagedFields != nil || len(got.Annotations) != 1 || got.Annotations["argocd.argoproj.io/sync-options"] != "Prune=false" || got.Labels["app.kubernetes.io/instance"] != "web" {
+		t.Fatalf("slimmed to %+v", got)
+	}
+	if o.ManagedFields == nil || len(o.Annotations) != 2 {
+		t.Fatalf("the object read was changed: %+v", o)
+	}
+	if before, after := objectBytes(o), objectBytes(got); after*5 > before {
+		t.Errorf("estimated %d bytes before, %d after", before, after)
+	}
+}
+
 func TestAppNamespaces(t *testing.T) {
 	a := appNamespaces{argocd: "argocd", patterns: splitPatterns(" team-a, team-* ,/^ops-[0-9]+$/")}
 	for ns, want := range map[string]bool{"argocd": true, "team-a": true, "team-b": true, "ops-12": true, "ops-x": false, "other": false} {
@@ -459,7 +505,7 @@ func TestConfigValidate(t *testing.T) {
 	good := func() Config {
 		return Config{REST: &rest.Config{}, ArgoCDNamespace: "argocd", LeaderElect: true, LeaseNamespace: "argocd",
 			LeaseDuration: DefaultLeaseDuration, RenewDeadline: DefaultRenewDeadline, RetryPeriod: DefaultRetryPeriod,
-			Workers: 1, CacheSize: 1, CacheTTL: time.Second, Resync: time.Minute}
+			Workers: 1, CacheSize: 1, CacheBytes: 1, CacheTTL: time.Second, Resync: time.Minute}
 	}
 	if c := good(); c.Validate() != nil {
 		t.Fatalf("valid config refused: %v", c.Validate())
@@ -471,6 +517,7 @@ func TestConfigValidate(t *testing.T) {
 		"renew deadline too long":  func(c *Config) { c.RenewDeadline = c.LeaseDuration },
 		"retry period not shorter": func(c *Config) { c.RetryPeriod = c.RenewDeadline },
 		"no workers":               func(c *Config) { c.Workers = 0 },
+		"no cache bytes":           func(c *Config) { c.CacheBytes = 0 },
 	} {
 		c := good()
 		edit(&c)
@@ -482,5 +529,27 @@ func TestConfigValidate(t *testing.T) {
 	c.LeaderElect, c.LeaseNamespace = false, ""
 	if err := c.Validate(); err != nil {
 		t.Errorf("without leader election a lease namespace is not needed: %v", err)
+	}
+}
+
+// TestMemoryLimitFrom: 90% of the container's limit passed by the downward API, unless GOMEMLIMIT
+// says otherwise (the runtime has read it); nothing without either; a value that is not bytes is
+// refused rather than ignored.
+func TestMemoryLimitFrom(t *testing.T) {
+	for _, c := range []struct {
+		env     map[string]string
+		want    int64
+		wantErr bool
+	}{
+		{env: map[string]string{MemoryLimitEnv: "1073741824"}, want: 966367641},
+		{env: map[string]string{MemoryLimitEnv: "1073741824", "GOMEMLIMIT": "500MiB"}, want: 0},
+		{env: map[string]string{}, want: 0},
+		{env: map[string]string{MemoryLimitEnv: "1Gi"}, wantErr: true},
+		{env: map[string]string{MemoryLimitEnv: "0"}, wantErr: true},
+	} {
+		got, err := MemoryLimitFrom(func(k string) string { return c.env[k] })
+		if got != c.want || (err != nil) != c.wantErr {
+			t.Errorf("%v: %d, %v; want %d (error %t)", c.env, got, err, c.want, c.wantErr)
+		}
 	}
 }

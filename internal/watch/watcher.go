@@ -122,6 +122,8 @@ func newWatcher(ctx context.Context, cfg Config, m *Metrics, log *logger) (*watc
 	if err := w.resolveNamespaces(ctx); err != nil {
 		return nil, err
 	}
+	// Set before the first evaluation asks for a destination's caches, which take it then.
+	w.argo.stale.maxBytes = cfg.CacheBytes
 	w.informers()
 	w.argo.informed = w.informedApplication
 	return w, nil
@@ -186,7 +188,7 @@ func (w *watcher) informers() {
 	bookmarks := func(o *metav1.ListOptions) { o.AllowWatchBookmarks = true }
 	for _, ns := range w.ns.informerNamespaces() {
 		inf := w.newDynamicInformer(kube.GVRApplication, ns, bookmarks, cache.Indexers{indexProject: projectIndex})
-		_ = inf.SetTransform(trimApplication)
+		_ = inf.SetTransform(compactApplication)
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) {
 				w.enqueue(obj)
@@ -204,6 +206,7 @@ func (w *watcher) informers() {
 		bookmarks(o)
 		o.FieldSelector = "metadata.name=" + argocd.ConfigMapName
 	}, nil)
+	_ = w.settingsInformer.SetTransform(trimSettings)
 	_, _ = w.settingsInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: w.settingsChanged,
 		// A relist delivers the same object again: only a new resourceVersion is a change.
@@ -216,6 +219,7 @@ func (w *watcher) informers() {
 	})
 	w.watchClusterSecrets()
 	w.projects = w.newDynamicInformer(gvrAppProject, w.cfg.ArgoCDNamespace, bookmarks, nil)
+	_ = w.projects.SetTransform(trimProject)
 	_, _ = w.projects.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(old, obj any) {
 			if o, ok := old.(*unstructured.Unstructured); ok && o.GetResourceVersion() == obj.(*unstructured.Unstructured).GetResourceVersion() {
@@ -250,28 +254,34 @@ func (w *watcher) resyncLater(key string) {
 	w.queue.AddAfter(key, time.Duration(float64(d)*f))
 }
 
-// trimApplication drops what the watch never reads before the informer stores an Application:
-// managedFields, the sync history and the last sync's per-resource results weigh more than the rest
-// at 2,000 apps.
-func trimApplication(obj any) (any, error) {
+// trimSettings keeps of argocd-cm what the watch reads: its data.
+func trimSettings(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
 	}
 	u.SetManagedFields(nil)
-	unstructured.RemoveNestedField(u.Object, "metadata", "annotations", "kubectl.kubernetes.io/last-applied-configuration")
-	unstructured.RemoveNestedField(u.Object, "status", "history")
-	unstructured.RemoveNestedField(u.Object, "status", "operationState", "syncResult")
-	unstructured.RemoveNestedField(u.Object, "status", "resourceHealthSource")
+	u.SetAnnotations(nil)
 	return u, nil
 }
 
-func projectIndex(obj any) ([]string, error) {
+// trimProject keeps of an AppProject its name and resourceVersion: a project that changes only
+// re-evaluates its apps (projectChanged), and audit reads nothing of it through the informer.
+func trimProject(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
+		return obj, nil
+	}
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(),
+		"metadata": map[string]any{"namespace": u.GetNamespace(), "name": u.GetName(), "uid": string(u.GetUID()), "resourceVersion": u.GetResourceVersion()}}}, nil
+}
+
+func projectIndex(obj any) ([]string, error) {
+	a := asInformedApp(obj)
+	if a == nil {
 		return nil, nil
 	}
-	p, _, _ := unstructured.NestedString(u.Object, "spec", "project")
+	p, _, _ := unstructured.NestedString(a.Object, "spec", "project")
 	return []string{p}, nil
 }
 
@@ -288,13 +298,13 @@ func (w *watcher) enqueue(obj any) {
 
 // informedApplication is an Application as the informers hold it, as a live object.
 func (w *watcher) informedApplication(namespace, name string) (*cluster.Object, bool) {
-	u, ok := w.get(namespace + "/" + name)
+	a, ok := w.get(namespace + "/" + name)
 	if !ok {
 		return nil, false
 	}
 	ref := cluster.Ref{Group: kube.GVRApplication.Group, Version: kube.GVRApplication.Version, Resource: kube.GVRApplication.Resource,
 		Kind: "Application", Namespace: namespace, Name: name, Namespaced: true}
-	return kube.FromContent(ref, u.Object), true
+	return kube.FromContent(ref, a.content()), true
 }
 
 // applicationOf parses an Application as the informers hold it.
@@ -360,12 +370,12 @@ func (w *watcher) currentSettings() *argocd.Settings {
 }
 
 // get finds an app in the informers' stores.
-func (w *watcher) get(key string) (*unstructured.Unstructured, bool) {
+func (w *watcher) get(key string) (*informedApp, bool) {
 	for _, inf := range w.apps {
 		obj, exists, err := inf.GetStore().GetByKey(key)
 		if err == nil && exists {
-			u, ok := obj.(*unstructured.Unstructured)
-			return u, ok
+			a := asInformedApp(obj)
+			return a, a != nil
 		}
 	}
 	return nil, false
@@ -381,7 +391,7 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 	if s == nil {
 		return fmt.Errorf("ConfigMap %s/%s not read yet", w.cfg.ArgoCDNamespace, argocd.ConfigMapName)
 	}
-	u, ok := w.get(key)
+	a, ok := w.get(key)
 	if !ok {
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
 		w.listers.track(key, nil)
@@ -389,7 +399,7 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 		w.events.forget(key, ns, name)
 		return nil
 	}
-	app, err := applicationOf(u.Object)
+	app, err := a.application()
 	if err != nil {
 		return err
 	}
@@ -400,7 +410,7 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 	}
 	w.listers.track(key, listed)
 	start := w.now()
-	sum, unread, err := w.judge(ctx, *s, app, u.GetFinalizers())
+	sum, unread, err := w.judge(ctx, *s, app, a.GetFinalizers())
 	if err != nil {
 		return err
 	}

@@ -84,6 +84,7 @@ func BenchmarkWatch(b *testing.B) {
 		return s["unprune_applications_watched"] == float64(apps) && s["unprune_evaluations_total"] >= float64(apps)
 	})
 	initial := time.Since(started)
+	w.profile(b, "evaluated")
 	k := startKubectlWatch(b, env, ns, fmt.Sprintf("watch-%05d", apps-1))
 	// What one poll costs on its own: reading and scanning every series, with nothing changing.
 	var scrapes []float64
@@ -131,6 +132,8 @@ func BenchmarkWatch(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	w.profile(b, "end")
+	heap := w.scrape(b)["go_memstats_heap_inuse_bytes"]
 	watchRSS, kubectlRSS := peakRSS(b, w.cmd.Process.Pid), peakRSS(b, k.cmd.Process.Pid)
 	fmt.Fprintf(os.Stdout, "\n%s: %d apps × %d rows, %d status changes\n", b.Name(), apps, watchRows, changes)
 	fmt.Fprintf(os.Stdout, "  %-48s %.1f s\n", "unprune watch: start to every app evaluated", initial.Seconds())
@@ -140,6 +143,7 @@ func BenchmarkWatch(b *testing.B) {
 	fmt.Fprintf(os.Stdout, "  %-48s median %.3f s, p95 %.3f s\n", "status change → kubectl get -w -o json prints it", percentile(kubectlLat, 50), percentile(kubectlLat, 95))
 	fmt.Fprintf(os.Stdout, "  %-48s %.0f MiB\n", "peak RSS unprune watch", float64(watchRSS)/1024)
 	fmt.Fprintf(os.Stdout, "  %-48s %.0f MiB\n", "peak RSS kubectl get -w", float64(kubectlRSS)/1024)
+	fmt.Fprintf(os.Stdout, "  %-48s %.0f MiB\n", "unprune watch Go heap in use at the end", heap/(1<<20))
 	b.ReportMetric(percentile(watchLat, 50), "watch-median-s")
 	b.ReportMetric(percentile(kubectlLat, 50), "kubectl-median-s")
 	b.ReportMetric(float64(watchRSS)/1024, "watch-MiB")
@@ -183,14 +187,47 @@ func seedWatchApps(b *testing.B, env *labtest.Env, argocdNS string, namespaces [
 type benchWatch struct {
 	cmd  *exec.Cmd
 	addr string
+	// pprof serves the watch's Go profiles when UNPRUNE_BENCH_WATCH_PROFILE names a directory.
+	pprof      string
+	profileDir string
 }
 
-var benchServingRE = regexp.MustCompile(`serving metrics on http://([0-9.:]+)/metrics`)
+var (
+	benchServingRE = regexp.MustCompile(`serving metrics on http://([0-9.:]+)/metrics`)
+	benchPprofRE   = regexp.MustCompile(`serving Go profiles on http://([0-9.:]+)/debug/pprof/`)
+)
+
+// profile saves the watch's heap profile as DIR/watch-heap-<apps>-<when>.pprof (go tool pprof
+// -sample_index=inuse_space), when UNPRUNE_BENCH_WATCH_PROFILE names DIR.
+func (w *benchWatch) profile(b *testing.B, when string) {
+	if w.profileDir == "" {
+		return
+	}
+	resp, err := http.Get("http://" + w.pprof + "/debug/pprof/heap")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	path := fmt.Sprintf("%s/watch-heap-%d-%s.pprof", w.profileDir, watchApps(b), when)
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		b.Fatal(err)
+	}
+	fmt.Fprintf(os.Stdout, "  heap profile: %s\n", path)
+}
 
 func startBenchWatch(b *testing.B, bin, kubeconfig, ns string) *benchWatch {
 	b.Helper()
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--argocd-namespace", ns, "--argocd-version", "v3.6.1",
 		"watch", "--leader-elect=false", "--app-namespaces=", "--metrics-bind-address", "127.0.0.1:0")
+	dir := os.Getenv("UNPRUNE_BENCH_WATCH_PROFILE")
+	if dir != "" {
+		cmd.Args = append(cmd.Args, "--pprof-bind-address", "127.0.0.1:0")
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -199,25 +236,35 @@ func startBenchWatch(b *testing.B, bin, kubeconfig, ns string) *benchWatch {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
-	addr := make(chan string, 1)
+	addr, pprofAddr := make(chan string, 1), make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			if m := benchServingRE.FindStringSubmatch(sc.Text()); m != nil {
 				addr <- m[1]
 			}
+			if m := benchPprofRE.FindStringSubmatch(sc.Text()); m != nil {
+				pprofAddr <- m[1]
+			}
 			if os.Getenv("UNPRUNE_BENCH_VERBOSE") != "" {
 				fmt.Fprintln(os.Stderr, "watch:", sc.Text())
 			}
 		}
 	}()
+	w := &benchWatch{cmd: cmd, profileDir: dir}
 	select {
-	case a := <-addr:
-		return &benchWatch{cmd: cmd, addr: a}
+	case w.addr = <-addr:
 	case <-time.After(time.Minute):
 		b.Fatal("unprune watch did not start serving metrics")
 	}
-	return nil
+	if dir != "" {
+		select {
+		case w.pprof = <-pprofAddr:
+		case <-time.After(time.Minute):
+			b.Fatal("unprune watch did not start serving profiles")
+		}
+	}
+	return w
 }
 
 // scrape returns the unlabelled samples of the watch's metrics.

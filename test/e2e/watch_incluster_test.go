@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -183,11 +184,14 @@ func shippedContainer(t *testing.T, namespace, podName string) podContainer {
 	for _, e := range c["env"].([]any) {
 		e := e.(map[string]any)
 		name := e["name"].(string)
+		res, _, _ := unstructured.NestedString(e, "valueFrom", "resourceFieldRef", "resource")
 		switch path, _, _ := unstructured.NestedString(e, "valueFrom", "fieldRef", "fieldPath"); {
 		case e["value"] != nil:
 			pod.env[name] = expandLikeKubelet(t, e["value"].(string), pod.env)
 		case fields[path] != "":
 			pod.env[name] = fields[path]
+		case res != "":
+			pod.env[name] = resourceField(t, c, e, res)
 		default:
 			t.Fatalf("env %s of the Deployment is %v: the test does not emulate it; add it here", name, e)
 		}
@@ -201,6 +205,26 @@ func shippedContainer(t *testing.T, namespace, podName string) podContainer {
 	}
 	pod.uid, pod.gid = podUser(t, spec)
 	return pod
+}
+
+// resourceField is a resourceFieldRef's value as the kubelet gives it: the container's own limit or
+// request, divided by the divisor (1 by default), rounded up.
+func resourceField(t *testing.T, c, env map[string]any, res string) string {
+	t.Helper()
+	if ref, _, _ := unstructured.NestedString(env, "valueFrom", "resourceFieldRef", "containerName"); ref != "" && ref != c["name"] {
+		t.Fatalf("env %v names container %s, not its own %s", env, ref, c["name"])
+	}
+	kind, what, _ := strings.Cut(res, ".")
+	raw, ok, _ := unstructured.NestedFieldNoCopy(c, "resources", kind, what)
+	if !ok {
+		t.Fatalf("env %v: the container sets no %s", env, res)
+	}
+	q := resource.MustParse(fmt.Sprint(raw))
+	divisor := resource.MustParse("1")
+	if d, ok, _ := unstructured.NestedFieldNoCopy(env, "valueFrom", "resourceFieldRef", "divisor"); ok {
+		divisor = resource.MustParse(fmt.Sprint(d))
+	}
+	return strconv.FormatInt((q.Value()+divisor.Value()-1)/divisor.Value(), 10)
 }
 
 // podUser is the pod's runAsUser and runAsGroup: the watch must run as that user.

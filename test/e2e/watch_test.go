@@ -322,8 +322,9 @@ func leaders(t *testing.T, procs ...*watchProc) []*watchProc {
 	return out
 }
 
-// TestWatch runs two replicas of `unprune watch` as the ServiceAccount of deploy/'s RBAC and checks
-// the incident's metrics and Events, a guarded control, detach, a leader's SIGKILL and SIGTERM.
+// TestWatch runs two replicas of `unprune watch` as the ServiceAccount of deploy/'s RBAC, scraped by
+// a real Prometheus with the shipped rules, and checks the incident's metrics, alert and Events, a
+// guarded control, detach, a leader's SIGKILL and SIGTERM.
 func TestWatch(t *testing.T) {
 	env := labtest.Get(t)
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
@@ -343,6 +344,12 @@ func TestWatch(t *testing.T) {
 	})
 	leader := leaders(t, a, b)[0]
 	follower := map[*watchProc]*watchProc{a: b, b: a}[leader]
+	prom := startPrometheus(t, a, b)
+	oneLeader := `sum(unprune_leader{job="` + prometheusJob + `"})`
+	labtest.Eventually(t, 10*time.Second, "Prometheus to see one leader", func() (bool, string) {
+		v := prom.query(t, oneLeader)
+		return v == "1", v
+	})
 
 	exposed := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
 	guarded := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
@@ -360,6 +367,8 @@ func TestWatch(t *testing.T) {
 	follower.waitMetric(t, 10*time.Second, "unprune_resources_requiring_pruning", high, 1)
 	wantOneEvent(t, env, exposed, watch.ReasonHighRiskRequiresPruning, "Namespace/"+exposedNS,
 		fmt.Sprintf("unprune detach %s/%s Namespace/%s --yes", exposed.Namespace, exposed.Name, exposedNS), "Nothing guards it")
+	incident := map[string]string{"namespace": exposed.Namespace, "application": exposed.Name, "severity": "warning"}
+	prom.waitAlert(t, 15*time.Second, "UnpruneHighRiskRequiresPruning", incident, "pending")
 
 	guarded.Incident(t, guardedNS, map[string]string{"unprune.dev/protected": "true"})
 	guardedHigh := map[string]string{"application": guarded.Name, "risk": "high"}
@@ -392,6 +401,13 @@ func TestWatch(t *testing.T) {
 	if takeover > testLeaseDuration+4*testRetryPeriod {
 		t.Errorf("takeover took %s, more than the lease duration %s + 3.4 retry periods (client-go's jitter) and latency", takeover, testLeaseDuration)
 	}
+	// Prometheus sees the killed replica down, one leader, and the incident's alert still pending
+	// on the follower's series.
+	labtest.Eventually(t, 10*time.Second, "Prometheus to see the killed replica down and one leader", func() (bool, string) {
+		up, lead := prom.query(t, `up{job="`+prometheusJob+`",instance="`+leader.addr+`"}`), prom.query(t, oneLeader)
+		return up == "0" && lead == "1", fmt.Sprintf("up %s, leaders %s", up, lead)
+	})
+	prom.waitAlert(t, 5*time.Second, "UnpruneHighRiskRequiresPruning", incident, "pending")
 
 	// A transition after the takeover: one Event from the new leader.
 	later := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
@@ -416,6 +432,7 @@ func TestWatch(t *testing.T) {
 	}
 	took = follower.waitMetric(t, 10*time.Second, "unprune_resources_requiring_pruning", high, 0)
 	t.Logf("metric back to 0 %.2fs after detach returned", took.Seconds())
+	prom.waitAlert(t, 15*time.Second, "UnpruneHighRiskRequiresPruning", incident, "")
 
 	checkOnlyEventsAndLeaseWritten(t, follower, leader)
 	stopGracefully(t, env, follower, ns)
