@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -551,5 +552,17 @@ func TestMemoryLimitFrom(t *testing.T) {
 		if got != c.want || (err != nil) != c.wantErr {
 			t.Errorf("%v: %d, %v; want %d (error %t)", c.env, got, err, c.want, c.wantErr)
 		}
+	}
+}
+
+// TestSettingsLogTheReleaseLine: when argocd-cm is read, the watch logs the settings and, with the
+// Argo CD version known, the release line and the version rules it judges with.
+func TestSettingsLogTheReleaseLine(t *testing.T) {
+	var out strings.Builder
+	v := argocd.Version{Major: 3, Minor: 6, Patch: 1}
+	w := &watcher{cfg: Config{ArgoCDNamespace: "argocd", Version: &v}, log: &logger{out: &out}}
+	w.settingsChanged(&unstructured.Unstructured{Object: map[string]any{"data": map[string]any{argocd.SettingTrackingMethod: "annotation"}}})
+	if got := out.String(); !strings.Contains(got, "Argo CD v3.6.1, release line v3.6: rules ") || !strings.Contains(got, "installation-id-when-configured") {
+		t.Fatalf("log %q: want the release line and its rules", got)
 	}
 }

@@ -329,6 +329,9 @@ func (w *watcher) settingsChanged(obj any) {
 	w.settings = &s
 	w.mu.Unlock()
 	w.log.printf("Argo CD settings in %s/%s: %s", w.cfg.ArgoCDNamespace, argocd.ConfigMapName, s.String())
+	if line := s.RulesLine(); line != "" {
+		w.log.printf("%s", line)
+	}
 	for _, inf := range w.apps {
 		for _, key := range inf.GetStore().ListKeys() {
 			w.enqueue(cache.ExplicitKey(key))
