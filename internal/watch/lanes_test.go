@@ -43,7 +43,7 @@ func applicationObject(name string, dest argocd.Destination) *unstructured.Unstr
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
 		"metadata": map[string]any{"name": name, "namespace": "argocd", "uid": "uid-" + name},
-		"spec": map[string]any{"project": "default", "destination": map[string]any{"server": dest.Server, "name": dest.Name, "namespace": "team"}},
+		"spec":     map[string]any{"project": "default", "destination": map[string]any{"server": dest.Server, "name": dest.Name, "namespace": "team"}},
 		"status": map[string]any{"resources": []any{map[string]any{
 			"version": "v1", "kind": "Namespace", "name": "ns-" + name, "requiresPruning": true}}},
 	}}
