@@ -105,7 +105,7 @@ func stopProcess(state, name string, grace time.Duration) error {
 	}
 	deadline := time.Now().Add(grace)
 	for time.Now().Before(deadline) {
-		if runningPID(state, name) == 0 {
+		if exited(pid) {
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -113,10 +113,22 @@ func stopProcess(state, name string, grace time.Duration) error {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("kill %s (pid %d): %w", name, pid, err)
 	}
-	for i := 0; i < 100 && runningPID(state, name) != 0; i++ {
+	for i := 0; i < 100 && !exited(pid); i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return nil
+}
+
+// exited reports whether a process signalled to stop is gone or a zombie. runningPID cannot tell:
+// while a process exits, the kernel drops its /proc/PID/exe link before it becomes a zombie, so
+// runningPID already says 0 while it still runs (and holds its ports).
+func exited(pid int) bool {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
 }
 
 // recordedProcesses lists the names with a PID file, in a stable order.
