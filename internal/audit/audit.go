@@ -194,11 +194,6 @@ func Run(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []arg
 
 // auditCluster reads one destination's rows in bulk and judges each.
 func auditCluster(ctx context.Context, objects cluster.Objects, jobs []*job, s argocd.Settings, argo cluster.ArgoCD, o Options) ([]Row, []string) {
-	var warnings []string
-	policy, warn := guard.ReadInstalled(ctx, objects)
-	if warn != "" {
-		warnings = append(warnings, warn)
-	}
 	refs := make([]cluster.Ref, len(jobs))
 	for i, j := range jobs {
 		r := j.row.Resource
@@ -214,6 +209,17 @@ func auditCluster(ctx context.Context, objects cluster.Objects, jobs []*job, s a
 		} else {
 			jobs[i].live = res.Object
 		}
+	}
+	return judgeCluster(ctx, objects, jobs, s, argo, o)
+}
+
+// judgeCluster judges one destination's jobs, their live objects read, with the cluster's installed
+// policy and, in the cluster Argo CD runs in, the probe acting as its controller.
+func judgeCluster(ctx context.Context, objects cluster.Objects, jobs []*job, s argocd.Settings, argo cluster.ArgoCD, o Options) ([]Row, []string) {
+	var warnings []string
+	policy, warn := guard.ReadInstalled(ctx, objects)
+	if warn != "" {
+		warnings = append(warnings, warn)
 	}
 	controllerAs := ""
 	if objects.Info().Name == argocd.InClusterName || objects.Info().Server == argocd.InClusterServer {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
-	"github.com/unprune/unprune/internal/guard"
 )
 
 // WhenArgoCDUpgraded: the row is an object of another Argo CD installation that one of this
@@ -39,6 +38,20 @@ func upgradeRows(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, ap
 	ours := map[string]argocd.Application{}
 	for _, app := range apps {
 		ours[app.Instance(argo.Namespace())] = app
+	}
+	// Where each of this installation's apps deploys, resolved once: Argo CD's cluster cache finds
+	// an app's objects only in its destination cluster.
+	deploysTo := map[string]*cluster.Info{}
+	sameCluster := func(app argocd.Application, info cluster.Info) bool {
+		mine, seen := deploysTo[app.Ref()]
+		if !seen {
+			if objects, err := argo.Destination(ctx, app); err == nil {
+				i := objects.Info()
+				mine = &i
+			}
+			deploysTo[app.Ref()] = mine
+		}
+		return mine != nil && ((mine.Server != "" && mine.Server == info.Server) || (mine.Server == "" && mine.Name == info.Name))
 	}
 	all, err := argo.ListApplications(ctx, cluster.Selector{})
 	if err != nil {
@@ -104,7 +117,7 @@ func upgradeRows(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, ap
 				continue
 			}
 			app, ok := ours[after.Instance]
-			if !ok || declares(app, ref) || !sameCluster(ctx, argo, app, objects.Info()) {
+			if !ok || declares(app, ref) || !sameCluster(app, objects.Info()) {
 				continue
 			}
 			r := argocd.Resource{Group: ref.Group, Version: ref.Version, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, RequiresPruning: true}
@@ -118,17 +131,8 @@ func upgradeRows(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, ap
 		if len(jobs) == 0 {
 			continue
 		}
-		policy, warn := guard.ReadInstalled(ctx, objects)
-		if warn != "" {
-			warnings = append(warnings, warn)
-		}
-		controllerAs := ""
-		if objects.Info().Name == argocd.InClusterName || objects.Info().Server == argocd.InClusterServer {
-			controllerAs = o.ControllerAs
-		}
-		for _, j := range jobs {
-			rows = append(rows, judge(ctx, objects, j, next, argo.Namespace(), policy, o.Probe, controllerAs))
-		}
+		judged, warns := judgeCluster(ctx, objects, jobs, next, argo, o)
+		rows, warnings = append(rows, judged...), append(warnings, warns...)
 	}
 	return rows, warnings
 }
@@ -142,15 +146,4 @@ func declares(app argocd.Application, ref cluster.Ref) bool {
 		}
 	}
 	return false
-}
-
-// sameCluster reports whether the app deploys to the cluster info describes: Argo CD's cluster cache
-// finds an app's objects only in its destination cluster.
-func sameCluster(ctx context.Context, argo cluster.ArgoCD, app argocd.Application, info cluster.Info) bool {
-	objects, err := argo.Destination(ctx, app)
-	if err != nil {
-		return false
-	}
-	mine := objects.Info()
-	return (mine.Server != "" && mine.Server == info.Server) || (mine.Server == "" && mine.Name == info.Name)
 }
