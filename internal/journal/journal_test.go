@@ -149,6 +149,35 @@ func TestLoadRefusesTruncatedAndForeign(t *testing.T) {
 	}
 }
 
+// TestLoadNamesWhatIsNotAJournal: a document of another type, or no object at all, is refused as
+// not a journal, with what its type fields hold.
+func TestLoadNamesWhatIsNotAJournal(t *testing.T) {
+	s := testStore(t)
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct{ content, want string }{
+		"array":        {`[1, 2]`, "not a JSON object"},
+		"null":         {`null`, "not a JSON object"},
+		"string":       {`"journal"`, "not a JSON object"},
+		"no type":      {`{"entries": []}`, "no apiVersion or kind"},
+		"numeric kind": {`{"apiVersion": "unprune.dev/v1alpha2", "kind": 5}`, "(kind 5)"},
+		"foreign":      {`{"apiVersion": "v1", "kind": "Journal"}`, "(apiVersion v1)"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(s.Dir, "x-"+strings.ReplaceAll(name, " ", "-")+".json")
+			if err := os.WriteFile(path, []byte(c.content+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, _, err := s.Load(path)
+			if !errors.Is(err, ErrNotJournal) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("Load: %v; want %v saying %q", err, ErrNotJournal, c.want)
+			}
+		})
+	}
+}
+
 func TestLoadRefusesJournalsOthersCanWrite(t *testing.T) {
 	if os.Getenv("GOOS") == "windows" {
 		t.Skip("file modes")
