@@ -65,8 +65,6 @@ type changeCommand struct {
 	after func(doc printer.ChangeReport)
 	// previewLine replaces the line after a preview that says how to go on.
 	previewLine string
-	// afterRun acts once the change ran (the undo's refresh of its apps).
-	afterRun func(x *engine.Executed)
 	// refused words what a refusal left undone ("nothing was moved"), instead of "nothing was
 	// changed".
 	refused string
@@ -91,9 +89,6 @@ func (g *GlobalOptions) runChange(ctx context.Context, streams genericiooptions.
 	x, err := e.Execute(ctx, c, mode)
 	if err != nil {
 		return failure(err)
-	}
-	if cc.afterRun != nil {
-		cc.afterRun(x)
 	}
 	r = engine.ResultOf(c, x, nil)
 	if x.Journal != "" {

@@ -8,8 +8,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/unprune/unprune/internal/argocd"
-	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/printer"
 )
@@ -52,7 +50,8 @@ taken off an object such an app tracks, is restored only once Argo CD shows that
 object (else it would prune it at once: exit 3 for it, saying so). Undo asks Argo CD for that where
 it can; guard and keep journals restore no tracking and need it for nothing else. The undo of a rename
 writes the Applications back too. Without --yes this is a preview; --dry-run=server asks the API
-server. After a restore, the journal's Applications get a refresh when Argo CD is reachable.
+server. Argo CD compares the journal's Applications again by itself as it sees their objects
+change: undo asks for no refresh.
 
 ` + exitCodesHelp,
 		Example: `  # Journals, newest first
@@ -144,35 +143,13 @@ func (o *UndoOptions) Run(ctx context.Context) error {
 		_ = rec.Close()
 		return engineError(err)
 	}
+	// No refresh afterwards: Argo CD's controller requeues every app whose tracked objects change,
+	// the app an object is tracked by before the change and the one after
+	// (controller/cache/cache.go OnResourceUpdated → controller/appcontroller.go
+	// handleObjectUpdated), and a refresh is a write of the whole Application, status included —
+	// longer than the patches' own tail for an app of 10,000 objects.
 	return o.runChange(ctx, o.IOStreams, o.output, o.change.dryRun, e, c, changeCommand{kind: "UndoReport", journal: path,
-		question: fmt.Sprintf("Restore what journal %s records? [y/N] ", path), previewLine: "Preview only: nothing was changed. Restore with --yes.",
-		afterRun: func(x *engine.Executed) {
-			if x.Mode == engine.ModeApply && x.Counts()[engine.OutcomeRestored] > 0 {
-				o.refresh(ctx, j)
-			}
-		}})
-}
-
-// refresh asks Argo CD to compare the journal's apps again, when it can be reached; undo does not
-// need it.
-func (o *UndoOptions) refresh(ctx context.Context, j *journal.Journal) {
-	apps := j.Applications()
-	if len(apps) == 0 || j.ArgoCD == nil {
-		return
-	}
-	argo, err := o.session.JournalArgoCD(ctx, j)
-	if err != nil {
-		return
-	}
-	for _, a := range apps {
-		// Refresh reads the pending refresh itself: the app's status, which may hold thousands of
-		// rows, is not needed.
-		if err := argo.Refresh(ctx, argocd.Application{Namespace: a.Namespace, Name: a.Name}, false); err != nil {
-			fmt.Fprintf(o.ErrOut, "warning: could not ask Argo CD to refresh Application %s: %v\n", a, err)
-			continue
-		}
-		fmt.Fprintf(o.ErrOut, "Asked Argo CD to refresh Application %s.\n", a)
-	}
+		question: fmt.Sprintf("Restore what journal %s records? [y/N] ", path), previewLine: "Preview only: nothing was changed. Restore with --yes."})
 }
 
 func (o *UndoOptions) list(store *journal.Store) error {

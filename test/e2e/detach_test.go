@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -192,6 +193,23 @@ func proveDetach(t *testing.T, env *labtest.Env, c detachCell) {
 	sameExcept(t, "label after prune sync", l, l2, nil, nil)
 	sameExcept(t, "annotation after prune sync", a, a2, nil, nil)
 	app.WaitSynced(t, reverted)
+
+	// Undo puts every key back on the same object, and Argo CD shows it requiring pruning again by a
+	// comparison of its own: undo asks for no refresh. The controller requeues the app when it sees
+	// the object tracked again; its periodic refresh (timeout.reconciliation, 120 s) cannot come
+	// within 60 s of the comparison that ended the sync just above.
+	r = unprune(t, env, journals, "undo", "--latest", "--yes", argocdNS)
+	if r.Code != cli.ExitOK {
+		t.Fatalf("undo exit %d\n%s", r.Code, r.Stderr)
+	}
+	l3, a3, uid3 := metadataOf(t, env, ns)
+	if uid3 != uid {
+		t.Fatalf("namespace recreated by undo")
+	}
+	sameExcept(t, "label after undo", labels, l3, nil, nil)
+	sameExcept(t, "annotation after undo", annotations, a3, nil, nil)
+	app.WaitStatus(t, 60*time.Second, fmt.Sprintf("to show Namespace %s requiring pruning again after undo, by itself", ns),
+		labtest.RequiresPruningAt(reverted, "Namespace", ns))
 }
 
 // TestDetachKeep: --strategy keep leaves the namespace in the app but never pruned; undo brings the
