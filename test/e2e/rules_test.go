@@ -80,24 +80,32 @@ func TestHooksAreLeftAlone(t *testing.T) {
 func hooksAreLeftAlone(t *testing.T, env *labtest.Env, version string) {
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: "annotation"})
 	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
-	hook := app.Name + "-presync"
-	app.Repo.Write(t, app.Path+"/hook.yaml", fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  annotations:\n    argocd.argoproj.io/hook: PreSync\ndata:\n  step: migrate\n", hook, app.DestNamespace))
-	app.Repo.Commit(t, "a PreSync hook")
 	ns := labtest.UniqueName("hooked")
 	t.Cleanup(func() { env.DeleteNamespace(ns) })
-	reverted := app.Incident(t, ns, nil)
-	hookUID := func() (string, string) {
-		cm, err := env.Dynamic.Resource(gvrConfigMap).Namespace(app.DestNamespace).Get(labtest.Context(t), hook, metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("the hook: %v", err)
-		}
-		return string(cm.GetUID()), cm.GetAnnotations()[trackingID]
+	app.Incident(t, ns, nil)
+	// The hook comes after the incident: a sync that runs a hook again replaces it, and releases
+	// before v3.6 leave no live hook behind after such a run (seen on v2.14.11 to v3.2.11), so the
+	// hook is committed last and run once, by a sync without prune (automated sync skips an app
+	// whose only difference is a prune, and hooks are no difference).
+	hook := app.Name + "-presync"
+	app.Repo.Write(t, app.Path+"/hook.yaml", fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  annotations:\n    argocd.argoproj.io/hook: PreSync\ndata:\n  step: migrate\n", hook, app.DestNamespace))
+	hooked := app.Repo.Commit(t, "a PreSync hook")
+	app.RefreshUntil(t, 90*time.Second, "to see commit "+hooked, func(s labtest.Status) bool { return s.Revision == hooked })
+	if op := app.Sync(t, false); op.Phase != "Succeeded" {
+		t.Fatalf("sync of the hook: %s %s", op.Phase, op.Message)
 	}
-	uid, tracking := hookUID()
+	s := app.RefreshUntil(t, 2*time.Minute, "to list the hook and still the Namespace", func(s labtest.Status) bool {
+		r, ok := s.Find("ConfigMap", hook)
+		return labtest.RequiresPruningAt(hooked, "Namespace", ns)(s) && ok && r.Hook
+	})
+	cm, err := env.Dynamic.Resource(gvrConfigMap).Namespace(app.DestNamespace).Get(labtest.Context(t), hook, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the hook: %v (%s)", err, s)
+	}
+	tracking := cm.GetAnnotations()[trackingID]
 	if tracking == "" {
 		t.Fatalf("the hook carries no tracking-id")
 	}
-	s := app.WaitStatus(t, 60*time.Second, "to list the hook", func(s labtest.Status) bool { r, ok := s.Find("ConfigMap", hook); return ok && r.Hook })
 
 	for _, it := range scanItems(t, env, install, app) {
 		if it.Resource.Kind != "Namespace" {
@@ -124,16 +132,25 @@ func hooksAreLeftAlone(t *testing.T, env *labtest.Env, version string) {
 	if len(doc.Items) != 1 || doc.Items[0].Resource.Kind != "Namespace" {
 		t.Fatalf("detach --all touched %+v; want only the Namespace", doc.Items)
 	}
-	if _, after := hookUID(); after != tracking {
-		t.Fatalf("the hook's tracking changed: %q → %q", tracking, after)
+	after, err := env.Dynamic.Resource(gvrConfigMap).Namespace(app.DestNamespace).Get(labtest.Context(t), hook, metav1.GetOptions{})
+	if err != nil || after.GetUID() != cm.GetUID() || after.GetAnnotations()[trackingID] != tracking {
+		t.Fatalf("the hook changed under detach (%v): tracking %q → %q", err, tracking, after.GetAnnotations()[trackingID])
 	}
-	app.WaitSynced(t, reverted)
-	// The next sync runs the hook again: its delete policy replaces the tracked object.
-	if op := app.Sync(t, false); op.Phase != "Succeeded" {
+	app.WaitSynced(t, hooked)
+	// The next sync runs the hook again, which its delete policy does by replacing the tracked object.
+	op := app.Sync(t, false)
+	if op.Phase != "Succeeded" {
 		t.Fatalf("sync after detach: %s %s", op.Phase, op.Message)
 	}
-	if after, _ := hookUID(); after == uid {
-		t.Errorf("the hook was not run again (same object %s)", uid)
+	ran := false
+	for _, res := range op.Results {
+		ran = ran || (res.Kind == "ConfigMap" && res.Name == hook && res.HookType == "PreSync" && res.HookPhase == "Succeeded")
+	}
+	if !ran {
+		t.Errorf("the sync after detach did not run the hook: %+v", op.Results)
+	}
+	if now, err := env.Dynamic.Resource(gvrConfigMap).Namespace(app.DestNamespace).Get(labtest.Context(t), hook, metav1.GetOptions{}); err == nil && now.GetUID() == cm.GetUID() {
+		t.Errorf("the hook was not replaced (same object %s)", cm.GetUID())
 	}
 }
 
@@ -267,11 +284,10 @@ var appLevelPruneHonoured = map[string]bool{"v2.14.11": false, "v3.0.23": false,
 
 func appLevelPruneOption(t *testing.T, env *labtest.Env, version string, honoured bool) {
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: "annotation"})
-	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
-	if _, err := env.Dynamic.Resource(labtest.GVRApplication).Namespace(app.Namespace).Patch(labtest.Context(t), app.Name, types.MergePatchType,
-		[]byte(`{"spec":{"syncPolicy":{"syncOptions":["Prune=false"]}}}`), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// The controller reads the option from the sync operation (controller/sync.go,
+	// WithDefaultPruneOption(syncOp.SyncOptions…)): argocd-server's sync and auto-sync copy the app's
+	// syncOptions into it, and labtest's Sync does as argocd-server does.
+	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, SyncOptions: []string{"Prune=false"}})
 	ns := labtest.UniqueName("appprune")
 	t.Cleanup(func() { env.DeleteNamespace(ns) })
 	app.Incident(t, ns, nil)
@@ -285,8 +301,8 @@ func appLevelPruneOption(t *testing.T, env *labtest.Env, version string, honoure
 			found = true
 			notes := strings.Join(it.Notes, " ")
 			switch {
-			case honoured && !hasGuard(it, risk.GuardAppPruneDisabled):
-				t.Errorf("audit row %+v: Argo CD %s honours the app's Prune=false, audit does not say so", it, version)
+			case honoured && (!hasGuard(it, risk.GuardAppPruneDisabled) || it.Guarded):
+				t.Errorf("audit row %+v: Argo CD %s honours the app's Prune=false unless a sync brings options of its own: want the soft guard, not guarded", it, version)
 			case !honoured && (it.Guarded || len(it.Guards) > 0 || !strings.Contains(notes, "before Argo CD v3.4")):
 				t.Errorf("audit row %+v: want unguarded, saying the app-level option does nothing before v3.4", it)
 			}
@@ -305,7 +321,13 @@ func appLevelPruneOption(t *testing.T, env *labtest.Env, version string, honoure
 		if err != nil || n.DeletionTimestamp != nil {
 			t.Fatalf("Argo CD %s pruned the namespace despite the app's Prune=false (%v)", version, err)
 		}
-		return
+		// Soft, as audit says: a sync request with an option list of its own (here an empty one,
+		// as `argocd app sync --sync-option …` or any client writing .operation sends) replaces the
+		// app's, and its prune deletes the namespace.
+		app.SyncOptions = nil
+		if op := app.Sync(t, true); op.Phase != "Succeeded" {
+			t.Fatalf("prune sync with options of its own: %s %s", op.Phase, op.Message)
+		}
 	}
 	labtest.Eventually(t, 60*time.Second, "the namespace to be deleted by the prune", func() (bool, string) {
 		_, err := env.Kube.CoreV1().Namespaces().Get(labtest.Context(t), ns, metav1.GetOptions{})
@@ -335,7 +357,10 @@ func TestForeignInstallationID(t *testing.T) {
 		}{version, tracked}
 		t.Run(c.version, func(t *testing.T) {
 			t.Parallel()
-			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: c.version})
+			// Annotation tracking on every line: only the tracking-id's claim reads the
+			// installation-id (util/argo/resource_tracking.go getAppInstanceValue); v2.14's default,
+			// label tracking, ignores it.
+			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: c.version, Tracking: "annotation"})
 			app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
 			ns := labtest.UniqueName("foreign")
 			t.Cleanup(func() { env.DeleteNamespace(ns) })
@@ -444,9 +469,12 @@ func TestUpgradeHandsOverForeignObjects(t *testing.T) {
 }
 
 // staleTrackingIsDiff: whether a release shows OutOfSync an object the app declares whose live
-// tracking-id names another app, under annotation+label tracking with the other app's label on it
+// tracking-id names another app, under annotation tracking, when the live object carries the instance
+// label (here rendered by the manifest, as Helm charts render app.kubernetes.io/instance)
 // (util/argo/resource_tracking.go Normalize; argo-cd #28770, in v3.4.6 and v3.5.0). Before, the label
-// made Argo CD backfill the desired annotation and show it Synced.
+// made Argo CD copy the desired annotation onto the live one for the comparison and show it Synced.
+// Under annotation+label tracking the label Argo CD writes names the app, so the row differs on
+// every release.
 var staleTrackingIsDiff = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.11": false, "v3.6.1": true}
 
 // TestStaleTrackingID: app A deploys a ConfigMap, app B declares the same one (the moment between a
@@ -462,20 +490,22 @@ func TestStaleTrackingID(t *testing.T) {
 		}
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
-			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: "annotation+label"})
+			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: "annotation"})
 			repo := labtest.NewRepo(t)
 			a := install.CreateApp(t, labtest.AppOptions{Repo: repo, Path: "a", Automated: true})
 			b := install.CreateApp(t, labtest.AppOptions{Repo: repo, Path: "b"})
 			cm := labtest.UniqueName("stale")
-			repo.Write(t, "a/stale.yaml", configMapManifest(cm, a.DestNamespace))
-			repo.Write(t, "b/stale.yaml", configMapManifest(cm, a.DestNamespace))
+			labelled := fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  labels:\n    %s: shared\ndata:\n  color: blue\n",
+				cm, a.DestNamespace, instanceLabel)
+			repo.Write(t, "a/stale.yaml", labelled)
+			repo.Write(t, "b/stale.yaml", labelled)
 			rev := repo.Commit(t, "A and B declare the same ConfigMap")
 			a.RefreshUntil(t, 2*time.Minute, "to sync it", func(s labtest.Status) bool {
 				r, ok := s.Find("ConfigMap", cm)
 				return s.Revision == rev && ok && r.Status == "Synced"
 			})
 			m, err := object{kind: "ConfigMap", namespace: a.DestNamespace, name: cm}.meta(t, env.Cluster)
-			if err != nil || !trackedBy(m, "annotation+label", a.Instance()) {
+			if err != nil || !trackedBy(m, "annotation", a.Instance()) || m.Labels[instanceLabel] != "shared" {
 				t.Fatalf("the ConfigMap is not A's (%v): labels %v annotations %v", err, m.Labels, m.Annotations)
 			}
 			s := b.RefreshUntil(t, 2*time.Minute, "to compare the ConfigMap", func(s labtest.Status) bool {
