@@ -133,8 +133,11 @@ func hooksAreLeftAlone(t *testing.T, env *labtest.Env, version string) {
 		t.Fatalf("detach --all touched %+v; want only the Namespace", doc.Items)
 	}
 	after, err := env.Dynamic.Resource(gvrConfigMap).Namespace(app.DestNamespace).Get(labtest.Context(t), hook, metav1.GetOptions{})
-	if err != nil || after.GetUID() != cm.GetUID() || after.GetAnnotations()[trackingID] != tracking {
-		t.Fatalf("the hook changed under detach (%v): tracking %q → %q", err, tracking, after.GetAnnotations()[trackingID])
+	if err != nil {
+		t.Fatalf("the hook after detach: %v", err)
+	}
+	if after.GetUID() != cm.GetUID() || after.GetAnnotations()[trackingID] != tracking {
+		t.Fatalf("the hook changed under detach: uid %s → %s, tracking %q → %q", cm.GetUID(), after.GetUID(), tracking, after.GetAnnotations()[trackingID])
 	}
 	app.WaitSynced(t, hooked)
 	// The next sync runs the hook again, which its delete policy does by replacing the tracked object.
