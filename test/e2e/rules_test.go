@@ -265,7 +265,9 @@ func TestLongInstanceAnnotationLabel(t *testing.T) {
 // TestAppLevelPruneOption: before v3.4 (v2.14.11 in CI) the app's syncOptions Prune=false does not
 // stop a prune; audit --fail-on high says so (exit 1), and a prune sync indeed deletes the
 // namespace. From v3.4.0 (gitops-engine pkg/sync/sync_context.go, WithDefaultPruneOption) the option
-// guards it: audit names the app-level guard and the prune sync keeps the namespace.
+// guards a sync that carries it, as argocd-server's and auto-sync's do: audit names the app-level
+// guard as soft (not guarded), the prune sync keeps the namespace, and a sync request with an option
+// list of its own prunes it.
 func TestAppLevelPruneOption(t *testing.T) {
 	t.Parallel()
 	env := labtest.Get(t)
