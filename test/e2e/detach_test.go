@@ -202,12 +202,7 @@ func proveDetach(t *testing.T, env *labtest.Env, c detachCell) {
 	if r.Code != cli.ExitOK {
 		t.Fatalf("undo exit %d\n%s", r.Code, r.Stderr)
 	}
-	l3, a3, uid3 := metadataOf(t, env, ns)
-	if uid3 != uid {
-		t.Fatalf("namespace recreated by undo")
-	}
-	sameExcept(t, "label after undo", labels, l3, nil, nil)
-	sameExcept(t, "annotation after undo", annotations, a3, nil, nil)
+	restoredExactly(t, env, ns, uid, labels, annotations)
 	app.WaitStatus(t, 60*time.Second, fmt.Sprintf("to show Namespace %s requiring pruning again after undo, by itself", ns),
 		labtest.RequiresPruningAt(reverted, "Namespace", ns))
 }
@@ -254,9 +249,7 @@ func TestDetachKeep(t *testing.T) {
 	if r.Code != cli.ExitOK {
 		t.Fatalf("undo exit %d", r.Code)
 	}
-	l, a, _ = metadataOf(t, env, ns)
-	sameExcept(t, "label after undo", labels, l, nil, nil)
-	sameExcept(t, "annotation after undo", annotations, a, nil, nil)
+	restoredExactly(t, env, ns, "", labels, annotations)
 	app.WaitRequiresPruning(t, reverted, "Namespace", ns)
 }
 

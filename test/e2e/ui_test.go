@@ -217,12 +217,7 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 	if r.Code != cli.ExitOK {
 		t.Fatalf("%s: exit %d", undo.UndoCommand, r.Code)
 	}
-	l4, a4, uid4 := metadataOf(t, env, ns)
-	if uid4 != uid {
-		t.Fatalf("the namespace was recreated")
-	}
-	sameExcept(t, "labels after the undo", labels, l4, nil, nil)
-	sameExcept(t, "annotations after the undo", annotations, a4, nil, nil)
+	restoredExactly(t, env, ns, uid, labels, annotations)
 	app.WaitStatus(t, 90*time.Second, "to require pruning of "+ns+" again", labtest.RequiresPruningAt(reverted, "Namespace", ns))
 }
 

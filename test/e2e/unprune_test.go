@@ -30,6 +30,18 @@ func metadataOf(t *testing.T, env *labtest.Env, name string) (map[string]string,
 	return copyMap(ns.Labels), copyMap(ns.Annotations), string(ns.UID)
 }
 
+// restoredExactly checks that namespace name is still the object with uid and carries exactly
+// labels and annotations: what an undo must leave. An empty uid checks only the keys.
+func restoredExactly(t *testing.T, env *labtest.Env, name, uid string, labels, annotations map[string]string) {
+	t.Helper()
+	l, a, after := metadataOf(t, env, name)
+	if uid != "" && after != uid {
+		t.Fatalf("namespace %s recreated: uid %s → %s", name, uid, after)
+	}
+	sameExcept(t, "labels after undo", labels, l, nil, nil)
+	sameExcept(t, "annotations after undo", annotations, a, nil, nil)
+}
+
 func copyMap(m map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range m {
