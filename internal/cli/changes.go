@@ -90,6 +90,7 @@ func (g *GlobalOptions) runChange(ctx context.Context, streams genericiooptions.
 	if err != nil {
 		return failure(err)
 	}
+	defer x.WaitJournal()
 	r = engine.ResultOf(c, x, nil)
 	if x.Journal != "" {
 		fmt.Fprintf(streams.ErrOut, "Journal: %s (undo with: %s undo %s)\n", x.Journal, g.program, x.Journal)
@@ -99,10 +100,10 @@ func (g *GlobalOptions) runChange(ctx context.Context, streams genericiooptions.
 		fmt.Fprintln(streams.ErrOut, cc.waitLine)
 		r.Verified = e.VerifyChange(ctx, c, x, cc.timeout)
 	}
-	if err := g.printChange(streams, output, cc, r); err != nil {
+	rep := g.changeReport(cc, r)
+	if err := g.printReport(streams, output, cc, r, rep); err != nil {
 		return err
 	}
-	rep := g.changeReport(cc, r)
 	if !output.out.Document() {
 		fmt.Fprint(streams.Out, printer.VerificationText(g.program, rep.ChangeReport))
 		if cc.previewLine != "" && rep.Mode == string(engine.ModePreview) {
@@ -116,6 +117,7 @@ func (g *GlobalOptions) runChange(ctx context.Context, streams genericiooptions.
 			cc.after(rep.ChangeReport)
 		}
 	}
+	x.WaitJournal()
 	if err := r.Done().JournalErr; err != nil {
 		fmt.Fprintln(streams.ErrOut, "warning: the journal could not record everything:", err)
 	}
@@ -163,7 +165,11 @@ func (g *GlobalOptions) changeReport(cc changeCommand, r engine.Result) changeRe
 // printChange writes a run's report: a document, or the steps, the table and each planned object's
 // diff.
 func (g *GlobalOptions) printChange(streams genericiooptions.IOStreams, output outputFlags, cc changeCommand, r engine.Result) error {
-	rep := g.changeReport(cc, r)
+	return g.printReport(streams, output, cc, r, g.changeReport(cc, r))
+}
+
+// printReport is printChange with the run's report built already.
+func (g *GlobalOptions) printReport(streams genericiooptions.IOStreams, output outputFlags, cc changeCommand, r engine.Result, rep changeReport) error {
 	if output.out.Document() {
 		return output.out.Print(streams.Out, rep.doc, rep.names)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/plan"
 	"github.com/unprune/unprune/internal/printer"
@@ -192,13 +193,18 @@ func (o *DetachOptions) parseTargets(args []string, r *engine.DetachRequest) err
 
 // Run plans, previews, and (when confirmed) applies and verifies.
 func (o *DetachOptions) Run(ctx context.Context) error {
-	argo, s, err := o.connect(ctx)
+	// The apps are read while the settings are: planning needs both.
+	read := &engine.AppsRead{}
+	argo, s, err := o.connectReading(ctx, func(ctx context.Context, argo cluster.ArgoCD) {
+		if o.Request.Selector != nil && o.Request.Selector.Namespace == "" && !o.selection.allNamespaces {
+			o.Request.Selector.Namespace = argo.Namespace()
+		}
+		read.Apps, read.Err = engine.ReadApps(ctx, argo, o.Request.Apps, o.Request.Selector)
+	})
 	if err != nil {
 		return err
 	}
-	if o.Request.Selector != nil && o.Request.Selector.Namespace == "" && !o.selection.allNamespaces {
-		o.Request.Selector.Namespace = argo.Namespace()
-	}
+	o.Request.Read = read
 	e, err := o.engine(argo, s, o.Workers)
 	if err != nil {
 		return err

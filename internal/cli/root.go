@@ -377,11 +377,27 @@ func (g *GlobalOptions) clusterContexts() (map[string]string, error) {
 
 // connect reaches Argo CD and reads its tracking settings: what most commands do first.
 func (g *GlobalOptions) connect(ctx context.Context) (cluster.ArgoCD, argocd.Settings, error) {
+	return g.connectReading(ctx, nil)
+}
+
+// connectReading is connect, running read — a read that needs the installation but not its
+// settings, such as the apps a command names — while the settings are read: both are round trips
+// that every command waits for before it plans. read keeps its own outcome; connect's error comes
+// first.
+func (g *GlobalOptions) connectReading(ctx context.Context, read func(context.Context, cluster.ArgoCD)) (cluster.ArgoCD, argocd.Settings, error) {
 	argo, err := g.session.ArgoCD(ctx)
 	if err != nil {
 		return nil, argocd.Settings{}, failure(err)
 	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if read != nil {
+			read(ctx, argo)
+		}
+	}()
 	s, err := g.session.Settings(ctx)
+	<-done
 	if err != nil {
 		return nil, argocd.Settings{}, failure(err)
 	}
@@ -404,7 +420,7 @@ func (g *GlobalOptions) engine(argo cluster.ArgoCD, s argocd.Settings, workers i
 	if err != nil {
 		return nil, err
 	}
-	return &engine.Engine{ArgoCD: argo, Settings: s, Journals: store, Workers: workers, ToolVersion: version.Get().String(), Now: g.Now,
+	return &engine.Engine{ArgoCD: argo, Settings: s, Journals: store, Workers: workers, ToolVersion: version.Get().String(), Now: g.Now, CompactWhileReporting: true,
 		Connect: g.session.Recorded, ArgoCDOf: g.session.JournalArgoCD}, nil
 }
 

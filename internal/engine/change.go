@@ -152,6 +152,8 @@ type Executed struct {
 	RollbackErr    error
 	// kinds are the change's step kinds, in order.
 	kinds []StepKind
+	// closeJournal waits for the journal's compaction (WaitJournal).
+	closeJournal func() error
 }
 
 // CheckFailed reports a run stopped by a check that did not pass.

@@ -28,6 +28,8 @@ type DetachRequest struct {
 	KeepManagedFields bool
 	// AllOrNothing changes nothing when any selected object is refused or cannot be read.
 	AllOrNothing bool
+	// Read, when set, are the apps read already (ReadApps, while the settings were read).
+	Read *AppsRead
 }
 
 // PlanDetach reads the apps and their selected objects and plans each object's release, a change of
@@ -39,7 +41,12 @@ func (e *Engine) PlanDetach(ctx context.Context, req DetachRequest) (*Change, er
 	if len(req.Resources) > 0 && (len(req.Apps) != 1 || req.Selector != nil) {
 		return nil, &RequestError{Kind: ResourcesForOneApp, Err: errors.New("name resources for one app only")}
 	}
-	apps, err := e.resolveApps(ctx, req.Apps, req.Selector)
+	read := req.Read
+	if read == nil {
+		read = &AppsRead{}
+		read.Apps, read.Err = e.resolveApps(ctx, req.Apps, req.Selector)
+	}
+	apps, err := read.Apps, read.Err
 	if err != nil {
 		return nil, err
 	}

@@ -228,6 +228,10 @@ type Engine struct {
 	// Settings are Argo CD's tracking settings; needed by detach.
 	Settings argocd.Settings
 	Journals *journal.Store
+	// CompactWhileReporting lets Execute return once every outcome is on disk, and compact the
+	// journal into one document while the caller reports: the caller must call
+	// Executed.WaitJournal before it ends and before it reads JournalErr.
+	CompactWhileReporting bool
 	// Workers bounds concurrent patches; the client's QPS/burst bound the rate.
 	Workers int
 	// Attempts bounds conflict retries per object (re-read, re-plan, patch); 0 means 3.

@@ -53,17 +53,40 @@ func (e *Engine) Execute(ctx context.Context, c *Change, mode DryRun) (*Executed
 		}
 	}
 	if r.rec != nil {
-		if cerr := r.rec.Close(); cerr != nil {
-			x.JournalErr = errors.Join(x.JournalErr, cerr)
+		// Everything recorded is on disk now; the compaction into one document may run while the
+		// caller reports.
+		x.closeJournal = r.rec.CloseInBackground()
+		if !e.CompactWhileReporting {
+			x.WaitJournal()
 		}
 	}
 	if err != nil {
+		x.WaitJournal()
 		return nil, err
 	}
 	if mode == DryRunNone && x.CheckFailed() && x.Wrote() && c.rollback && c.undoing == nil {
+		// The undo reads the journal: it waits for the compacted file.
+		x.WaitJournal()
 		e.rollBack(ctx, c, x)
+		if x.Rollback != nil {
+			x.Rollback.WaitJournal()
+		}
 	}
 	return x, nil
+}
+
+// WaitJournal waits until the run's journal is compacted into one document (with
+// Engine.CompactWhileReporting, Execute returns before) and adds a failure to do so to JournalErr.
+// Later calls do nothing.
+func (x *Executed) WaitJournal() {
+	if x.closeJournal == nil {
+		return
+	}
+	wait := x.closeJournal
+	x.closeJournal = nil
+	if err := wait(); err != nil {
+		x.JournalErr = errors.Join(x.JournalErr, err)
+	}
 }
 
 // rollBack puts back what a run changed before a check failed: the undo of its journal, carried out

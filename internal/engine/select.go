@@ -58,8 +58,21 @@ func (r ResourceArg) Matches(res argocd.Resource) bool {
 
 // resolveApps reads the Applications a request names or selects.
 func (e *Engine) resolveApps(ctx context.Context, names []AppName, sel *cluster.Selector) ([]argocd.Application, error) {
+	return ReadApps(ctx, e.ArgoCD, names, sel)
+}
+
+// AppsRead are the Applications of a request read before planning, or why they could not be.
+type AppsRead struct {
+	Apps []argocd.Application
+	Err  error
+}
+
+// ReadApps reads the Applications a request names or selects (an empty namespace is Argo CD's).
+// It needs the installation but not its settings, so a command can read the apps while the
+// settings are read.
+func ReadApps(ctx context.Context, argo cluster.ArgoCD, names []AppName, sel *cluster.Selector) ([]argocd.Application, error) {
 	if sel != nil {
-		apps, err := e.ArgoCD.ListApplications(ctx, *sel)
+		apps, err := argo.ListApplications(ctx, *sel)
 		if err != nil {
 			return nil, err
 		}
@@ -71,13 +84,13 @@ func (e *Engine) resolveApps(ctx context.Context, names []AppName, sel *cluster.
 	for _, n := range names {
 		ns := n.Namespace
 		if ns == "" {
-			ns = e.ArgoCD.Namespace()
+			ns = argo.Namespace()
 		}
 		if seen[ns+"/"+n.Name] {
 			continue
 		}
 		seen[ns+"/"+n.Name] = true
-		app, err := e.ArgoCD.GetApplication(ctx, ns, n.Name)
+		app, err := argo.GetApplication(ctx, ns, n.Name)
 		if err != nil {
 			hint := "is the app in another namespace? use NAMESPACE/NAME or -n"
 			if cluster.IsNotFound(err) {

@@ -84,6 +84,47 @@ func TestCreateMarkReloadCompact(t *testing.T) {
 	}
 }
 
+// TestCloseInBackground: when CloseInBackground returns, every outcome is on disk and loads; the
+// compaction into one document finishes while the caller goes on, and wait reports it.
+func TestCloseInBackground(t *testing.T) {
+	s := testStore(t)
+	rec, err := s.Create(testJournal(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compacting, release := make(chan struct{}), make(chan struct{})
+	s.write = func(f *os.File, data []byte) error {
+		close(compacting)
+		<-release
+		_, err := f.Write(data)
+		return err
+	}
+	if err := rec.MarkApplied(1, "12"); err != nil {
+		t.Fatal(err)
+	}
+	wait := rec.CloseInBackground()
+	<-compacting
+	// The compaction is held: the file is still the document plus the appended outcome.
+	j, torn, err := s.Load(rec.Path())
+	if err != nil || torn || j.Entries[1].State != StateApplied || j.Entries[1].AppliedResourceVersion != "12" {
+		t.Fatalf("before the compaction: %v (torn %v) %+v", err, torn, j)
+	}
+	close(release)
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(rec.Path())
+	if strings.Contains(string(raw), "\n{\"entry\":") {
+		t.Fatalf("compacted journal still has records:\n%s", raw)
+	}
+	if err := rec.MarkApplied(0, "13"); err == nil {
+		t.Fatal("a closed journal took a record")
+	}
+	if err := wait(); err != nil {
+		t.Fatalf("wait again: %v", err)
+	}
+}
+
 // TestTornLastRecord: a process killed while appending leaves a last line without a newline; the
 // entry keeps its earlier state. Any other damaged record is refused.
 func TestTornLastRecord(t *testing.T) {

@@ -160,10 +160,19 @@ func (r *Recorder) Err() error {
 // Close writes what is left and compacts the file into one document with every outcome in its
 // entries. After a failure to write, the file keeps what it has and Close returns that failure.
 func (r *Recorder) Close() error {
+	return r.CloseInBackground()()
+}
+
+// CloseInBackground is Close in two halves: what is left is written and fsynced before it returns,
+// so the file says everything that happened; the compaction into one document runs while the
+// caller goes on (printing a report, waiting for Argo CD), and wait returns Close's outcome once it
+// is done. A file left uncompacted (the process ended first) loads as it is.
+func (r *Recorder) CloseInBackground() (wait func() error) {
 	r.mu.Lock()
 	if r.closed {
+		err := r.err
 		r.mu.Unlock()
-		return r.err
+		return func() error { return err }
 	}
 	r.closed = true
 	r.mu.Unlock()
@@ -176,8 +185,15 @@ func (r *Recorder) Close() error {
 		err = fmt.Errorf("close journal %s: %w", r.path, cerr)
 	}
 	if err != nil {
-		return err
+		return func() error { return err }
 	}
+	done := make(chan error, 1)
+	go func() { done <- r.compact() }()
+	return sync.OnceValue(func() error { return <-done })
+}
+
+// compact rewrites the file as one document with every outcome in its entries.
+func (r *Recorder) compact() error {
 	r.mu.Lock()
 	verr := r.j.Validate()
 	data, eerr := encodeJournal(r.j)

@@ -4,6 +4,7 @@
 package printer
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -141,7 +142,10 @@ func (o Output) Print(w io.Writer, doc any, names func() []string) error {
 
 // Rows writes a kubectl-style table; every cell goes through Safe.
 func (o Output) Rows(w io.Writer, header []string, rows [][]string) error {
-	tw := printers.GetNewTabWriter(w)
+	// tabwriter writes each cell and its padding on its own: buffered, a table of 10,000 rows is a
+	// few writes to the terminal or pipe instead of a hundred thousand.
+	bw := bufio.NewWriterSize(w, 64<<10)
+	tw := printers.GetNewTabWriter(bw)
 	if !o.NoHeaders {
 		fmt.Fprintln(tw, strings.Join(header, "\t"))
 	}
@@ -152,7 +156,10 @@ func (o Output) Rows(w io.Writer, header []string, rows [][]string) error {
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // maxCell bounds what one table cell shows; values quoted inside messages are cut shorter already.

@@ -20,6 +20,7 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/option"
+	"github.com/unprune/unprune/internal/parallel"
 )
 
 var (
@@ -95,6 +96,20 @@ func (a *ArgoCD) Cluster() cluster.Info { return a.Objects.Info() }
 
 // Settings reads argocd-cm and the Argo CD version.
 func (a *ArgoCD) Settings(ctx context.Context, version *argocd.Version) (cluster.Settings, error) {
+	// The version is looked up while argocd-cm is read: both are a round trip each, and every
+	// command waits for them before its first read of an app.
+	type detected struct {
+		version *argocd.Version
+		note    string
+	}
+	var found chan detected
+	if version == nil {
+		found = make(chan detected, 1)
+		go func() {
+			v, note := a.DetectVersion(ctx)
+			found <- detected{v, note}
+		}()
+	}
 	cm, err := a.Objects.Dynamic.Resource(gvrConfigMap).Namespace(a.Ns).Get(ctx, argocd.ConfigMapName, metav1.GetOptions{})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -105,11 +120,10 @@ func (a *ArgoCD) Settings(ctx context.Context, version *argocd.Version) (cluster
 	}
 	data, _, _ := unstructured.NestedStringMap(cm.Object, "data")
 	var warnings []string
-	if version == nil {
-		var note string
-		version, note = a.DetectVersion(ctx)
-		if note != "" {
-			warnings = append(warnings, note)
+	if found != nil {
+		d := <-found
+		if version = d.version; d.note != "" {
+			warnings = append(warnings, d.note)
 		}
 	}
 	a.version = version
@@ -131,11 +145,18 @@ func (a *ArgoCD) Settings(ctx context.Context, version *argocd.Version) (cluster
 // tag of the container that runs Argo CD (never a sidecar's), else the workload's
 // app.kubernetes.io/version label. Nil, with a note saying why, when neither tells.
 func (a *ArgoCD) DetectVersion(ctx context.Context) (*argocd.Version, string) {
-	var seen []string
-	for _, gvr := range []schema.GroupVersionResource{gvrStatefulSet, gvrDeployment} {
-		list, err := a.Objects.Dynamic.Resource(gvr).Namespace(a.Ns).List(ctx, metav1.ListOptions{
+	// Both kinds are listed at once; the StatefulSet, the controller's usual form, is judged first.
+	kinds := []schema.GroupVersionResource{gvrStatefulSet, gvrDeployment}
+	lists := make([]*unstructured.UnstructuredList, len(kinds))
+	errs := make([]error, len(kinds))
+	parallel.ForEach(len(kinds), len(kinds), func(i int) {
+		lists[i], errs[i] = a.Objects.Dynamic.Resource(kinds[i]).Namespace(a.Ns).List(ctx, metav1.ListOptions{
 			LabelSelector: "app.kubernetes.io/name=argocd-application-controller", Limit: 20,
 		})
+	})
+	var seen []string
+	for i, gvr := range kinds {
+		list, err := lists[i], errs[i]
 		if err != nil {
 			seen = append(seen, fmt.Sprintf("cannot list %s (%s)", gvr.Resource, short(err)))
 			continue
