@@ -41,6 +41,8 @@ var capabilities = []capability{
 	{"foreign installation-id, none configured", []string{"TestForeignInstallationID/{v}"}},
 	{"hooks listed as requiring pruning, left alone", []string{"TestHooksAreLeftAlone/{v}"}},
 	{"app-level `Prune=false` on a prune sync", []string{"TestAppLevelPruneOption/{v}"}},
+	{"app-level `Delete=false` on a cascade", []string{"TestAppLevelDeleteOption/{v}"}},
+	{"refresh request consumed, nothing left on the app", []string{"TestRefreshIsConsumed/{v}"}},
 	{"stale tracking-id: Synced or a diff (#28770)", []string{"TestStaleTrackingID/{v}"}},
 	{"cascade: `--strategy keep` survives, the rest goes", []string{"TestKeepSurvivesCascadeDeletion/{v}"}},
 	{"move: prepare, commit, move", []string{"TestMoveThroughPrepare/{v}"}},

@@ -42,10 +42,14 @@ data: {k: v}
 }
 
 // childApplication is an app of apps' child: the team's manifests, synced automatically.
-func childApplication(name, namespace, repoURL, path, dest string, finalizer bool) string {
+func childApplication(name, namespace, repoURL, path, dest string, finalizer bool, syncOptions ...string) string {
 	fin := ""
 	if finalizer {
 		fin = "\n  finalizers: [resources-finalizer.argocd.argoproj.io]"
+	}
+	options := ""
+	if len(syncOptions) > 0 {
+		options = fmt.Sprintf(", syncOptions: [%s]", strings.Join(syncOptions, ", "))
 	}
 	return fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
 kind: Application
@@ -56,8 +60,8 @@ spec:
   project: default
   source: {repoURL: "%s", path: %s, targetRevision: main}
   destination: {server: "https://kubernetes.default.svc", namespace: %s}
-  syncPolicy: {automated: {prune: true}}
-`, name, namespace, fin, repoURL, path, dest)
+  syncPolicy: {automated: {prune: true}%s}
+`, name, namespace, fin, repoURL, path, dest, options)
 }
 
 // familyCheck runs check -o json and returns the document and the exit code.
@@ -117,7 +121,7 @@ func waitAppGone(t *testing.T, env *labtest.Env, namespace, name string) {
 // appOfApps makes a parent app with automated prune whose git holds a child Application (with the
 // resources finalizer or not) deploying a team's Namespace and its two ConfigMaps, and waits until
 // both synced. The child and the Namespace are deleted after the test.
-func appOfApps(t *testing.T, env *labtest.Env, install *labtest.Install, finalizer bool) (parent *labtest.App, child, team string) {
+func appOfApps(t *testing.T, env *labtest.Env, install *labtest.Install, finalizer bool, childSyncOptions ...string) (parent *labtest.App, child, team string) {
 	t.Helper()
 	parent = install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, AutoPrune: true})
 	teamRepo := labtest.NewRepo(t)
@@ -128,7 +132,7 @@ func appOfApps(t *testing.T, env *labtest.Env, install *labtest.Install, finaliz
 	})
 	teamRepo.Write(t, "manifests/team.yaml", teamManifests(team))
 	teamRepo.Commit(t, "the team")
-	parent.Repo.Write(t, parent.Path+"/child.yaml", childApplication(child, install.Namespace(), teamRepo.URL, "manifests", team, finalizer))
+	parent.Repo.Write(t, parent.Path+"/child.yaml", childApplication(child, install.Namespace(), teamRepo.URL, "manifests", team, finalizer, childSyncOptions...))
 	rev := parent.Repo.Commit(t, "a child app")
 	parent.RefreshUntil(t, 2*time.Minute, "to sync the child Application", func(s labtest.Status) bool {
 		_, listed := s.Find("Application", child)

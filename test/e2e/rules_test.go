@@ -340,6 +340,98 @@ func appLevelPruneOption(t *testing.T, env *labtest.Env, version string, honoure
 	})
 }
 
+// TestAppLevelDeleteOption: from v3.4.0 an app's own syncOptions Delete=false keeps its resources
+// when its deletion cascades (controller/appcontroller.go shouldBeDeleted reads the object's first
+// Delete= entry, else the app's); before, only the object's own entry counts. A parent with
+// automated prune drops a child that carries the option and the resources finalizer: check predicts
+// the team's namespace kept (KeptByGuard) where the release honours the option and deleted with the
+// app (DeletedWithApp) where it does not, and the real cascade does exactly that.
+func TestAppLevelDeleteOption(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	for _, version := range labtest.Lines("v3.6.1") {
+		honoured, known := appLevelDeleteHonoured[version]
+		if !known {
+			t.Fatalf("no expectation for Argo CD %s", version)
+		}
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			appLevelDeleteOption(t, env, version, honoured)
+		})
+	}
+}
+
+// appLevelDeleteHonoured: whether a release's cascade keeps a resource because of the app's
+// syncOptions Delete=false (v3.4.0 and later).
+var appLevelDeleteHonoured = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.11": false, "v3.6.1": true}
+
+func appLevelDeleteOption(t *testing.T, env *labtest.Env, version string, honoured bool) {
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: "annotation"})
+	parent, child, team := appOfApps(t, env, install, true, "Delete=false")
+	_, _, uid := metadataOf(t, env, team)
+
+	doc, code := familyCheck(t, env, install, parent.Name, "--manifests", render(t, parent, nil, "child.yaml"), "--fail-on", "high")
+	a, ok := findApp(doc, child)
+	if !ok || a.Fate != "Cascade" {
+		t.Fatalf("check: %+v; want the child's cascade", doc.Applications)
+	}
+	ns := findResource(a, "Namespace", team)
+	switch {
+	case ns == nil:
+		t.Fatalf("check does not list the team's namespace in the cascade: %+v", a.Resources)
+	case honoured && (ns.Reason != "KeptByGuard" || a.High != 0 || a.Deleted != 0):
+		t.Fatalf("Argo CD %s honours the child's Delete=false: want every resource kept, got %+v (namespace %+v)", version, a, ns)
+	case !honoured && (ns.Reason != "DeletedWithApp" || a.High < 1 || code != cli.ExitFindings):
+		t.Fatalf("Argo CD %s reads Delete= only from the object: want the namespace deleted with the app, exit 1; got %+v (namespace %+v), exit %d", version, a, ns, code)
+	}
+
+	// The push: Argo CD does what check said.
+	parent.Repo.Revert(t)
+	parent.Refresh(t)
+	if !honoured {
+		waitNamespaceGone(t, env, team)
+		return
+	}
+	// The finalizer is removed only after every DELETE the cascade sends: once the app is gone, a
+	// deleted namespace would carry its deletionTimestamp.
+	waitAppGone(t, env, install.Namespace(), child)
+	n, err := env.Kube.CoreV1().Namespaces().Get(labtest.Context(t), team, metav1.GetOptions{})
+	if err != nil || n.DeletionTimestamp != nil || string(n.UID) != uid {
+		t.Fatalf("Argo CD %s deleted the namespace despite the app's Delete=false (%v, uid %s → %v)", version, err, uid, n.UID)
+	}
+}
+
+// TestRefreshIsConsumed: detach ends by asking Argo CD for a refresh, with the refresh-timestamp
+// annotation only where the controller reads and removes it (v3.6.0 on: util/argo/argo.go
+// RefreshApp, controller/appcontroller.go persistReconciliationStatus → handleRefreshAnnotation).
+// On every release the controller consumes what unprune wrote: the app is left with neither
+// annotation. Written on an older release, refresh-timestamp would stay on the Application for good.
+func TestRefreshIsConsumed(t *testing.T) {
+	t.Parallel()
+	env := labtest.Get(t)
+	for _, version := range labtest.Lines("v3.6.1") {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: "annotation"})
+			app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
+			ns := labtest.UniqueName("refreshed")
+			t.Cleanup(func() { env.DeleteNamespace(ns) })
+			reverted := app.Incident(t, ns, nil)
+			r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+install.Namespace(), "detach", app.Name, "--all", "--yes")
+			if r.Code != cli.ExitOK {
+				t.Fatalf("detach exit %d\n%s", r.Code, r.Stderr)
+			}
+			app.WaitSynced(t, reverted)
+			labtest.Eventually(t, 60*time.Second, "the controller to consume the refresh request", func() (bool, string) {
+				annotations := app.Get(t).GetAnnotations()
+				_, refresh := annotations[argocd.AnnotationRefresh]
+				_, stamp := annotations[argocd.AnnotationRefreshTimestamp]
+				return !refresh && !stamp, fmt.Sprint(annotations)
+			})
+		})
+	}
+}
+
 // foreignInstallationIDTracked: whether a release tracks an object carrying another installation's
 // installation-id when none is configured (util/argo/resource_tracking.go, getAppInstanceValue): an
 // operator-precedence bug ignores it from v2.12.12/v2.13.0 through v3.5.x; v3.6.0 fixed it (#28852).
