@@ -45,6 +45,7 @@ var capabilities = []capability{
 	{"refresh request consumed, nothing left on the app", []string{"TestRefreshIsConsumed/{v}"}},
 	{"stale tracking-id: Synced or a diff (#28770)", []string{"TestStaleTrackingID/{v}"}},
 	{"cascade: `--strategy keep` survives, the rest goes", []string{"TestKeepSurvivesCascadeDeletion/{v}"}},
+	{"ApplicationSets: 39 sets, Argo CD's controller and unprune generate the same", []string{"TestDifferentialApplicationSets/{v}"}},
 	{"move: prepare, commit, move", []string{"TestMoveThroughPrepare/{v}"}},
 	{"check predicts the incident", []string{"TestCheckPredictsTheIncident/{v}"}},
 	{"watch: counts, announces, releases", []string{"TestWatchAcrossReleases/{v}"}},

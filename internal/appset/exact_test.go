@@ -207,20 +207,36 @@ func TestGitFilesAtTheCommit(t *testing.T) {
 `)
 	}
 	for _, tt := range []struct {
-		name, files string
-		want        []string
+		name, files, version string
+		want                 []string
 	}{
 		// `*` is a pathspec wildcard: it matches `/` too, so apps/*/config.json reaches apps/legacy/a.
-		{"star spans directories", `[{path: "apps/*/config.json"}]`, []string{"api", "legacy-a", "web"}},
+		{"star spans directories", `[{path: "apps/*/config.json"}]`, "", []string{"api", "legacy-a", "web"}},
 		// An exclude written as a directory drops everything below it.
-		{"directory exclude", `[{path: "apps/*/config.json"}, {path: apps/legacy, exclude: true}]`, []string{"api", "web"}},
-		{"file exclude", `[{path: "apps/*/config.json"}, {path: apps/web/config.json, exclude: true}]`, []string{"api", "legacy-a"}},
-		{"hidden files are files", `[{path: "*config.json"}]`, []string{"api", "hidden", "legacy-a", "web"}},
+		{"directory exclude", `[{path: "apps/*/config.json"}, {path: apps/legacy, exclude: true}]`, "v3.1.16", []string{"api", "web"}},
+		{"file exclude", `[{path: "apps/*/config.json"}, {path: apps/web/config.json, exclude: true}]`, "v3.1.16", []string{"api", "legacy-a"}},
+		// Before v3.1.0 an exclude entry is read as one more include (argocd.RuleAppSetFilesExclude).
+		{"directory exclude before v3.1", `[{path: "apps/web/config.json"}, {path: apps/legacy, exclude: true}]`, "v3.0.23", []string{"legacy-a", "web"}},
+		{"file exclude before v3.1", `[{path: "apps/*/config.json"}, {path: apps/web/config.json, exclude: true}]`, "v2.14.11", []string{"api", "legacy-a", "web"}},
+		{"hidden files are files", `[{path: "*config.json"}]`, "", []string{"api", "hidden", "legacy-a", "web"}},
 	} {
-		r := Evaluate(set(tt.files), Sources{Repo: repo})
+		src := Sources{Repo: repo}
+		if tt.version != "" {
+			v, err := argocd.ParseVersion(tt.version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src.Version = &v
+		}
+		r := Evaluate(set(tt.files), src)
 		if !r.Complete() || r.Failed != "" || !reflect.DeepEqual(r.Names(), tt.want) {
 			t.Errorf("%s: %v, want %v (not evaluated %v, failed %q)", tt.name, r.Names(), tt.want, r.NotEvaluated, r.Failed)
 		}
+	}
+	// With the version unknown, an exclude entry is not guessed at.
+	if r := Evaluate(set(`[{path: "apps/*/config.json"}, {path: apps/legacy, exclude: true}]`), Sources{Repo: repo}); r.Complete() ||
+		!strings.Contains(strings.Join(r.NotEvaluated, " "), "exclude: true") {
+		t.Errorf("an exclude with no version: evaluated %v (not evaluated %v)", r.Names(), r.NotEvaluated)
 	}
 	other := parse(t, header+`
   generators: [{git: {repoURL: "https://git.example.com/team/other", revision: main, files: [{path: "*"}]}}]

@@ -671,13 +671,18 @@ const (
 type rules struct {
 	flattenStringMaps rule
 	values            valuesRule
+	// filesExclude: the files generator honours exclude: true (argocd.RuleAppSetFilesExclude).
+	filesExclude rule
 }
 
 func rulesOf(v *argocd.Version) rules {
 	if v == nil {
 		return rules{}
 	}
-	r := rules{flattenStringMaps: ruleOff, values: valuesInterpolate}
+	r := rules{flattenStringMaps: ruleOff, values: valuesInterpolate, filesExclude: ruleOff}
+	if argocd.RuleAppSetFilesExclude.Applies(*v) {
+		r.filesExclude = ruleOn
+	}
 	if argocd.RuleAppSetFlattenStringMaps.Applies(*v) {
 		r.flattenStringMaps, r.values = ruleOn, valuesVerbatim
 	}

@@ -320,9 +320,16 @@ func (e *evaluation) gitParams(spec map[string]any) ([]map[string]any, error) {
 		var excludes []string
 		for _, x := range fields.List(spec["files"]) {
 			m, _ := x.(map[string]any)
+			// Before v3.1.0 every entry is read as an include, exclude: true or not
+			// (argocd.RuleAppSetFilesExclude).
 			if m["exclude"] == true {
-				excludes = append(excludes, fields.String(m["path"]))
-				continue
+				switch e.rules.filesExclude {
+				case unknownRule:
+					return nil, notEvaluated{"the files generator with exclude: true entries (Argo CD honours them from v3.1.0 and reads them as includes before; its version is unknown)"}
+				case ruleOn:
+					excludes = append(excludes, fields.String(m["path"]))
+					continue
+				}
 			}
 			got, err := repo.Files(commit, fields.String(m["path"]))
 			if err != nil {

@@ -94,6 +94,12 @@ var (
 		Source:  "applicationset/utils/utils.go normalizeMapForFlatten",
 		From:    Line{3, 4},
 	}
+	RuleAppSetFilesExclude = Rule{
+		ID:      "appset-files-exclude",
+		Summary: "the git files generator leaves out the files of its exclude: true entries (before, it reads them as includes)",
+		Source:  "applicationset/generators/git.go generateParamsForGitFiles (argo-cd #22734, not backported)",
+		From:    Line{3, 1},
+	}
 	RuleAppSetMatrixValuesPreResolved = Rule{
 		ID:      "appset-matrix-values-pre-resolved",
 		Summary: "a matrix's second generator's values are each rendered before the generator runs",
@@ -107,6 +113,7 @@ var (
 var Rules = []Rule{
 	RuleAnnotationDefault, RuleInstallationIDMustEqual, RuleInstallationIDWhenConfigured, RuleAppLevelPrune,
 	RuleAppLevelDelete, RuleStaleTrackingIsDiff, RuleRefreshTimestamp, RuleAppSetFlattenStringMaps, RuleAppSetMatrixValuesPreResolved,
+	RuleAppSetFilesExclude,
 }
 
 // RulesOf are the IDs of the rules release v follows.
