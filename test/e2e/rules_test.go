@@ -269,16 +269,22 @@ func TestLongInstanceAnnotationLabel(t *testing.T) {
 // guard as soft (not guarded), the prune sync keeps the namespace, and a sync request with an option
 // list of its own prunes it.
 func TestAppLevelPruneOption(t *testing.T) {
+	onEachLine(t, appLevelPruneHonoured, appLevelPruneOption, "v2.14.11")
+}
+
+// onEachLine runs prove in parallel on each release line (defaults when no matrix is asked for),
+// with what that release is expected to do; a line without an expectation fails the test.
+func onEachLine(t *testing.T, expected map[string]bool, prove func(*testing.T, *labtest.Env, string, bool), defaults ...string) {
 	t.Parallel()
 	env := labtest.Get(t)
-	for _, version := range labtest.Lines("v2.14.11") {
-		honoured, known := appLevelPruneHonoured[version]
+	for _, version := range labtest.Lines(defaults...) {
+		want, known := expected[version]
 		if !known {
 			t.Fatalf("no expectation for Argo CD %s", version)
 		}
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
-			appLevelPruneOption(t, env, version, honoured)
+			prove(t, env, version, want)
 		})
 	}
 }
@@ -347,18 +353,7 @@ func appLevelPruneOption(t *testing.T, env *labtest.Env, version string, honoure
 // the team's namespace kept (KeptByGuard) where the release honours the option and deleted with the
 // app (DeletedWithApp) where it does not, and the real cascade does exactly that.
 func TestAppLevelDeleteOption(t *testing.T) {
-	t.Parallel()
-	env := labtest.Get(t)
-	for _, version := range labtest.Lines("v3.6.1") {
-		honoured, known := appLevelDeleteHonoured[version]
-		if !known {
-			t.Fatalf("no expectation for Argo CD %s", version)
-		}
-		t.Run(version, func(t *testing.T) {
-			t.Parallel()
-			appLevelDeleteOption(t, env, version, honoured)
-		})
-	}
+	onEachLine(t, appLevelDeleteHonoured, appLevelDeleteOption, "v3.6.1")
 }
 
 // appLevelDeleteHonoured: whether a release's cascade keeps a resource because of the app's
