@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -90,6 +91,13 @@ func TestEveryRowsTestRunsPerLine(t *testing.T) {
 			sources.Write(b)
 		}
 	}
+	// A test may take its releases through a helper whose own body calls labtest.Lines.
+	perLine := []string{"labtest.Lines("}
+	for _, f := range regexp.MustCompile(`(?s)\nfunc (\w+)\([^\n]*\{\n(.*?)\n\}\n`).FindAllStringSubmatch(sources.String(), -1) {
+		if strings.Contains(f[2], "labtest.Lines(") {
+			perLine = append(perLine, f[1]+"(")
+		}
+	}
 	for _, c := range capabilities {
 		for _, test := range c.Tests {
 			top, _, _ := strings.Cut(test, "/")
@@ -98,7 +106,7 @@ func TestEveryRowsTestRunsPerLine(t *testing.T) {
 				t.Errorf("row %q reads %s, which does not exist", c.Name, top)
 				continue
 			}
-			if !strings.Contains(body[1], "labtest.Lines(") {
+			if !slices.ContainsFunc(perLine, func(call string) bool { return strings.Contains(body[1], call) }) {
 				t.Errorf("%s does not take its releases from labtest.Lines", top)
 			}
 		}
