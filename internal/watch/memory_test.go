@@ -134,27 +134,52 @@ func BenchmarkAppSeries(b *testing.B) {
 }
 
 // BenchmarkLiveCacheEntry measures the heap a cached live object of the watch benchmark's shape
-// (a ConfigMap's metadata with its tracking annotation) holds, and what readBytes estimates for it:
+// (a ConfigMap's metadata with its tracking annotation) holds, kept as the cluster.Object it was
+// read as (the baseline) and as the metadata cache keeps it, and what each entry's estimate says:
 // the estimate is what --live-cache-bytes bounds.
 func BenchmarkLiveCacheEntry(b *testing.B) {
 	const entries = 20000
-	for range b.N {
-		var estimate int64
-		n, kept := retained(func() any {
-			a := newAnswers[cluster.ReadResult]("meta", entries, time.Minute, nil, newStaleAnswers())
-			a.cache.limitBytes(1<<40, readBytes)
-			for i := range entries {
-				ns, name := fmt.Sprintf("watch-ns-%02d", i%40), fmt.Sprintf("watch-%05d-%02d", i/50, i%50)
-				ref := cluster.Ref{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: strings.Clone(ns), Name: name, Namespaced: true}
-				obj := &cluster.Object{Ref: ref, UID: fmt.Sprintf("%08d-1111-2222-3333-444444444444", i), ResourceVersion: fmt.Sprint(100000 + i),
-					Annotations: map[string]string{"argocd.argoproj.io/tracking-id": "watch-00000:/ConfigMap:" + ns + "/" + name}}
-				a.record(ref.Key(), cluster.ReadResult{Object: obj}, nil)
-			}
-			estimate = a.cache.size()
-			return a
-		})
-		runtime.KeepAlive(kept)
-		b.ReportMetric(float64(n)/entries, "B/entry")
-		b.ReportMetric(float64(estimate)/entries, "estimated-B/entry")
+	object := func(i int) *cluster.Object {
+		ns, name := fmt.Sprintf("watch-ns-%02d", i%40), fmt.Sprintf("watch-%05d-%02d", i/50, i%50)
+		ref := cluster.Ref{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: strings.Clone(ns), Name: name, Namespaced: true}
+		return &cluster.Object{Ref: ref, UID: fmt.Sprintf("%08d-1111-2222-3333-444444444444", i), ResourceVersion: fmt.Sprint(100000 + i),
+			// Each its own copy of the key, as decoding each object makes one.
+			Annotations: map[string]string{strings.Clone("argocd.argoproj.io/tracking-id"): "watch-00000:/ConfigMap:" + ns + "/" + name}}
 	}
+	b.Run("object", func(b *testing.B) {
+		for range b.N {
+			var estimate int64
+			n, kept := retained(func() any {
+				a := newAnswers[cluster.ReadResult]("meta", entries, time.Minute, nil, newStaleAnswers())
+				a.cache.limitBytes(1<<40, readBytes)
+				for i := range entries {
+					obj := object(i)
+					a.record(obj.Ref.Key(), cluster.ReadResult{Object: obj}, nil)
+				}
+				estimate = a.cache.size()
+				return a
+			})
+			runtime.KeepAlive(kept)
+			b.ReportMetric(float64(n)/entries, "B/entry")
+			b.ReportMetric(float64(estimate)/entries, "estimated-B/entry")
+		}
+	})
+	b.Run("compact", func(b *testing.B) {
+		for range b.N {
+			var estimate int64
+			n, kept := retained(func() any {
+				a := newAnswers[liveMeta]("meta", entries, time.Minute, nil, newStaleAnswers())
+				a.cache.limitBytes(1<<40, metaBytes)
+				for i := range entries {
+					obj := object(i)
+					a.record(obj.Ref.Key(), compactRead(cluster.ReadResult{Object: obj}), nil)
+				}
+				estimate = a.cache.size()
+				return a
+			})
+			runtime.KeepAlive(kept)
+			b.ReportMetric(float64(n)/entries, "B/entry")
+			b.ReportMetric(float64(estimate)/entries, "estimated-B/entry")
+		}
+	})
 }

@@ -22,7 +22,7 @@ var errReadOnly = errors.New("unprune watch is read-only: use unprune detach or 
 // unread (answers.go).
 type cachedObjects struct {
 	inner    cluster.Objects
-	meta     *answers[cluster.ReadResult]
+	meta     *answers[liveMeta]
 	full     *answers[cluster.ReadResult]
 	counts   *answers[countResult]
 	policies *answers[policyResult]
@@ -52,7 +52,7 @@ func newCachedObjects(inner cluster.Objects, size int, ttl time.Duration, now fu
 	where := inner.Info().Name + "|" + inner.Info().Server + "|"
 	c := &cachedObjects{
 		inner:  inner,
-		meta:   newAnswers[cluster.ReadResult](where+"meta", size, ttl, now, stale),
+		meta:   newAnswers[liveMeta](where+"meta", size, ttl, now, stale),
 		full:   newAnswers[cluster.ReadResult](where+"full", size/10+1, ttl, now, stale),
 		counts: newAnswers[countResult](where+"counts", size/10+1, ttl, now, stale),
 		// Two objects (the policy and its binding) per destination.
@@ -60,7 +60,7 @@ func newCachedObjects(inner cluster.Objects, size int, ttl time.Duration, now fu
 		listed:   newLRU[struct{}](size/10+1, ttl, now),
 	}
 	if stale.maxBytes > 0 {
-		c.meta.cache.limitBytes(stale.maxBytes, readBytes)
+		c.meta.cache.limitBytes(stale.maxBytes, metaBytes)
 		c.full.cache.limitBytes(stale.maxBytes/10+1, readBytes)
 	}
 	return c
@@ -95,7 +95,7 @@ func (c *cachedObjects) Read(ctx context.Context, refs []cluster.Ref) []cluster.
 	var order []string
 	for i, r := range refs {
 		if a, ok := c.meta.cached(r.Key()); ok {
-			out[i] = readResult(ctx, r, a)
+			out[i] = metaResult(ctx, r, a)
 			continue
 		}
 		k := listKey(r)
@@ -111,7 +111,7 @@ func (c *cachedObjects) Read(ctx context.Context, refs []cluster.Ref) []cluster.
 			// What the listing did not hold (created since, or evicted) is read below.
 			for _, i := range idx {
 				if a, ok := c.meta.cached(refs[i].Key()); ok {
-					out[i] = readResult(ctx, refs[i], a)
+					out[i] = metaResult(ctx, refs[i], a)
 				} else {
 					rest = append(rest, i)
 				}
@@ -132,7 +132,7 @@ func (c *cachedObjects) Read(ctx context.Context, refs []cluster.Ref) []cluster.
 			out[rest[k]] = res
 			continue
 		}
-		out[rest[k]] = readResult(ctx, missing[k], c.meta.record(missing[k].Key(), slim(res), res.Err))
+		out[rest[k]] = metaResult(ctx, missing[k], c.meta.record(missing[k].Key(), compactRead(res), res.Err))
 	}
 	return out
 }
@@ -145,6 +145,15 @@ func readResult(ctx context.Context, ref cluster.Ref, a answer[cluster.ReadResul
 		return cluster.ReadResult{Err: a.err}
 	}
 	return a.value
+}
+
+// metaResult is readResult for the metadata cache: the object as ref names it.
+func metaResult(ctx context.Context, ref cluster.Ref, a answer[liveMeta]) cluster.ReadResult {
+	if !a.good() {
+		unreadOf(ctx).object(ref.Key())
+		return cluster.ReadResult{Err: a.err}
+	}
+	return cluster.ReadResult{Object: a.value.object(ref), Err: a.err}
 }
 
 // listKey names the LIST that holds r: its resource in its namespace.
@@ -182,7 +191,7 @@ func (c *cachedObjects) fill(ctx context.Context, key string, like cluster.Ref) 
 		c.listing.Store(key, true)
 		defer c.listing.Delete(key)
 		err := lister.ListAll(ctx, like, func(obj *cluster.Object) {
-			c.meta.record(obj.Ref.Key(), slim(cluster.ReadResult{Object: obj}), nil)
+			c.meta.record(obj.Ref.Key(), compactRead(cluster.ReadResult{Object: obj}), nil)
 		})
 		if err == nil {
 			c.listed.put(key, struct{}{})

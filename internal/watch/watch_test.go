@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -419,21 +420,40 @@ func TestLRUBoundByBytes(t *testing.T) {
 	}
 }
 
-// TestSlimCachedObjects: a live object is cached without its managedFields and kubectl's
-// last-applied copy, which no judgement reads; the labels and other annotations stay, and the
-// object read is not changed.
-func TestSlimCachedObjects(t *testing.T) {
-	o := &cluster.Object{Ref: cluster.Ref{Name: "x"}, Labels: map[string]string{"app.kubernetes.io/instance": "web"},
+// TestCompactCachedObjects: a live object is cached without its managedFields and kubectl's
+// last-applied copy, which no judgement reads; it is answered with its labels, other annotations,
+// owners and state as read, under the ref asked for, and the object read is not changed.
+func TestCompactCachedObjects(t *testing.T) {
+	read := cluster.Ref{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: "web", Name: "x", Namespaced: true}
+	o := &cluster.Object{Ref: read, UID: "u-1", ResourceVersion: "7", Owners: []string{"Deployment/web"}, Deleting: true,
+		Labels:        map[string]string{"app.kubernetes.io/instance": "web", "team": "a"},
 		Annotations:   map[string]string{argocd.AnnotationLastAppliedConfiguration: strings.Repeat("x", 4096), "argocd.argoproj.io/sync-options": "Prune=false"},
 		ManagedFields: []cluster.ManagedFieldsEntry{{Manager: "argocd-controller", FieldsV1: []byte(strings.Repeat("f", 2048))}}}
-	got := slim(cluster.ReadResult{Object: o}).Object
-	if got.ManagedFields != nil || len(got.Annotations) != 1 || got.Annotations["argocd.argoproj.io/sync-options"] != "Prune=false" || got.Labels["app.kubernetes.io/instance"] != "web" {
-		t.Fatalf("slimmed to %+v", got)
+	m := compactRead(cluster.ReadResult{Object: o})
+	asked := read
+	asked.Version = "v1beta1"
+	got := m.object(asked)
+	want := &cluster.Object{Ref: asked, UID: "u-1", ResourceVersion: "7", Owners: []string{"Deployment/web"}, Deleting: true,
+		Labels:      map[string]string{"app.kubernetes.io/instance": "web", "team": "a"},
+		Annotations: map[string]string{"argocd.argoproj.io/sync-options": "Prune=false"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("cached as %+v, want %+v", got, want)
+	}
+	got.Labels["team"] = "b"
+	if again := m.object(asked); again.Labels["team"] != "a" {
+		t.Fatalf("a caller's change reached the cache: %v", again.Labels)
 	}
 	if o.ManagedFields == nil || len(o.Annotations) != 2 {
 		t.Fatalf("the object read was changed: %+v", o)
 	}
-	if before, after := objectBytes(o), objectBytes(got); after*5 > before {
+	if absent := compactRead(cluster.ReadResult{Err: errors.New("not found")}).object(asked); absent != nil {
+		t.Fatalf("an object that is not there is answered as %+v", absent)
+	}
+	if bare := compactRead(cluster.ReadResult{Object: &cluster.Object{Ref: read, UID: "u-2"}}).object(read); bare.Labels != nil || bare.Annotations != nil {
+		t.Fatalf("an object with no labels nor annotations is answered with %v and %v", bare.Labels, bare.Annotations)
+	}
+	before, after := readBytes("k", answer[cluster.ReadResult]{value: cluster.ReadResult{Object: o}}), metaBytes("k", answer[liveMeta]{value: m})
+	if after*5 > before {
 		t.Errorf("estimated %d bytes before, %d after", before, after)
 	}
 }
