@@ -22,13 +22,13 @@ type answer[V any] struct {
 	// err is the answer's own error (the object is not found) or, with no good answer yet, why the
 	// read failed.
 	err error
-	// readAt is when the good answer was read; zero when there is none.
-	readAt time.Time
+	// readAt is when the good answer was read, in Unix nanoseconds; zero when there is none.
+	readAt int64
 	// failures are the failed reads in a row since; the next read waits backoff(failures).
 	failures int
 }
 
-func (a answer[V]) good() bool { return !a.readAt.IsZero() }
+func (a answer[V]) good() bool { return a.readAt != 0 }
 
 // isAnswer tells a read that answered (the object, or that it is not there) from one that failed.
 func isAnswer(err error) bool { return err == nil || cluster.IsNotFound(err) }
@@ -71,7 +71,7 @@ func (a *answers[V]) cached(key string) (answer[V], bool) { return a.cache.get(k
 // else the last good answer, served stale; else the failure.
 func (a *answers[V]) record(key string, value V, err error) answer[V] {
 	if isAnswer(err) {
-		r := answer[V]{value: value, err: err, readAt: a.now()}
+		r := answer[V]{value: value, err: err, readAt: a.now().UnixNano()}
 		a.cache.put(key, r)
 		a.stale.done(a.name + "|" + key)
 		return r
@@ -81,7 +81,7 @@ func (a *answers[V]) record(key string, value V, err error) answer[V] {
 	if !r.good() {
 		r.value, r.err = value, err
 	} else {
-		a.stale.serve(a.name+"|"+key, r.readAt)
+		a.stale.serve(a.name+"|"+key, time.Unix(0, r.readAt))
 	}
 	a.cache.putFor(key, r, backoff(r.failures, a.ttl))
 	return r

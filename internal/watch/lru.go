@@ -1,7 +1,6 @@
 package watch
 
 import (
-	"container/list"
 	"sync"
 	"time"
 )
@@ -13,12 +12,15 @@ import (
 // entry is not answered by get but stays until the bound evicts it: it is the last good answer to
 // fall back on when reading again fails (peek).
 type lru[V any] struct {
-	mu      sync.Mutex
-	max     int
-	ttl     time.Duration
-	now     func() time.Time
-	order   *list.List // front is the most recently used
-	entries map[string]*list.Element
+	mu  sync.Mutex
+	max int
+	ttl time.Duration
+	now func() time.Time
+	// root links the entries in a ring: root.next is the most recently used. The links live in the
+	// entries themselves (container/list would add an element and a boxed pointer to each of the
+	// 100,000 entries a busy watch keeps).
+	root    lruEntry[V]
+	entries map[string]*lruEntry[V]
 	// evicted, when set, hears of every entry the bound evicts.
 	evicted func(key string)
 	// cost, when set, estimates an entry's bytes; the entries' total stays within maxBytes.
@@ -28,9 +30,11 @@ type lru[V any] struct {
 }
 
 type lruEntry[V any] struct {
-	key     string
-	value   V
-	expires time.Time
+	prev, next *lruEntry[V]
+	key        string
+	value      V
+	// expires is in Unix nanoseconds: a third of a time.Time.
+	expires int64
 	cost    int64
 }
 
@@ -50,7 +54,7 @@ func (c *lru[V]) costOf(key string, value V) int64 {
 
 // over reports the bound exceeded, keeping at least the entry just stored.
 func (c *lru[V]) over() bool {
-	return c.order.Len() > c.max || (c.cost != nil && c.bytes > c.maxBytes && c.order.Len() > 1)
+	return len(c.entries) > c.max || (c.cost != nil && c.bytes > c.maxBytes && len(c.entries) > 1)
 }
 
 func newLRU[V any](max int, ttl time.Duration, now func() time.Time) *lru[V] {
@@ -60,7 +64,27 @@ func newLRU[V any](max int, ttl time.Duration, now func() time.Time) *lru[V] {
 	if now == nil {
 		now = time.Now
 	}
-	return &lru[V]{max: max, ttl: ttl, now: now, order: list.New(), entries: map[string]*list.Element{}}
+	c := &lru[V]{max: max, ttl: ttl, now: now, entries: map[string]*lruEntry[V]{}}
+	c.root.prev, c.root.next = &c.root, &c.root
+	return c
+}
+
+func (c *lru[V]) unlink(e *lruEntry[V]) {
+	e.prev.next, e.next.prev = e.next, e.prev
+	e.prev, e.next = nil, nil
+}
+
+func (c *lru[V]) pushFront(e *lruEntry[V]) {
+	e.prev, e.next = &c.root, c.root.next
+	c.root.next.prev = e
+	c.root.next = e
+}
+
+func (c *lru[V]) toFront(e *lruEntry[V]) {
+	if c.root.next != e {
+		c.unlink(e)
+		c.pushFront(e)
+	}
 }
 
 // get returns the value of key when present and not expired.
@@ -68,15 +92,11 @@ func (c *lru[V]) get(key string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var zero V
-	el, ok := c.entries[key]
-	if !ok {
+	e, ok := c.entries[key]
+	if !ok || c.now().UnixNano() >= e.expires {
 		return zero, false
 	}
-	e := el.Value.(*lruEntry[V])
-	if !c.now().Before(e.expires) {
-		return zero, false
-	}
-	c.order.MoveToFront(el)
+	c.toFront(e)
 	return e.value, true
 }
 
@@ -85,11 +105,11 @@ func (c *lru[V]) peek(key string) (V, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var zero V
-	el, ok := c.entries[key]
+	e, ok := c.entries[key]
 	if !ok {
 		return zero, false
 	}
-	return el.Value.(*lruEntry[V]).value, true
+	return e.value, true
 }
 
 // put stores value under key for the TTL, evicting the least recently used entries beyond the
@@ -99,25 +119,25 @@ func (c *lru[V]) put(key string, value V) { c.putFor(key, value, c.ttl) }
 // putFor stores value under key, answered by get for d.
 func (c *lru[V]) putFor(key string, value V, d time.Duration) {
 	c.mu.Lock()
-	expires := c.now().Add(d)
+	expires := c.now().Add(d).UnixNano()
 	cost := c.costOf(key, value)
-	if el, ok := c.entries[key]; ok {
-		e := el.Value.(*lruEntry[V])
+	if e, ok := c.entries[key]; ok {
 		c.bytes += cost - e.cost
 		e.value, e.expires, e.cost = value, expires, cost
-		c.order.MoveToFront(el)
+		c.toFront(e)
 	} else {
-		c.entries[key] = c.order.PushFront(&lruEntry[V]{key: key, value: value, expires: expires, cost: cost})
+		e := &lruEntry[V]{key: key, value: value, expires: expires, cost: cost}
+		c.entries[key] = e
+		c.pushFront(e)
 		c.bytes += cost
 	}
 	var gone []string
 	for c.over() {
-		last := c.order.Back()
-		c.order.Remove(last)
-		e := last.Value.(*lruEntry[V])
-		delete(c.entries, e.key)
-		c.bytes -= e.cost
-		gone = append(gone, e.key)
+		last := c.root.prev
+		c.unlink(last)
+		delete(c.entries, last.key)
+		c.bytes -= last.cost
+		gone = append(gone, last.key)
 	}
 	c.mu.Unlock()
 	if c.evicted != nil {
@@ -131,17 +151,17 @@ func (c *lru[V]) putFor(key string, value V, d time.Duration) {
 func (c *lru[V]) remove(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.entries[key]; ok {
-		c.order.Remove(el)
+	if e, ok := c.entries[key]; ok {
+		c.unlink(e)
 		delete(c.entries, key)
-		c.bytes -= el.Value.(*lruEntry[V]).cost
+		c.bytes -= e.cost
 	}
 }
 
 func (c *lru[V]) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.order.Len()
+	return len(c.entries)
 }
 
 // size is the entries' estimated bytes.

@@ -446,6 +446,16 @@ func TestCompactCachedObjects(t *testing.T) {
 	if o.ManagedFields == nil || len(o.Annotations) != 2 {
 		t.Fatalf("the object read was changed: %+v", o)
 	}
+	for _, o := range []*cluster.Object{
+		{Ref: read, UID: "not-a-uuid", ResourceVersion: "1"},
+		{Ref: read, UID: "0B6E2C1A-3F4D-4E5A-9B8C-7D6E5F4A3B2C", ResourceVersion: "12345678901234567890"},
+		{Ref: read, UID: "0b6e2c1a-3f4d-4e5a-9b8c-7d6e5f4a3b2c", Labels: map[string]string{"empty": ""},
+			Annotations: map[string]string{"long": strings.Repeat("v", 300), "é/ключ": "ü"}, Content: map[string]any{"kind": "ConfigMap"}},
+	} {
+		if got := compactRead(cluster.ReadResult{Object: o}).object(read); !reflect.DeepEqual(got, o) {
+			t.Errorf("cached %+v as %+v", o, got)
+		}
+	}
 	if absent := compactRead(cluster.ReadResult{Err: errors.New("not found")}).object(asked); absent != nil {
 		t.Fatalf("an object that is not there is answered as %+v", absent)
 	}
@@ -455,6 +465,30 @@ func TestCompactCachedObjects(t *testing.T) {
 	before, after := readBytes("k", answer[cluster.ReadResult]{value: cluster.ReadResult{Object: o}}), metaBytes("k", answer[liveMeta]{value: m})
 	if after*5 > before {
 		t.Errorf("estimated %d bytes before, %d after", before, after)
+	}
+}
+
+// TestCompactKeysPastTheTable: once the interned keys are as many as the table holds, a new key is
+// kept with its object and still answered.
+func TestCompactKeysPastTheTable(t *testing.T) {
+	read := cluster.Ref{Version: "v1", Kind: "ConfigMap", Name: "x"}
+	for i := 0; ; i++ {
+		metaKeys.RLock()
+		full := len(metaKeys.keys) >= maxMetaKeys
+		metaKeys.RUnlock()
+		if full {
+			break
+		}
+		appendKey(nil, fmt.Sprintf("filler/%d", i))
+	}
+	o := &cluster.Object{Ref: read, UID: "u", Labels: map[string]string{"past/the-table": "yes", "filler/0": "interned"}}
+	if got := compactRead(cluster.ReadResult{Object: o}).object(read); !reflect.DeepEqual(got, o) {
+		t.Fatalf("cached %+v as %+v", o, got)
+	}
+	metaKeys.RLock()
+	defer metaKeys.RUnlock()
+	if _, interned := metaKeys.index["past/the-table"]; interned || len(metaKeys.keys) != maxMetaKeys {
+		t.Fatalf("the table grew past its bound: %d keys", len(metaKeys.keys))
 	}
 }
 
