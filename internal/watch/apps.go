@@ -2,8 +2,6 @@ package watch
 
 import (
 	"maps"
-	"slices"
-	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,13 +12,12 @@ import (
 
 // informedApp is an Application as the watch's informers hold it. Its status.resources — 50 rows and
 // more per app, each decoded as a map of strings — weighed most of the watch's memory at 10,000
-// apps: they are kept as parsed rows whose repeated strings (group, version, kind, namespace,
-// status, health) are shared, and the rest of the object keeps only what the judgement reads
-// (keptStatus). The object answers metav1.Object through its embedded Unstructured, so the
+// apps: they are kept encoded (rows), and the rest of the object keeps only what the judgement
+// reads (keptStatus). The object answers metav1.Object through its embedded Unstructured, so the
 // informer keys, indexes and hands it over like any other.
 type informedApp struct {
 	*unstructured.Unstructured
-	resources []argocd.Resource
+	rows rows
 }
 
 var (
@@ -30,7 +27,7 @@ var (
 
 // DeepCopyObject copies both parts: the promoted one would return the Unstructured alone.
 func (a *informedApp) DeepCopyObject() runtime.Object {
-	return &informedApp{Unstructured: a.Unstructured.DeepCopy(), resources: slices.Clone(a.resources)}
+	return &informedApp{Unstructured: a.Unstructured.DeepCopy(), rows: a.rows}
 }
 
 // keptStatus are the status fields the judgement reads besides resources: the sync status and
@@ -79,51 +76,71 @@ func compactApplication(obj any) (any, error) {
 	if status != nil {
 		u.Object["status"] = kept
 	}
-	return &informedApp{Unstructured: u, resources: parseRows(rows)}, nil
+	return &informedApp{Unstructured: u, rows: encodeRows(rows)}, nil
 }
 
-// parseRows reads status.resources as argocd.Resource's UnmarshalJSON does.
-func parseRows(rows []any) []argocd.Resource {
-	if len(rows) == 0 {
-		return nil
-	}
-	out := make([]argocd.Resource, 0, len(rows))
-	for _, r := range rows {
+// rows are an Application's status.resources encoded in one string (compact.go): for each row its
+// flags, its group, version, kind, namespace, status and health interned in rowStrings, its name.
+// Parsed rows took 144 bytes each, a struct of seven string headers; encoded, about 30. Empty: the
+// status has no rows.
+type rows string
+
+// rowStrings are the strings many rows repeat.
+var rowStrings = newInternTable(1 << 16)
+
+const (
+	rowRequiresPruning = 1 << iota
+	rowHook
+	rowRequiresDeletionConfirmation
+)
+
+var rowFlags = [...]struct {
+	bit   byte
+	field string
+}{{rowRequiresPruning, "requiresPruning"}, {rowHook, "hook"}, {rowRequiresDeletionConfirmation, "requiresDeletionConfirmation"}}
+
+// encodeRows reads status.resources as argocd.Resource's UnmarshalJSON does.
+func encodeRows(list []any) rows {
+	var b []byte
+	for _, r := range list {
 		m, _ := r.(map[string]any)
 		if m == nil {
 			continue
 		}
-		row := argocd.Resource{
-			Group: shared(m["group"]), Version: shared(m["version"]), Kind: shared(m["kind"]),
-			Namespace: shared(m["namespace"]), Name: str(m["name"]), Status: shared(m["status"]),
-			RequiresPruning: flag(m["requiresPruning"]), Hook: flag(m["hook"]),
-			RequiresDeletionConfirmation: flag(m["requiresDeletionConfirmation"]),
+		var flags byte
+		for _, f := range rowFlags {
+			if v, _ := m[f.field].(bool); v {
+				flags |= f.bit
+			}
 		}
-		if h, ok := m["health"].(map[string]any); ok {
-			row.Health = shared(h["status"])
+		h, _ := m["health"].(map[string]any)
+		b = append(b, flags)
+		for _, v := range []any{m["group"], m["version"], m["kind"], m["namespace"], m["status"], h["status"]} {
+			s, _ := v.(string)
+			b = rowStrings.append(b, s)
 		}
-		out = append(out, row)
+		name, _ := m["name"].(string)
+		b = appendString(b, name)
+	}
+	return rows(b)
+}
+
+// decode is the rows parsed, each with strings of its own or shared with every row.
+func (rs rows) decode() []argocd.Resource {
+	if rs == "" {
+		return nil
+	}
+	var out []argocd.Resource
+	d := decoder{s: string(rs)}
+	for d.more() {
+		flags := d.byte()
+		r := argocd.Resource{Group: d.interned(rowStrings), Version: d.interned(rowStrings), Kind: d.interned(rowStrings),
+			Namespace: d.interned(rowStrings), Status: d.interned(rowStrings), Health: d.interned(rowStrings), Name: d.string(),
+			RequiresPruning: flags&rowRequiresPruning != 0, Hook: flags&rowHook != 0,
+			RequiresDeletionConfirmation: flags&rowRequiresDeletionConfirmation != 0}
+		out = append(out, r)
 	}
 	return out
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
-}
-
-// shared is a string many rows repeat (a kind, a namespace, a status), stored once for all of them.
-func shared(v any) string {
-	s, _ := v.(string)
-	if s == "" {
-		return ""
-	}
-	return unique.Make(s).Value()
-}
-
-func flag(v any) bool {
-	b, _ := v.(bool)
-	return b
 }
 
 // rowsContent renders rows back as the API server writes them, for readers of the whole object.
@@ -158,8 +175,8 @@ func (a *informedApp) content() map[string]any {
 	if status == nil {
 		status = map[string]any{}
 	}
-	if a.resources != nil {
-		status["resources"] = rowsContent(a.resources)
+	if a.rows != "" {
+		status["resources"] = rowsContent(a.rows.decode())
 	}
 	out["status"] = status
 	return out
@@ -172,7 +189,7 @@ func (a *informedApp) application() (argocd.Application, error) {
 	if err != nil {
 		return app, err
 	}
-	app.Resources = slices.Clone(a.resources)
+	app.Resources = a.rows.decode()
 	return app, nil
 }
 

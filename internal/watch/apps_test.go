@@ -94,7 +94,7 @@ func TestCompactApplicationReadsTheSame(t *testing.T) {
 	}
 	// A parsed Application's rows are its own: audit changing them leaves the store alone.
 	got.Resources[0].Name = "changed"
-	if a.resources[0].Name != "precious" {
+	if a.rows.decode()[0].Name != "precious" {
 		t.Errorf("the store's row changed with the parsed app's")
 	}
 }
@@ -104,7 +104,7 @@ func TestCompactApplicationReadsTheSame(t *testing.T) {
 func TestCompactRowsShareStrings(t *testing.T) {
 	x, _ := compactApplication(decodeApp(t))
 	y, _ := compactApplication(decodeApp(t))
-	rx, ry := asInformedApp(x).resources[1], asInformedApp(y).resources[1]
+	rx, ry := asInformedApp(x).rows.decode()[1], asInformedApp(y).rows.decode()[1]
 	for _, pair := range [][2]string{{rx.Kind, ry.Kind}, {rx.Namespace, ry.Namespace}, {rx.Status, ry.Status}, {rx.Group, ry.Group}} {
 		if pair[0] != pair[1] || stringData(pair[0]) != stringData(pair[1]) {
 			t.Errorf("%q and %q are two copies", pair[0], pair[1])

@@ -37,7 +37,7 @@ func parentOf(obj any) parent {
 	}
 	var p parent
 	p.autoPrune, _, _ = unstructured.NestedBool(a.Object, "spec", "syncPolicy", "automated", "prune")
-	for _, r := range a.resources {
+	for _, r := range a.rows.decode() {
 		if r.Group == "argoproj.io" && r.Kind == "Application" {
 			p.children = append(p.children, r.Namespace+"/"+r.Name)
 		}

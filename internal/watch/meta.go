@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
@@ -16,8 +15,8 @@ import (
 // rows — for the TTL and, past it, as the last good answer to fall back on. Kept as the
 // cluster.Object it was read as, one such object took about 1 KB: a Ref of six strings, two Go
 // maps of a whole group of eight slots even for one annotation, its own copy of every key. A
-// liveMeta keeps the same metadata in one string of bytes, with the keys interned, and builds the
-// object back for each read (BenchmarkLiveCacheEntry).
+// liveMeta keeps the same metadata in one string of bytes (compact.go), with the keys interned, and
+// builds the object back for each read (BenchmarkLiveCacheEntry).
 
 // liveMeta is a live object's metadata as the metadata cache keeps it: everything a judgement
 // reads except the Ref, which the cache's key and the read's own ref carry, and what no judgement
@@ -32,8 +31,7 @@ type liveMeta struct {
 
 // The encoding: a flags byte; the UID, as 16 bytes when it is a canonical UUID, else as a string;
 // the resourceVersion; the counts of labels, annotations and owners; the labels' then the
-// annotations' keys (interned, metaKeys) and values; the owners. A string is its length as a
-// uvarint, then its bytes.
+// annotations' keys (interned, metaKeys) and values; the owners (compact.go).
 const (
 	metaPresent = 1 << iota
 	metaDeleting
@@ -71,12 +69,12 @@ func compactRead(res cluster.ReadResult) liveMeta {
 	b = binary.AppendUvarint(b, uint64(annotations))
 	b = binary.AppendUvarint(b, uint64(len(o.Owners)))
 	for _, k := range slices.Sorted(maps.Keys(o.Labels)) {
-		b = appendKey(b, k)
+		b = metaKeys.append(b, k)
 		b = appendString(b, o.Labels[k])
 	}
 	for _, k := range slices.Sorted(maps.Keys(o.Annotations)) {
 		if k != argocd.AnnotationLastAppliedConfiguration {
-			b = appendKey(b, k)
+			b = metaKeys.append(b, k)
 			b = appendString(b, o.Annotations[k])
 		}
 	}
@@ -91,7 +89,7 @@ func (m liveMeta) object(ref cluster.Ref) *cluster.Object {
 	if m.data == "" {
 		return nil
 	}
-	d := metaDecoder{s: m.data}
+	d := decoder{s: m.data}
 	flags := d.byte()
 	o := &cluster.Object{Ref: ref, Deleting: flags&metaDeleting != 0, Content: m.content}
 	if flags&metaUUID != 0 {
@@ -101,7 +99,7 @@ func (m liveMeta) object(ref cluster.Ref) *cluster.Object {
 	}
 	o.ResourceVersion = d.string()
 	labels, annotations, owners := d.count(), d.count(), d.count()
-	o.Labels, o.Annotations = d.pairs(labels), d.pairs(annotations)
+	o.Labels, o.Annotations = pairs(&d, labels), pairs(&d, annotations)
 	if owners > 0 {
 		o.Owners = make([]string, owners)
 		for i := range o.Owners {
@@ -120,102 +118,26 @@ func metaBytes(key string, a answer[liveMeta]) int64 {
 	return n
 }
 
-// metaEntryOverhead is a metadata cache entry's bookkeeping, on amd64: the entry with its links,
-// key, answer and expiry (112 bytes), the map's slot, and the allocations' rounding.
-const metaEntryOverhead = 160
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-// metaKeys interns the label and annotation keys of the cached metadata: a few keys — the tracking
-// annotation, the instance label, the sync options — recur on every object. A key is written as its
-// index plus one, or, once the table is full, as 0 and the key itself.
-var metaKeys = struct {
-	sync.RWMutex
-	index map[string]uint64
-	keys  []string
-}{index: map[string]uint64{}}
-
-// maxMetaKeys bounds the table: keys are few in any cluster, but nothing stops an object from
-// carrying keys no other has.
-const maxMetaKeys = 1 << 14
-
-func appendKey(b []byte, k string) []byte {
-	metaKeys.RLock()
-	i, ok := metaKeys.index[k]
-	metaKeys.RUnlock()
-	if !ok {
-		metaKeys.Lock()
-		if i, ok = metaKeys.index[k]; !ok && len(metaKeys.keys) < maxMetaKeys {
-			k = strings.Clone(k)
-			i, ok = uint64(len(metaKeys.keys)), true
-			metaKeys.index[k] = i
-			metaKeys.keys = append(metaKeys.keys, k)
-		}
-		metaKeys.Unlock()
-	}
-	if !ok {
-		return appendString(append(b, 0), k)
-	}
-	return binary.AppendUvarint(b, i+1)
-}
-
-// metaDecoder reads what compactRead wrote; the data is the cache's own, so it is well formed.
-type metaDecoder struct {
-	s string
-	i int
-}
-
-func (d *metaDecoder) byte() byte {
-	c := d.s[d.i]
-	d.i++
-	return c
-}
-
-// count reads a uvarint (binary.AppendUvarint).
-func (d *metaDecoder) count() int {
-	var v uint64
-	for shift := 0; ; shift += 7 {
-		c := d.byte()
-		v |= uint64(c&0x7f) << shift
-		if c < 0x80 {
-			return int(v)
-		}
-	}
-}
-
-func (d *metaDecoder) fixed(n int) string {
-	s := d.s[d.i : d.i+n]
-	d.i += n
-	return s
-}
-
-func (d *metaDecoder) string() string { return strings.Clone(d.fixed(d.count())) }
-
-func (d *metaDecoder) key() string {
-	i := d.count()
-	if i == 0 {
-		return d.string()
-	}
-	metaKeys.RLock()
-	defer metaKeys.RUnlock()
-	return metaKeys.keys[i-1]
-}
-
 // pairs reads n keys and values as a map; nil when there are none, as a decoded object has.
-func (d *metaDecoder) pairs(n int) map[string]string {
+func pairs(d *decoder, n int) map[string]string {
 	if n == 0 {
 		return nil
 	}
 	m := make(map[string]string, n)
 	for range n {
-		k := d.key()
+		k := d.interned(metaKeys)
 		m[k] = d.string()
 	}
 	return m
 }
+
+// metaEntryOverhead is a metadata cache entry's bookkeeping, on amd64: the entry with its links,
+// key, answer and expiry (112 bytes), the map's slot, and the allocations' rounding.
+const metaEntryOverhead = 160
+
+// metaKeys are the label and annotation keys of the cached metadata: a few keys — the tracking
+// annotation, the instance label, the sync options — recur on every object.
+var metaKeys = newInternTable(1 << 14)
 
 // parseUUID reads a UUID in the canonical form the API server gives every object
 // (8-4-4-4-12 lowercase hex digits): only a UID that formatUUID writes back the same is one.

@@ -472,23 +472,15 @@ func TestCompactCachedObjects(t *testing.T) {
 // kept with its object and still answered.
 func TestCompactKeysPastTheTable(t *testing.T) {
 	read := cluster.Ref{Version: "v1", Kind: "ConfigMap", Name: "x"}
-	for i := 0; ; i++ {
-		metaKeys.RLock()
-		full := len(metaKeys.keys) >= maxMetaKeys
-		metaKeys.RUnlock()
-		if full {
-			break
-		}
-		appendKey(nil, fmt.Sprintf("filler/%d", i))
+	for i := 0; metaKeys.len() < metaKeys.max; i++ {
+		metaKeys.append(nil, fmt.Sprintf("filler/%d", i))
 	}
 	o := &cluster.Object{Ref: read, UID: "u", Labels: map[string]string{"past/the-table": "yes", "filler/0": "interned"}}
 	if got := compactRead(cluster.ReadResult{Object: o}).object(read); !reflect.DeepEqual(got, o) {
 		t.Fatalf("cached %+v as %+v", o, got)
 	}
-	metaKeys.RLock()
-	defer metaKeys.RUnlock()
-	if _, interned := metaKeys.index["past/the-table"]; interned || len(metaKeys.keys) != maxMetaKeys {
-		t.Fatalf("the table grew past its bound: %d keys", len(metaKeys.keys))
+	if metaKeys.has("past/the-table") || metaKeys.len() != metaKeys.max {
+		t.Fatalf("the table grew past its bound: %d keys", metaKeys.len())
 	}
 }
 
