@@ -142,6 +142,7 @@ func (o *WatchOptions) Complete(cmd *cobra.Command) error {
 	if c.MemoryLimit, err = watch.MemoryLimitFrom(o.getenv); err != nil {
 		return usageError("%v", err)
 	}
+	c.GCPercent = watch.GCPercentFrom(o.getenv)
 	return nil
 }
 

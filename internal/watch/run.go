@@ -67,6 +67,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
 		log.printf("Go memory limit %d MiB", limit>>20)
 	}
+	if cfg.GCPercent > 0 {
+		debug.SetGCPercent(cfg.GCPercent)
+		log.printf("Go GC percent %d (GOGC; set it in the environment to change it)", cfg.GCPercent)
+	}
 	m := NewMetrics(cfg.Now)
 	w, err := newWatcher(ctx, cfg, m, log)
 	if err != nil {

@@ -601,6 +601,21 @@ func TestMemoryLimitFrom(t *testing.T) {
 	}
 }
 
+// TestGCPercentFrom: the watch collects at DefaultGCPercent unless GOGC says otherwise (the runtime
+// has read it, "off" included).
+func TestGCPercentFrom(t *testing.T) {
+	for env, want := range map[string]int{"": DefaultGCPercent, "200": 0, "off": 0} {
+		if got := GCPercentFrom(func(k string) string {
+			if k == "GOGC" {
+				return env
+			}
+			return ""
+		}); got != want {
+			t.Errorf("GOGC=%q: %d, want %d", env, got, want)
+		}
+	}
+}
+
 // TestSettingsLogTheReleaseLine: when argocd-cm is read, the watch logs the settings and, with the
 // Argo CD version known, the release line and the version rules it judges with.
 func TestSettingsLogTheReleaseLine(t *testing.T) {

@@ -105,7 +105,7 @@ const trackingPatch = `{"metadata":{"labels":{"app.kubernetes.io/instance":null}
 func kubectlPatch(b *testing.B, env *labtest.Env, namespaces []string) measurement {
 	b.Helper()
 	args := append([]string{"--kubeconfig", env.State.Kubeconfig, "patch", "namespace"}, namespaces...)
-	m := process(b, env.State.Kubectl, append(args, "--type", "merge", "-p", trackingPatch)...)
+	m := process(b, kubectlBinary(b, env), append(args, "--type", "merge", "-p", trackingPatch)...)
 	if m.code != 0 {
 		b.Fatalf("kubectl patch exit %d", m.code)
 	}

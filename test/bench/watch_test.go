@@ -320,7 +320,7 @@ type kubectlWatch struct {
 func startKubectlWatch(b *testing.B, env *labtest.Env, ns, app string) *kubectlWatch {
 	b.Helper()
 	k := &kubectlWatch{waiting: map[string]chan time.Time{}}
-	k.cmd = exec.Command(env.State.Kubectl, "--kubeconfig", env.State.Kubeconfig, "get", "applications.argoproj.io", "-n", ns,
+	k.cmd = exec.Command(kubectlBinary(b, env), "--kubeconfig", env.State.Kubeconfig, "get", "applications.argoproj.io", "-n", ns,
 		"-w", "--watch-only", "--output-watch-events=false", "-o", "json")
 	out, err := k.cmd.StdoutPipe()
 	if err != nil {
