@@ -103,11 +103,15 @@ const (
 	DefaultQPS            = 50
 	DefaultBurst          = 100
 	DefaultWorkers        = 4
-	DefaultCacheSize      = 100000
-	// DefaultCacheBytes holds the 100,000 objects of 2,000 apps × 50 rows with a handful of labels
-	// and annotations each (about 500 bytes apiece as the cache keeps them, estimated; 275 with one
-	// annotation) and stops objects carrying large annotations from taking more.
-	DefaultCacheBytes = 64 << 20
+	// DefaultCacheSize holds the 500,000 objects of 10,000 apps × 50 rows: with 100,000, each
+	// evaluation at that size found its objects evicted and listed its namespace again (12,500
+	// ConfigMaps), and the watch judged about 4 apps a second; with 500,000 it judged all 10,000 in
+	// 75 s (docs/watch.md, "Scale").
+	DefaultCacheSize = 500000
+	// DefaultCacheBytes holds those 500,000 objects with one annotation each (about 275 bytes apiece
+	// as the cache keeps them, estimated), about 330,000 with a handful of labels and annotations
+	// (about 500), and stops objects carrying large annotations from taking more.
+	DefaultCacheBytes = 160 << 20
 	DefaultCacheTTL   = 30 * time.Second
 )
 
