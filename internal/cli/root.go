@@ -382,21 +382,33 @@ func (g *GlobalOptions) connect(ctx context.Context) (cluster.ArgoCD, argocd.Set
 
 // connectReading is connect, running read — a read that needs the installation but not its
 // settings, such as the apps a command names — while the settings are read: both are round trips
-// that every command waits for before it plans. read keeps its own outcome; connect's error comes
-// first.
+// that every command waits for before it plans. An installation that learns its namespace from its
+// settings (through argocd-server) is read after them: the apps default to that namespace. read
+// keeps its own outcome; connect's error comes first.
 func (g *GlobalOptions) connectReading(ctx context.Context, read func(context.Context, cluster.ArgoCD)) (cluster.ArgoCD, argocd.Settings, error) {
 	argo, err := g.session.ArgoCD(ctx)
 	if err != nil {
 		return nil, argocd.Settings{}, failure(err)
 	}
+	if read == nil {
+		read = func(context.Context, cluster.ArgoCD) {}
+	}
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if read != nil {
+	settling, pending := argo.(cluster.SettlingNamespace)
+	pending = pending && !settling.NamespaceSettled()
+	if !pending {
+		go func() {
+			defer close(done)
+			read(ctx, argo)
+		}()
+	}
+	s, err := g.session.Settings(ctx)
+	if pending {
+		if err == nil {
 			read(ctx, argo)
 		}
-	}()
-	s, err := g.session.Settings(ctx)
+		close(done)
+	}
 	<-done
 	if err != nil {
 		return nil, argocd.Settings{}, failure(err)

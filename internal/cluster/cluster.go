@@ -233,6 +233,13 @@ type Settings struct {
 	Warnings []string
 }
 
+// SettlingNamespace is an installation that learns its namespace from its settings (argocd-server
+// tells logged-in users its controller's): until Settings has returned, Namespace is a fallback, and
+// a read that defaults to it must wait.
+type SettlingNamespace interface {
+	NamespaceSettled() bool
+}
+
 // ArgoCD is one Argo CD installation as a backend sees it.
 type ArgoCD interface {
 	// Namespace is the installation's namespace (where argocd-cm and its own Applications live).

@@ -22,12 +22,25 @@ type ArgoCD struct {
 
 	mu sync.Mutex
 	ns string
+	// settled: Settings has read the endpoint that may name the namespace.
+	settled bool
 	// version is the server's, read once (versionRead).
 	version     *argocd.Version
 	versionRead bool
 }
 
-var _ cluster.ArgoCD = (*ArgoCD)(nil)
+var (
+	_ cluster.ArgoCD            = (*ArgoCD)(nil)
+	_ cluster.SettlingNamespace = (*ArgoCD)(nil)
+)
+
+// NamespaceSettled reports whether Namespace is the server's answer (or, the server not saying, the
+// fallback for good) rather than the fallback before Settings asked.
+func (a *ArgoCD) NamespaceSettled() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.settled
+}
 
 // NewArgoCD returns the installation behind a client.
 func NewArgoCD(c *Client, fallbackNamespace string) *ArgoCD {
@@ -67,11 +80,12 @@ func (a *ArgoCD) Settings(ctx context.Context, v *argocd.Version) (cluster.Setti
 	if err := a.c.do(ctx, "GET", "/api/v1/settings", nil, nil, &s); err != nil {
 		return cluster.Settings{}, cluster.Explain(err, "read Argo CD's settings", a.Cluster())
 	}
+	a.mu.Lock()
 	if s.ControllerNamespace != "" {
-		a.mu.Lock()
 		a.ns = s.ControllerNamespace
-		a.mu.Unlock()
 	}
+	a.settled = true
+	a.mu.Unlock()
 	var warnings []string
 	if v == nil {
 		var ver struct {

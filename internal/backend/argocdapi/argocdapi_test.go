@@ -84,9 +84,15 @@ func TestSettingsFromTheSettingsEndpoint(t *testing.T) {
 		"GET /api/version":     {200, `{"Version":"v3.0.23+3c3dbb3"}`},
 	})
 	a := s.argocd(t)
+	if a.NamespaceSettled() {
+		t.Errorf("namespace %q settled before the settings were read: a read defaulting to it would ask the wrong namespace", a.Namespace())
+	}
 	got, err := a.Settings(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !a.NamespaceSettled() {
+		t.Errorf("namespace not settled after the settings were read")
 	}
 	if got.Method != argocd.MethodAnnotation || got.InstanceLabelKey != "team.example/app" || got.InstallationID != "prod" {
 		t.Errorf("settings = %+v", got.Settings)
