@@ -393,23 +393,20 @@ func (g *GlobalOptions) connectReading(ctx context.Context, read func(context.Co
 	if read == nil {
 		read = func(context.Context, cluster.ArgoCD) {}
 	}
-	done := make(chan struct{})
-	settling, pending := argo.(cluster.SettlingNamespace)
-	pending = pending && !settling.NamespaceSettled()
-	if !pending {
+	var s cluster.Settings
+	if settling, ok := argo.(cluster.SettlingNamespace); ok && !settling.NamespaceSettled() {
+		if s, err = g.session.Settings(ctx); err == nil {
+			read(ctx, argo)
+		}
+	} else {
+		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			read(ctx, argo)
 		}()
+		s, err = g.session.Settings(ctx)
+		<-done
 	}
-	s, err := g.session.Settings(ctx)
-	if pending {
-		if err == nil {
-			read(ctx, argo)
-		}
-		close(done)
-	}
-	<-done
 	if err != nil {
 		return nil, argocd.Settings{}, failure(err)
 	}

@@ -47,19 +47,6 @@ func (t *internTable) append(b []byte, s string) []byte {
 	return binary.AppendUvarint(b, i+1)
 }
 
-func (t *internTable) len() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	return len(t.all)
-}
-
-func (t *internTable) has(s string) bool {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	_, ok := t.index[s]
-	return ok
-}
-
 // appendString writes s as its length, a uvarint, then its bytes.
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))

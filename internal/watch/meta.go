@@ -3,8 +3,6 @@ package watch
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -23,7 +21,7 @@ import (
 // reads — managedFields, and kubectl's last-applied copy of the whole object (Argo CD ignores it
 // for ownership, and it is often most of an object's metadata).
 type liveMeta struct {
-	// data is the metadata encoded (appendMeta); empty: the read found no object.
+	// data is the metadata encoded (compactRead); empty: the read found no object.
 	data string
 	// content is the whole object, kept when the backend read it in full.
 	content map[string]any
@@ -68,20 +66,22 @@ func compactRead(res cluster.ReadResult) liveMeta {
 	b = binary.AppendUvarint(b, uint64(len(o.Labels)))
 	b = binary.AppendUvarint(b, uint64(annotations))
 	b = binary.AppendUvarint(b, uint64(len(o.Owners)))
-	for _, k := range slices.Sorted(maps.Keys(o.Labels)) {
-		b = metaKeys.append(b, k)
-		b = appendString(b, o.Labels[k])
-	}
-	for _, k := range slices.Sorted(maps.Keys(o.Annotations)) {
-		if k != argocd.AnnotationLastAppliedConfiguration {
-			b = metaKeys.append(b, k)
-			b = appendString(b, o.Annotations[k])
-		}
-	}
+	b = appendPairs(b, o.Labels, "")
+	b = appendPairs(b, o.Annotations, argocd.AnnotationLastAppliedConfiguration)
 	for _, owner := range o.Owners {
 		b = appendString(b, owner)
 	}
 	return liveMeta{data: string(b), content: o.Content}
+}
+
+// appendPairs writes m's keys (interned) and values, but for the key skip.
+func appendPairs(b []byte, m map[string]string, skip string) []byte {
+	for k, v := range m {
+		if k != skip || skip == "" {
+			b = appendString(metaKeys.append(b, k), v)
+		}
+	}
+	return b
 }
 
 // object is the cached metadata as the object ref names, with maps of its own for the caller.

@@ -140,8 +140,7 @@ func (c *cachedObjects) Read(ctx context.Context, refs []cluster.Ref) []cluster.
 // readResult is the answer to use for ref, noting in the evaluation's unread a failure with no good
 // answer behind it.
 func readResult(ctx context.Context, ref cluster.Ref, a answer[cluster.ReadResult]) cluster.ReadResult {
-	if !a.good() {
-		unreadOf(ctx).object(ref.Key())
+	if !goodFor(ctx, ref, a) {
 		return cluster.ReadResult{Err: a.err}
 	}
 	return a.value
@@ -149,11 +148,19 @@ func readResult(ctx context.Context, ref cluster.Ref, a answer[cluster.ReadResul
 
 // metaResult is readResult for the metadata cache: the object as ref names it.
 func metaResult(ctx context.Context, ref cluster.Ref, a answer[liveMeta]) cluster.ReadResult {
-	if !a.good() {
-		unreadOf(ctx).object(ref.Key())
+	if !goodFor(ctx, ref, a) {
 		return cluster.ReadResult{Err: a.err}
 	}
 	return cluster.ReadResult{Object: a.value.object(ref), Err: a.err}
+}
+
+// goodFor reports whether a is a good answer for ref, noting in the evaluation's unread a failure
+// with none behind it.
+func goodFor[V any](ctx context.Context, ref cluster.Ref, a answer[V]) bool {
+	if !a.good() {
+		unreadOf(ctx).object(ref.Key())
+	}
+	return a.good()
 }
 
 // listKey names the LIST that holds r: its resource in its namespace.

@@ -448,6 +448,8 @@ func TestCompactCachedObjects(t *testing.T) {
 	}
 	for _, o := range []*cluster.Object{
 		{Ref: read, UID: "not-a-uuid", ResourceVersion: "1"},
+		// Only the annotation is kubectl's copy: a label of that key is kept.
+		{Ref: read, UID: "u-3", Labels: map[string]string{argocd.AnnotationLastAppliedConfiguration: "label"}},
 		{Ref: read, UID: "0B6E2C1A-3F4D-4E5A-9B8C-7D6E5F4A3B2C", ResourceVersion: "12345678901234567890"},
 		{Ref: read, UID: "0b6e2c1a-3f4d-4e5a-9b8c-7d6e5f4a3b2c", Labels: map[string]string{"empty": ""},
 			Annotations: map[string]string{"long": strings.Repeat("v", 300), "é/ключ": "ü"}, Content: map[string]any{"kind": "ConfigMap"}},
@@ -466,6 +468,19 @@ func TestCompactCachedObjects(t *testing.T) {
 	if after*5 > before {
 		t.Errorf("estimated %d bytes before, %d after", before, after)
 	}
+}
+
+func (t *internTable) len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.all)
+}
+
+func (t *internTable) has(s string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	_, ok := t.index[s]
+	return ok
 }
 
 // TestCompactKeysPastTheTable: once the interned keys are as many as the table holds, a new key is
