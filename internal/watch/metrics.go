@@ -47,11 +47,13 @@ const (
 // unknown, its cascade gauge and its automated-prune gauge.
 const seriesPerApp = 2 + 2*3 + 2 + 1 + 1
 
-// Metrics are the watch's Prometheus metrics, in a registry of their own (no global state).
+// Metrics are the watch's Prometheus metrics: its own, the Go runtime's and the process's in a
+// registry of their own (no global state), and the per-app series, which it writes itself (appSeries).
+// It serves them all as an http.Handler.
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	apps      *appCollector
+	apps      *appSeries
 	errors    *prometheus.CounterVec
 	evaluated prometheus.Counter
 	duration  prometheus.Histogram
@@ -84,22 +86,7 @@ func NewMetrics(now func() time.Time) *Metrics {
 	}
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
-		apps: newAppCollector(
-			prometheus.NewDesc(metricPruning,
-				helpPruning,
-				[]string{"namespace", "application", "project", "destination", "risk"}, nil),
-			prometheus.NewDesc(metricUnguarded,
-				helpUnguarded,
-				[]string{"namespace", "application", "risk", "when"}, nil),
-			prometheus.NewDesc(metricUnknown,
-				helpUnknown,
-				[]string{"namespace", "application", "risk"}, nil),
-			prometheus.NewDesc(metricCascade,
-				helpCascade,
-				[]string{"namespace", "application"}, nil),
-			prometheus.NewDesc(metricAutoPrune,
-				helpAutoPrune,
-				[]string{"namespace", "application"}, nil)),
+		apps:     newAppSeries(),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: metricErrors,
 			Help: "Evaluations that failed (stage=evaluate) or rows whose live object could not be read (stage=live_object)."},
 			[]string{"stage"}),
@@ -131,7 +118,7 @@ func NewMetrics(now func() time.Time) *Metrics {
 	apps := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricApps, Help: "Applications evaluated and shown in the metrics."}, m.appCount)
 	stale := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: metricStale,
 		Help: "Age of the oldest last good answer served in place of a live read that keeps failing (0: every answer is fresh): how old the guards the metrics show can be."}, m.staleAge)
-	m.Registry.MustRegister(m.apps, m.errors, m.evaluated, m.duration, m.leader, m.requests, m.events, m.lost,
+	m.Registry.MustRegister(m.errors, m.evaluated, m.duration, m.leader, m.requests, m.events, m.lost,
 		m.infErrors, m.healthy, m.resync, age, apps, stale,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, stage := range []string{"evaluate", "live_object"} {

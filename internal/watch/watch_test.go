@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -254,18 +259,18 @@ func TestMetricsCardinalityAndDeletion(t *testing.T) {
 		// However many rows an app has, it adds the same series.
 		m.Set(app.Ref(), Summarize(app, rows(app, i*10), nil), time.Millisecond)
 	}
-	if got := appSeries(t, m); got != 50*seriesPerApp {
+	if got := countAppSeries(t, m); got != 50*seriesPerApp {
 		t.Fatalf("%d per-app series for 50 apps, want %d", got, 50*seriesPerApp)
 	}
 	// Project change: the old series go, the count stays.
 	app := testApp()
 	app.Name, app.Project = "app-1", "other"
 	m.Set(app.Ref(), Summarize(app, nil, nil), time.Millisecond)
-	if got := appSeries(t, m); got != 50*seriesPerApp {
+	if got := countAppSeries(t, m); got != 50*seriesPerApp {
 		t.Fatalf("%d series after a project change, want %d", got, 50*seriesPerApp)
 	}
 	m.Delete("argocd/app-2")
-	if got := appSeries(t, m); got != 49*seriesPerApp {
+	if got := countAppSeries(t, m); got != 49*seriesPerApp {
 		t.Fatalf("%d series after deleting an app, want %d", got, 49*seriesPerApp)
 	}
 	value := gauge(t, m, metricPruning, map[string]string{"application": "app-3", "risk": "high"})
@@ -293,12 +298,9 @@ func TestMetricsCardinalityAndDeletion(t *testing.T) {
 }
 
 // appSeries counts the series carrying an application label.
-func appSeries(t *testing.T, m *Metrics) int {
+func countAppSeries(t *testing.T, m *Metrics) int {
 	t.Helper()
-	families, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	families := scrape(t, m)
 	n := 0
 	for _, f := range families {
 		for _, s := range f.GetMetric() {
@@ -310,6 +312,22 @@ func appSeries(t *testing.T, m *Metrics) int {
 		}
 	}
 	return n
+}
+
+// scrape reads the metrics as Prometheus does: the handler's text, parsed.
+func scrape(t *testing.T, m *Metrics) map[string]*dto.MetricFamily {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("/metrics answered %d: %s", rec.Code, rec.Body)
+	}
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := p.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatalf("/metrics is not in the text format: %v", err)
+	}
+	return families
 }
 
 func gauge(t *testing.T, m *Metrics, name string, want map[string]string) float64 {
@@ -329,11 +347,7 @@ func counter(t *testing.T, m *Metrics, name string, want map[string]string) floa
 // find is the value of the series of name whose labels include want.
 func find(t *testing.T, m *Metrics, name string, want map[string]string) (float64, bool) {
 	t.Helper()
-	families, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
+	for _, f := range scrape(t, m) {
 		if f.GetName() != name {
 			continue
 		}
