@@ -2,9 +2,12 @@ package watch
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/unprune/unprune/internal/cluster"
 )
@@ -87,6 +90,12 @@ func (a *answers[V]) record(key string, value V, err error) answer[V] {
 	return r
 }
 
+// expired is a good answer read longer ago than the TTL, still held.
+func (a *answers[V]) expired(key string) (answer[V], bool) {
+	r, ok := a.cache.peek(key)
+	return r, ok && r.good()
+}
+
 // forget drops key: the watch saw the object change.
 func (a *answers[V]) forget(key string) {
 	a.cache.remove(key)
@@ -152,12 +161,17 @@ type unread struct {
 	objects map[string]bool
 	// policy: unprune's admission policy (or its binding) could not be read.
 	policy bool
+	// fresh forbids answers older than the TTL: the evaluation is the one after their refresh.
+	fresh bool
+	// behind are the LISTs refreshing answers older than the TTL the evaluation was given.
+	behind []<-chan singleflight.Result
 }
 
 type unreadKey struct{}
 
-func withUnread(ctx context.Context) (context.Context, *unread) {
-	u := &unread{objects: map[string]bool{}}
+// withUnread starts an evaluation's record; fresh forbids answers older than the TTL.
+func withUnread(ctx context.Context, fresh bool) (context.Context, *unread) {
+	u := &unread{objects: map[string]bool{}, fresh: fresh}
 	return context.WithValue(ctx, unreadKey{}, u), u
 }
 
@@ -174,6 +188,17 @@ func (u *unread) object(key string) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.objects[key] = true
+}
+
+// mayAnswerBehind reports whether the evaluation may be given answers older than the TTL while
+// they are read again: only an evaluation (not another read) that is not the one after a refresh.
+func (u *unread) mayAnswerBehind() bool { return u != nil && !u.fresh }
+
+// refreshing records a LIST refreshing answers the evaluation was given older than the TTL.
+func (u *unread) refreshing(ch <-chan singleflight.Result) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.behind = append(u.behind, ch)
 }
 
 func (u *unread) failedPolicy() {
@@ -199,6 +224,9 @@ type Unread struct {
 	Destination bool
 	Objects     map[string]bool
 	Policy      bool
+	// behind are the LISTs refreshing answers older than the TTL the evaluation used: its judgement
+	// stands for the metrics until they are done, and is made again after.
+	behind []<-chan singleflight.Result
 }
 
 func (u *unread) snapshot() Unread {
@@ -211,7 +239,7 @@ func (u *unread) snapshot() Unread {
 	for k := range u.objects {
 		objects[k] = true
 	}
-	return Unread{Destination: u.destination, Objects: objects, Policy: u.policy}
+	return Unread{Destination: u.destination, Objects: objects, Policy: u.policy, behind: slices.Clone(u.behind)}
 }
 
 // any reports whether anything could not be read.

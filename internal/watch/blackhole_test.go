@@ -42,7 +42,7 @@ func TestBlackHoledReadServesTheLastGoodAnswer(t *testing.T) {
 	c := newCachedObjects(kube.NewObjects(clients, ""), 10, time.Second, func() time.Time { return now }, newStaleAnswers())
 	ref := cluster.Ref{Version: "v1", Resource: "namespaces", Kind: "Namespace", Name: "team"}
 	read := func() (cluster.ReadResult, Unread) {
-		ctx, u := withUnread(context.Background())
+		ctx, u := withUnread(context.Background(), false)
 		res := c.Read(ctx, []cluster.Ref{ref})[0]
 		return res, u.snapshot()
 	}

@@ -110,7 +110,7 @@ func TestFailedReadIsUnknownNeverUnguarded(t *testing.T) {
 	w.events.setLeading(true)
 	evaluate := func(app argocd.Application, finalizers ...string) Unread {
 		t.Helper()
-		sum, u, err := w.judge(t.Context(), s, app, finalizers)
+		sum, u, err := w.judge(t.Context(), s, app, finalizers, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/audit"
 	"github.com/unprune/unprune/internal/backend/kube"
@@ -69,6 +71,10 @@ type watcher struct {
 	mu       sync.RWMutex
 	settings *argocd.Settings
 	synced   bool
+
+	// refreshed are the apps to judge next on fresh answers only: their last evaluation used
+	// answers older than the TTL, whose LISTs have run since (refreshBehind).
+	refreshed sync.Map
 }
 
 // newWatcher builds the clients (every request counted) and the informers. The informers' clients
@@ -413,15 +419,15 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 	}
 	w.listers.track(key, listed)
 	start := w.now()
-	sum, unread, err := w.judge(ctx, *s, app, a.GetFinalizers())
+	_, fresh := w.refreshed.LoadAndDelete(key)
+	sum, unread, err := w.judge(ctx, *s, app, a.GetFinalizers(), fresh)
 	if err != nil {
 		return err
 	}
 	if !w.cfg.CountAllKinds {
 		sum.Uncounted = uncountedText
 	}
-	w.metrics.Set(key, sum, w.now().Sub(start))
-	w.events.observe(key, sum)
+	w.publish(key, sum, unread, w.now().Sub(start))
 	w.resyncLater(key)
 	if unread.any() {
 		return errUnread
@@ -429,9 +435,33 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 	return nil
 }
 
-// judge is audit's answer for one app, with its cascade, and what could not be read for it.
-func (w *watcher) judge(ctx context.Context, s argocd.Settings, app argocd.Application, finalizers []string) (Summary, Unread, error) {
-	ctx, failed := withUnread(ctx)
+// publish shows a judgement in the metrics and its transitions as Events. A judgement made partly
+// on answers older than the TTL, while LISTs read them again (unread.behind), is shown in the
+// metrics at once — the app's own change is current — but emits no Event: the app is judged again
+// on what the LISTs read, and that judgement does.
+func (w *watcher) publish(key string, sum Summary, unread Unread, took time.Duration) {
+	w.metrics.Set(key, sum, took)
+	if len(unread.behind) > 0 {
+		go w.judgeAgainAfter(key, unread.behind)
+		return
+	}
+	w.events.observe(key, sum)
+}
+
+// judgeAgainAfter queues the app, to be judged on fresh answers, once the LISTs behind are done
+// (failed or not: a failed LIST leaves the evaluation to read, or to fall back, as it does).
+func (w *watcher) judgeAgainAfter(key string, behind []<-chan singleflight.Result) {
+	for _, ch := range behind {
+		<-ch
+	}
+	w.refreshed.Store(key, true)
+	w.enqueue(cache.ExplicitKey(key))
+}
+
+// judge is audit's answer for one app, with its cascade, and what could not be read for it; fresh
+// forbids answers older than the TTL (see cachedObjects.refreshBehind).
+func (w *watcher) judge(ctx context.Context, s argocd.Settings, app argocd.Application, finalizers []string, fresh bool) (Summary, Unread, error) {
+	ctx, failed := withUnread(ctx, fresh)
 	rep, err := audit.Run(ctx, w.argo, s, []argocd.Application{app}, audit.Options{})
 	if err != nil {
 		return Summary{}, Unread{}, err
