@@ -143,8 +143,8 @@ func TestUndoRefusesAConsistentlyEditedJournal(t *testing.T) {
 func TestUndoRefusesAnInstanceTheAppIsNotTrackedBy(t *testing.T) {
 	w := newWorld(t, "team-a")
 	path := w.detached(plan.StrategyUntrack)
-	w.editJournal(path, `"instance": "guestbook"`, `"instance": "team_guestbook"`,
-		`"before": "guestbook"`, `"before": "team_guestbook"`, `"guestbook:/Namespace`, `"team_guestbook:/Namespace`)
+	w.editJournal(path, `"instance":"guestbook"`, `"instance":"team_guestbook"`,
+		`"before":"guestbook"`, `"before":"team_guestbook"`, `"guestbook:/Namespace`, `"team_guestbook:/Namespace`)
 	u := w.undo(path, w.argo)
 	if it := u.Items[0]; it.Outcome != OutcomeRefused || it.Reason != string(RefuseInstanceMismatch) || !strings.Contains(it.Message, `"team_guestbook"`) {
 		t.Fatalf("%s %s: %s", it.Outcome, it.Reason, it.Message)

@@ -56,10 +56,12 @@ func (m mark) encode() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// encodeJournal is the journal document: indented JSON (which YAML readers read too), ending in a
-// newline so that records can be appended line by line.
+// encodeJournal is the journal document: JSON on one line (which YAML readers read too; jq . or
+// unprune undo --list shows it), ending in a newline so that records can be appended line by line.
+// It is written before the first patch and again at the end, both on the command's path: at 10,000
+// objects, indenting it cost a third of encoding it, and the file half again as many bytes.
 func encodeJournal(j *Journal) ([]byte, error) {
-	b, err := json.MarshalIndent(j, "", "  ")
+	b, err := json.Marshal(j)
 	if err != nil {
 		return nil, err
 	}

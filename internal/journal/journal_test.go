@@ -167,11 +167,11 @@ func TestLoadRefusesTruncatedAndForeign(t *testing.T) {
 	raw, _ := os.ReadFile(rec.Path())
 	cases := map[string]string{
 		"truncated":     string(raw[:len(raw)/2]),
-		"other kind":    strings.Replace(string(raw), `"kind": "Journal"`, `"kind": "ConfigMap"`, 1),
+		"other kind":    strings.Replace(string(raw), `"kind":"Journal"`, `"kind":"ConfigMap"`, 1),
 		"newer":         strings.Replace(string(raw), "unprune.dev/v1alpha2", "unprune.dev/v1", 1),
 		"older":         strings.Replace(string(raw), "unprune.dev/v1alpha2", "unprune.dev/v1alpha1", 1),
-		"bad state":     strings.Replace(string(raw), `"state": "planned"`, `"state": "done"`, 1),
-		"unknown field": strings.Replace(string(raw), `"command": "detach",`, `"command": "detach", "extra": 1,`, 1),
+		"bad state":     strings.Replace(string(raw), `"state":"planned"`, `"state":"done"`, 1),
+		"unknown field": strings.Replace(string(raw), `"command":"detach",`, `"command":"detach","extra":1,`, 1),
 	}
 	for name, content := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -55,7 +55,7 @@ func TestJournalInConfigMap(t *testing.T) {
 	if cm.Labels[LabelJournal] != journal.Version || cm.Annotations[AnnotationID] != id || cm.Annotations[AnnotationRequestedBy] != "admin" {
 		t.Fatalf("metadata: %v %v", cm.Labels, cm.Annotations)
 	}
-	if !strings.Contains(cm.Data[DataKey], `"state": "planned"`) {
+	if !strings.Contains(cm.Data[DataKey], `"state":"planned"`) {
 		t.Fatalf("the entry is not planned before the patch:\n%s", cm.Data[DataKey])
 	}
 	if err := rec.MarkApplied(0, "11"); err != nil {
