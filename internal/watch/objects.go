@@ -224,7 +224,7 @@ func (c *cachedObjects) list(ctx context.Context, lister cluster.Lister, key str
 // answering. At 10,000 apps a namespace holds 12,500 objects: listing it again to judge one app
 // that changed took 1 to 4 seconds, measured, while the app's change waited. The evaluation learns
 // of the LIST (unread.behind): its judgement is shown in the metrics at once, and the watch judges
-// the app again once the LIST is done, on what it read, before any Event (watcher.evaluate). So a
+// the app again once the LIST is done, on what it read, before any Event (watcher.publish). So a
 // guard added in between is missed for no longer than the LIST takes.
 func (c *cachedObjects) refreshBehind(ctx context.Context, key string, refs []cluster.Ref, idx []int, out []cluster.ReadResult) bool {
 	u := unreadOf(ctx)
