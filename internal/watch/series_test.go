@@ -22,31 +22,7 @@ import (
 func TestAppSeriesExposeWhatGaugeVecsDid(t *testing.T) {
 	m := NewMetrics(nil)
 	vecs := prometheus.NewRegistry()
-	pruning := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricPruning, Help: helpPruning}, []string{"namespace", "application", "project", "destination", "risk"})
-	unguarded := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricUnguarded, Help: helpUnguarded}, []string{"namespace", "application", "risk", "when"})
-	unknown := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricUnknown, Help: helpUnknown}, []string{"namespace", "application", "risk"})
-	cascade := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricCascade, Help: helpCascade}, []string{"namespace", "application"})
-	autoPrune := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricAutoPrune, Help: helpAutoPrune}, []string{"namespace", "application"})
-	vecs.MustRegister(pruning, unguarded, unknown, cascade, autoPrune)
-	setVecs := func(s Summary) {
-		app := prometheus.Labels{"namespace": s.Namespace, "application": s.Name}
-		for _, v := range []*prometheus.GaugeVec{pruning, unguarded, unknown, cascade, autoPrune} {
-			v.DeletePartialMatch(app)
-		}
-		for _, r := range riskLabels {
-			pruning.WithLabelValues(s.Namespace, s.Name, s.Project, s.Destination, r).Set(float64(s.Pruning[r]))
-			for _, w := range whenLabels {
-				unguarded.WithLabelValues(s.Namespace, s.Name, r, w).Set(float64(s.Unguarded[w][r]))
-			}
-			unknown.WithLabelValues(s.Namespace, s.Name, r).Set(float64(s.Unknown[r]))
-		}
-		cascade.WithLabelValues(s.Namespace, s.Name).Set(float64(s.CascadeHighRisk))
-		auto := 0.0
-		if s.AutoPrune {
-			auto = 1
-		}
-		autoPrune.WithLabelValues(s.Namespace, s.Name).Set(auto)
-	}
+	ref := newGaugeVecs(vecs)
 	summary := func(ns, name, project string, n int) Summary {
 		return Summary{Namespace: ns, Name: name, Project: project, Destination: "in-cluster", AutoPrune: n%2 == 1,
 			Pruning: map[string]int{riskHigh: n, riskNormal: 2 * n}, Unknown: map[string]int{riskHigh: n + 1},
@@ -64,18 +40,58 @@ func TestAppSeriesExposeWhatGaugeVecsDid(t *testing.T) {
 	for i, step := range steps {
 		for _, s := range step {
 			m.Set(s.Namespace+"/"+s.Name, s, 0)
-			setVecs(s)
+			ref.delete(s.Namespace, s.Name)
+			ref.set(s)
 		}
 		if i == len(steps)-1 {
 			m.Delete("argocd/db")
-			for _, v := range []*prometheus.GaugeVec{pruning, unguarded, unknown, cascade, autoPrune} {
-				v.DeletePartialMatch(prometheus.Labels{"namespace": "argocd", "application": "db"})
-			}
+			ref.delete("argocd", "db")
 		}
 		got, want := served(t, m, ""), exposition(t, vecs)
 		if got != want {
 			t.Fatalf("step %d:\n got:\n%s\nwant:\n%s", i, got, want)
 		}
+	}
+}
+
+// gaugeVecs are the per-app families as the watch kept them before appSeries: a GaugeVec each, with
+// the same names, help and labels.
+type gaugeVecs struct{ pruning, unguarded, unknown, cascade, autoPrune *prometheus.GaugeVec }
+
+func newGaugeVecs(r *prometheus.Registry) gaugeVecs {
+	v := gaugeVecs{
+		pruning:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricPruning, Help: helpPruning}, []string{"namespace", "application", "project", "destination", "risk"}),
+		unguarded: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricUnguarded, Help: helpUnguarded}, []string{"namespace", "application", "risk", "when"}),
+		unknown:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricUnknown, Help: helpUnknown}, []string{"namespace", "application", "risk"}),
+		cascade:   prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricCascade, Help: helpCascade}, []string{"namespace", "application"}),
+		autoPrune: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricAutoPrune, Help: helpAutoPrune}, []string{"namespace", "application"}),
+	}
+	r.MustRegister(v.pruning, v.unguarded, v.unknown, v.cascade, v.autoPrune)
+	return v
+}
+
+// set writes an app's values.
+func (v gaugeVecs) set(s Summary) {
+	for _, r := range riskLabels {
+		v.pruning.WithLabelValues(s.Namespace, s.Name, s.Project, s.Destination, r).Set(float64(s.Pruning[r]))
+		for _, w := range whenLabels {
+			v.unguarded.WithLabelValues(s.Namespace, s.Name, r, w).Set(float64(s.Unguarded[w][r]))
+		}
+		v.unknown.WithLabelValues(s.Namespace, s.Name, r).Set(float64(s.Unknown[r]))
+	}
+	v.cascade.WithLabelValues(s.Namespace, s.Name).Set(float64(s.CascadeHighRisk))
+	auto := 0.0
+	if s.AutoPrune {
+		auto = 1
+	}
+	v.autoPrune.WithLabelValues(s.Namespace, s.Name).Set(auto)
+}
+
+// delete removes every series of an app.
+func (v gaugeVecs) delete(namespace, name string) {
+	app := prometheus.Labels{"namespace": namespace, "application": name}
+	for _, vec := range []*prometheus.GaugeVec{v.pruning, v.unguarded, v.unknown, v.cascade, v.autoPrune} {
+		vec.DeletePartialMatch(app)
 	}
 }
 
@@ -216,23 +232,9 @@ func BenchmarkScrape(b *testing.B) {
 	}
 	b.Run("gaugevecs", func(b *testing.B) {
 		r := prometheus.NewRegistry()
-		pruning := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricPruning, Help: helpPruning}, []string{"namespace", "application", "project", "destination", "risk"})
-		unguarded := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricUnguarded, Help: helpUnguarded}, []string{"namespace", "application", "risk", "when"})
-		unknown := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricUnknown, Help: helpUnknown}, []string{"namespace", "application", "risk"})
-		cascade := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricCascade, Help: helpCascade}, []string{"namespace", "application"})
-		autoPrune := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricAutoPrune, Help: helpAutoPrune}, []string{"namespace", "application"})
-		r.MustRegister(pruning, unguarded, unknown, cascade, autoPrune)
+		ref := newGaugeVecs(r)
 		for i := range apps {
-			s := summary(i)
-			for _, risk := range riskLabels {
-				pruning.WithLabelValues(s.Namespace, s.Name, s.Project, s.Destination, risk).Set(float64(s.Pruning[risk]))
-				for _, w := range whenLabels {
-					unguarded.WithLabelValues(s.Namespace, s.Name, risk, w).Set(float64(s.Unguarded[w][risk]))
-				}
-				unknown.WithLabelValues(s.Namespace, s.Name, risk).Set(0)
-			}
-			cascade.WithLabelValues(s.Namespace, s.Name).Set(0)
-			autoPrune.WithLabelValues(s.Namespace, s.Name).Set(0)
+			ref.set(summary(i))
 		}
 		b.ResetTimer()
 		scrapeWith(b, promhttp.HandlerFor(r, promhttp.HandlerOpts{}))
