@@ -486,9 +486,15 @@ func watchFamily(t *testing.T, env *labtest.Env, install *labtest.Install, p *wa
 	t.Helper()
 	_, child, team = appOfApps(t, env, install, true)
 	labels := map[string]string{"application": child, "namespace": install.Namespace()}
-	// The child's status lists the Namespace once its controller compared it: the watch sees it
-	// then, with no other change needed.
-	p.waitMetric(t, 30*time.Second, "unprune_cascade_high_risk_resources", labels, 1)
+	// The child's status lists the Namespace once its controller compared it, which on a loaded
+	// machine can take longer than the watch may: wait for Argo CD first, then hold the watch to
+	// seeing it within seconds, with no other change needed.
+	childApp := &labtest.App{Install: install, Name: child, Namespace: install.Namespace()}
+	childApp.WaitStatus(t, 2*time.Minute, "to list its Namespace", func(s labtest.Status) bool {
+		_, listed := s.Find("Namespace", team)
+		return listed
+	})
+	p.waitMetric(t, 10*time.Second, "unprune_cascade_high_risk_resources", labels, 1)
 	p.waitMetric(t, 10*time.Second, "unprune_unguarded_prune_candidates", map[string]string{"application": child, "risk": "high", "when": "app_deleted"}, 1)
 	row, ok := familyAuditRow(t, env, install, child)
 	if !ok || row.Cascade == nil || len(row.Cascade.HighRisk) != 1 || row.Guarded {
