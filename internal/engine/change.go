@@ -101,6 +101,11 @@ type Mismatch struct {
 	Details []string
 	// Fix says what the user can do about it.
 	Fix string
+	// Unseen, when set, are the keys of every row the mismatch is about, each differing only as
+	// Argo CD shows an object whose last write its controller has not seen yet (its live-state
+	// cache lags the API server by its watch). A check may wait for later comparisons of such a
+	// mismatch when unprune wrote those objects (see runner.check).
+	Unseen []string
 }
 
 func (m *Mismatch) String() string {

@@ -104,6 +104,14 @@ type Item struct {
 	Phase int
 }
 
+// rowKey is the key of the item's row in an app's status (argocd.Resource.Key).
+func (it *Item) rowKey() string {
+	if it.Row != nil {
+		return it.Row.Key()
+	}
+	return argocd.Resource{Group: it.Ref.Group, Kind: it.Ref.Kind, Namespace: it.Ref.Namespace, Name: it.Ref.Name}.Key()
+}
+
 // AppRun is one Application of a plan.
 type AppRun struct {
 	App      argocd.Application

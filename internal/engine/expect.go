@@ -38,7 +38,7 @@ func expectSameAs(want []argocd.Resource, beforeRewrite bool, fix string) Expect
 	wanted := rowsOf(want)
 	return func(app argocd.Application) *Mismatch {
 		got := rowsOf(app.Resources)
-		var renders, lacks, differs []string
+		var renders, lacks, differs, unseen []string
 		for _, k := range sortedKeys(got) {
 			r := got[k]
 			w, ok := wanted[k]
@@ -52,7 +52,9 @@ func expectSameAs(want []argocd.Resource, beforeRewrite bool, fix string) Expect
 			case r.RequiresPruning && !w.RequiresPruning:
 				differs = append(differs, r.String()+" requires pruning")
 			case !beforeRewrite && r.Status != w.Status:
-				differs = append(differs, fmt.Sprintf("%s is %s (it was %s)", r, orUnknown(r.Status), orUnknown(w.Status)))
+				// A comparison whose live state still holds the old tracking diffs it against
+				// the desired object's new one: OutOfSync until the controller's cache sees it.
+				differs, unseen = append(differs, fmt.Sprintf("%s is %s (it was %s)", r, orUnknown(r.Status), orUnknown(w.Status))), append(unseen, k)
 			}
 		}
 		for _, k := range sortedKeys(wanted) {
@@ -64,6 +66,9 @@ func expectSameAs(want []argocd.Resource, beforeRewrite bool, fix string) Expect
 			return nil
 		}
 		m := &Mismatch{Summary: fmt.Sprintf("Argo CD's comparison of Application %s does not show the same resources", app.Ref())}
+		if len(renders)+len(lacks) == 0 && len(unseen) == len(differs) {
+			m.Unseen = unseen
+		}
 		if len(renders) > 0 {
 			m.Details = append(m.Details, "it lists "+strings.Join(renders, ", "))
 		}
@@ -106,16 +111,18 @@ func expectDeclares(rows []argocd.Resource, fix string) Expectation {
 func expectNotPruning(rows []argocd.Resource, fix string) Expectation {
 	return func(app argocd.Application) *Mismatch {
 		got := rowsOf(app.Resources)
-		var pruning []string
+		var pruning, keys []string
 		for _, r := range rows {
 			if g, ok := got[r.Key()]; ok && g.RequiresPruning {
-				pruning = append(pruning, r.String())
+				pruning, keys = append(pruning, r.String()), append(keys, r.Key())
 			}
 		}
 		if len(pruning) == 0 {
 			return nil
 		}
-		return &Mismatch{Summary: fmt.Sprintf("Application %s still lists resources as requiring pruning", app.Ref()), Details: pruning, Fix: fix}
+		// Until the controller's cache sees the object's tracking handed on, the app still
+		// tracks it: requiring pruning is what such a comparison shows.
+		return &Mismatch{Summary: fmt.Sprintf("Application %s still lists resources as requiring pruning", app.Ref()), Details: pruning, Fix: fix, Unseen: keys}
 	}
 }
 

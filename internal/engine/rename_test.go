@@ -305,7 +305,10 @@ func TestRenameRollsBackWhenTheComparisonDiffers(t *testing.T) {
 		return false, nil
 	}
 	c, x := rename(t, w.engine(), DryRunNone)
-	if check := stepResult(c, x, StepCheck, 1); check.Outcome != OutcomeFailed || !strings.Contains(check.Mismatch.String(), "is OutOfSync (it was Synced)") {
+	// OutOfSync is what the new app shows until the controller has seen the rewrite: the check
+	// waits for every comparison of its timeout before it fails.
+	if check := stepResult(c, x, StepCheck, 1); check.Outcome != OutcomeFailed || !strings.Contains(check.Mismatch.String(), "is OutOfSync (it was Synced)") ||
+		!strings.Contains(check.Message, "in every comparison for 2m0s") {
 		t.Fatalf("second check %+v", check)
 	}
 	if stepResult(c, x, StepDelete, 0).Outcome != OutcomeNotAttempted {
@@ -644,5 +647,116 @@ func TestRenameWaitsForASyncTheOldAppBegan(t *testing.T) {
 	}
 	if o := w.cluster.Object(w.refs["team-a"]); o.Labels[argocd.DefaultInstanceLabelKey] != "shop" {
 		t.Errorf("after the sync ended: %v", o.Labels)
+	}
+}
+
+// laggingController is Argo CD's controller whose live-state cache has not yet seen the tracking
+// rewrites: the first lag comparisons of app started after the first object patch show every row
+// OutOfSync (the old tracking diffed against the new), and extra, when set, lists as well.
+type laggingController struct {
+	cluster.ArgoCD
+	w        *world
+	app      string
+	lag      int
+	extra    *argocd.Resource
+	compared map[time.Time]bool
+	// since is when the lag was first asked about, after the patches: older comparisons are not
+	// the lagging ones.
+	since time.Time
+}
+
+func (l *laggingController) GetApplication(ctx context.Context, namespace, name string) (argocd.Application, error) {
+	app, err := l.ArgoCD.GetApplication(ctx, namespace, name)
+	if err != nil || name != l.app || l.w.patches() == 0 || app.Refresh != "" {
+		return app, err
+	}
+	if l.since.IsZero() {
+		l.since = l.w.clock.Now()
+	}
+	if !app.ReconciledAt.After(l.since) {
+		return app, nil
+	}
+	l.compared[app.ReconciledAt] = true
+	if len(l.compared) <= l.lag {
+		for i := range app.Resources {
+			app.Resources[i].Status = "OutOfSync"
+		}
+		if l.extra != nil {
+			app.Resources = append(app.Resources, *l.extra)
+		}
+	}
+	return app, nil
+}
+
+// A busy controller compares the new app several times before its cache has seen the tracking
+// rewrites: the check waits for the comparison that has, and the rename ends as it would at once.
+func TestRenameWaitsForTheControllerToSeeTheRewrites(t *testing.T) {
+	w := renameWorld(t)
+	e := w.engine()
+	lagging := &laggingController{ArgoCD: w.argo, w: w, app: "shop", lag: 6, compared: map[time.Time]bool{}}
+	e.ArgoCD = lagging
+	c, x := rename(t, e, DryRunNone)
+	if !x.Complete() || x.RolledBack() {
+		t.Fatalf("rename: %+v", x.Steps)
+	}
+	if n := len(lagging.compared); n <= lagging.lag {
+		t.Fatalf("%d comparisons after the rewrite, want more than %d", n, lagging.lag)
+	}
+	if check := stepResult(c, x, StepCheck, 1); check.Outcome != OutcomePassed {
+		t.Fatalf("check after the rewrite: %+v", check)
+	}
+	if o := w.cluster.Object(w.refs["team-a"]); o.Labels[argocd.DefaultInstanceLabelKey] != "shop" {
+		t.Errorf("team-a after the rename: %v", o.Labels)
+	}
+}
+
+// A mismatch that is not only what an unseen rewrite looks like — here the new app lists an object
+// the rename did not touch — is not waited out: the second comparison decides, and the rename is
+// put back.
+func TestRenameDoesNotWaitOutAnotherMismatch(t *testing.T) {
+	w := renameWorld(t)
+	e := w.engine()
+	lagging := &laggingController{ArgoCD: w.argo, w: w, app: "shop", lag: 1000, compared: map[time.Time]bool{},
+		extra: &argocd.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "default", Name: "shop-config", Status: "Synced"}}
+	e.ArgoCD = lagging
+	c, x := rename(t, e, DryRunNone)
+	check := stepResult(c, x, StepCheck, 1)
+	if check.Outcome != OutcomeFailed || !strings.Contains(check.Message, "ConfigMap/default/shop-config") {
+		t.Fatalf("check after the rewrite: %+v", check)
+	}
+	if n := len(lagging.compared); n != 2 {
+		t.Fatalf("%d comparisons judged, want 2", n)
+	}
+	if !x.RolledBack() {
+		t.Fatalf("not rolled back: %+v %v", x.Rollback, x.RollbackErr)
+	}
+}
+
+// Only objects the last patch step wrote can be unseen by the controller: a check waits out a
+// mismatch of that kind about them until its timeout, and judges one about any other object on
+// its second comparison.
+func TestCheckWaitsOutOnlyWhatItWrote(t *testing.T) {
+	for _, tc := range []struct {
+		about string
+		want  int
+	}{{"team-a", 120}, {"team-b", 2}} {
+		t.Run(tc.about, func(t *testing.T) {
+			w := newWorld(t, "team-a", "team-b")
+			w.shareClock()
+			c := w.detach(DetachRequest{Resources: []ResourceArg{{Kind: "Namespace", Name: "team-a"}}})
+			row := argocd.Resource{Version: "v1", Kind: "Namespace", Name: tc.about}
+			judged := map[time.Time]bool{}
+			c.Steps = append(c.Steps, &Step{Kind: StepCheck, App: AppName{Namespace: "argocd", Name: "guestbook"}, Expect: func(app argocd.Application) *Mismatch {
+				judged[app.ReconciledAt] = true
+				return &Mismatch{Summary: "unseen", Details: []string{row.String() + " requires pruning"}, Unseen: []string{row.Key()}}
+			}})
+			x := w.execute(w.engine(), c, DryRunNone)
+			if check := x.Steps[len(c.Steps)-1]; check.Outcome != OutcomeFailed || check.Reason != ReasonMismatch {
+				t.Fatalf("check: %+v", check)
+			}
+			if len(judged) < tc.want-1 || len(judged) > tc.want+1 {
+				t.Fatalf("%d comparisons judged, want %d", len(judged), tc.want)
+			}
+		})
 	}
 }

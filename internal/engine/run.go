@@ -127,6 +127,8 @@ type runner struct {
 	lastWrite time.Time
 	// passed are the apps whose checks passed since the last write.
 	passed map[AppName]bool
+	// written are the row keys of the objects the last patch step changed.
+	written map[string]bool
 }
 
 func (r *runner) run(ctx context.Context) error {
@@ -251,7 +253,12 @@ func (r *runner) patch(ctx context.Context, s *Step) StepResult {
 	}
 	r.e.patchAll(ctx, r.c.Planned, r.x.Applied, todo, entries, r.rebased(todo), r.dryRun, marks, ok)
 	n := 0
+	r.written = map[string]bool{}
 	for _, i := range todo {
+		if out := r.x.Items[i].Outcome; out == ok || out == OutcomeNotAttempted {
+			// Interrupted mid-request, an object may have changed all the same.
+			r.written[r.c.Items[i].rowKey()] = true
+		}
 		if r.x.Items[i].Outcome == ok {
 			n++
 		}
@@ -332,27 +339,36 @@ func (r *runner) write(ctx context.Context, i int, s *Step) StepResult {
 }
 
 // check asks Argo CD to compare the step's app, waits for a comparison that started after the last
-// write, and judges it. A comparison started later than the write sees it once the controller's
-// watch has delivered it; so that a watch event in flight cannot fail a change that is fine, a
-// mismatch is judged again on one more comparison before the check fails.
+// write, and judges it.
 //
 // ReconciledAt is when the comparison started, in seconds; the controller sets it only for
 // comparisons at CompareWithLatest level (controller/appcontroller.go, processAppRefreshQueueItem:
 // `if app.Status.ReconciledAt == nil || comparisonLevel >= CompareWithLatest`), which a refresh
 // request asks for. So a comparison counts when its second is later than the write's.
+//
+// Starting later is not seeing: the controller compares against its live-state cache, which its
+// watch fills (gitops-engine pkg/cache/cluster.go, watchEvents), some time after the API server
+// took the write; on a busy controller, seconds after. A comparison before that shows the objects
+// as they were. So a mismatch is judged again on a later comparison before the check fails, and a
+// mismatch that is only what an unseen write of ours looks like (Mismatch.Unseen, every row one the
+// last patch step changed) is judged again on every later comparison until the check's timeout: it
+// ends the moment the cache shows the write, and never makes a check pass that a comparison does
+// not.
 func (r *runner) check(ctx context.Context, s *Step) StepResult {
 	timeout := r.e.checkTimeout()
 	deadline := r.e.now().Add(timeout)
 	after := r.lastWrite
 	var last *Mismatch
-	for attempt := 0; attempt < 2; attempt++ {
+	for attempt := 0; ; attempt++ {
 		app, fresh, err := r.e.compared(ctx, s.App, after, deadline)
 		switch {
 		case err != nil:
 			return StepResult{Decision: Decision{OutcomeFailed, string(cluster.Classify(err)), fmt.Sprintf("could not read Application %s: %v", s.App, err)}}
+		case !fresh && last != nil:
+			return StepResult{Decision: Decision{OutcomeFailed, ReasonMismatch, fmt.Sprintf("%s (in every comparison for %s after the last change)", last, timeout)}, Mismatch: last}
 		case !fresh:
 			d := Decision{OutcomeFailed, ReasonNotCompared, fmt.Sprintf("Argo CD did not compare Application %s within %s of the last change (its controller is busy or stopped)", s.App, timeout)}
-			return StepResult{Decision: d, Mismatch: last}
+			return StepResult{Decision: d}
 		}
 		if last = s.Expect(app); last == nil && s.Live != nil {
 			last = s.Live(ctx)
@@ -360,9 +376,25 @@ func (r *runner) check(ctx context.Context, s *Step) StepResult {
 		if last == nil {
 			return StepResult{Decision: Decision{Outcome: OutcomePassed}, At: app.ReconciledAt}
 		}
+		if attempt > 0 && !r.unseen(last) {
+			return StepResult{Decision: Decision{OutcomeFailed, ReasonMismatch, last.String()}, Mismatch: last}
+		}
 		after = app.ReconciledAt
 	}
-	return StepResult{Decision: Decision{OutcomeFailed, ReasonMismatch, last.String()}, Mismatch: last}
+}
+
+// unseen reports whether m is only what Argo CD shows for objects the last patch step changed
+// before its controller has seen the change.
+func (r *runner) unseen(m *Mismatch) bool {
+	if len(m.Unseen) == 0 {
+		return false
+	}
+	for _, k := range m.Unseen {
+		if !r.written[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // compared asks for a refresh of app and polls it until a comparison that started after after is

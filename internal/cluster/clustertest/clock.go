@@ -7,9 +7,10 @@ import (
 
 // Clock is one timeline for the fake cluster, the fake controller and the code under test: reading
 // it never moves it; every write the fakes serve moves it a second past the last comparison, and
-// every comparison starts a second past the last write. So a comparison that proves a change starts
-// in a later second than the change (reconciledAt has second precision), a check after a write
-// sees a comparison older than that write as old, and time spent waiting reads as none.
+// every comparison starts a second past the last write or comparison, and now is then its start.
+// So a comparison that proves a change starts in a later second than the change (reconciledAt has
+// second precision), a check after a write sees a comparison older than that write as old, polling
+// reads as no time, and a deadline passes after as many comparisons as it has seconds.
 type Clock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -50,6 +51,7 @@ func (c *Clock) compare() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reconciled = later(c.t, c.reconciled).Add(time.Second)
+	c.t = c.reconciled
 	return c.reconciled
 }
 
