@@ -473,7 +473,7 @@ func (a *App) WaitStatus(t testing.TB, timeout time.Duration, what string, cond 
 // WaitSynced waits until the app is Synced at revision (any revision when empty).
 func (a *App) WaitSynced(t testing.TB, revision string) Status {
 	t.Helper()
-	return a.WaitStatus(t, 90*time.Second, "to be Synced at "+revision, func(s Status) bool {
+	return a.WaitStatus(t, ControllerTimeout, "to be Synced at "+revision, func(s Status) bool {
 		return s.Sync == "Synced" && (revision == "" || s.Revision == revision)
 	})
 }
@@ -481,8 +481,13 @@ func (a *App) WaitSynced(t testing.TB, revision string) Status {
 // WaitRequiresPruning waits until the app is OutOfSync at revision with kind/name requiring pruning.
 func (a *App) WaitRequiresPruning(t testing.TB, revision, kind, name string) Status {
 	t.Helper()
-	return a.WaitStatus(t, 90*time.Second, fmt.Sprintf("to be OutOfSync with %s %s requiring pruning", kind, name), RequiresPruningAt(revision, kind, name))
+	return a.WaitStatus(t, ControllerTimeout, fmt.Sprintf("to be OutOfSync with %s %s requiring pruning", kind, name), RequiresPruningAt(revision, kind, name))
 }
+
+// ControllerTimeout is how long the lab's helpers wait for its Argo CD to act on a commit or a sync.
+// Under CI the controller and repo-server share two cores with every test running in parallel; a
+// cold run saw a refresh of a new commit take longer than 90 s there.
+const ControllerTimeout = 3 * time.Minute
 
 // RequiresPruningAt holds when the app is OutOfSync at revision with kind/name requiring pruning.
 func RequiresPruningAt(revision, kind, name string) func(Status) bool {
@@ -507,12 +512,12 @@ func (a *App) Incident(t testing.TB, namespace string, extraLabels map[string]st
 	a.Repo.Write(t, a.Path+"/namespace-"+namespace+".yaml",
 		fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n%s", namespace, labels))
 	added := a.Repo.Commit(t, "add namespace "+namespace)
-	a.RefreshUntil(t, 90*time.Second, "to see commit "+added, func(s Status) bool { return s.Revision == added })
+	a.RefreshUntil(t, ControllerTimeout, "to see commit "+added, func(s Status) bool { return s.Revision == added })
 	if op := a.Sync(t, false); op.Phase != "Succeeded" {
 		t.Fatalf("sync of %s: %s %s", added, op.Phase, op.Message)
 	}
 	a.WaitSynced(t, added)
 	reverted := a.Repo.Revert(t)
-	a.RefreshUntil(t, 90*time.Second, "to require pruning of Namespace "+namespace, RequiresPruningAt(reverted, "Namespace", namespace))
+	a.RefreshUntil(t, ControllerTimeout, "to require pruning of Namespace "+namespace, RequiresPruningAt(reverted, "Namespace", namespace))
 	return reverted
 }
