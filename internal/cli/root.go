@@ -107,11 +107,14 @@ func NewRootCommand(name string, streams genericiooptions.IOStreams) *cobra.Comm
 func newGlobalOptions(name string, streams genericiooptions.IOStreams) *GlobalOptions {
 	g := &GlobalOptions{
 		ConfigFlags: genericclioptions.NewConfigFlags(true),
-		QPS:         1000,
-		Burst:       2000,
-		Via:         ViaKube,
-		streams:     streams,
-		program:     displayName(name),
+		// No client-side rate limit, as controller-runtime sets none on SIG API Machinery's
+		// advice (kubernetes-sigs/controller-runtime#3119): --workers bounds the requests in
+		// flight, and the API server's Priority and Fairness paces them. --qps sets one.
+		QPS:     -1,
+		Burst:   2000,
+		Via:     ViaKube,
+		streams: streams,
+		program: displayName(name),
 	}
 	if name == NameArgoCDPlugin {
 		// As an argocd plugin, --server is the Argo CD server's, as for the argocd CLI.
@@ -157,8 +160,8 @@ and puts guards in place.
 	g.ConfigFlags.AddFlags(flags)
 	flags.StringVar(&g.ArgoCDNamespace, "argocd-namespace", "", "namespace Argo CD runs in (default: found by the labels of argocd-cm, else \"argocd\")")
 	flags.StringVar(&g.ArgoCDVersion, "argocd-version", "", "Argo CD version (e.g. v2.14.11) when it cannot be read from the application controller's image")
-	flags.Float32Var(&g.QPS, "qps", g.QPS, "maximum requests per second to each API server")
-	flags.IntVar(&g.Burst, "burst", g.Burst, "maximum burst of requests to each API server")
+	flags.Float32Var(&g.QPS, "qps", g.QPS, "maximum requests per second to each API server; -1: no client-side limit (--workers bounds the requests in flight, the API server's Priority and Fairness paces them)")
+	flags.IntVar(&g.Burst, "burst", g.Burst, "maximum burst of requests to each API server, with a positive --qps")
 	flags.StringVar(&g.JournalDir, "journal-dir", "", "where journals are written (default $XDG_STATE_HOME/unprune/journal)")
 	flags.StringVar(&g.FieldManager, "field-manager", kube.FieldManager, "name of the manager of unprune's writes (managedFields)")
 	flags.StringVar(&g.ArgoCDContext, "argocd-context", "", "kubeconfig context of the cluster Argo CD runs in (default: --context, else the current context)")
@@ -308,8 +311,8 @@ func (g *GlobalOptions) config() (session.Config, error) {
 		ArgoCDCredentials: g.ClusterCredentials == "argocd",
 		Warnings:          g.streams.ErrOut, Now: g.Now, Getenv: g.Getenv,
 	}
-	if g.QPS <= 0 || g.Burst <= 0 {
-		return cfg, usageError("--qps and --burst must be positive")
+	if (g.QPS <= 0 && g.QPS != -1) || g.Burst <= 0 {
+		return cfg, usageError("--qps must be positive, or -1 for no client-side limit; --burst must be positive")
 	}
 	if err := g.validateClusterFlags(); err != nil {
 		return cfg, err

@@ -26,7 +26,8 @@ import (
 
 // Options tune the clients.
 type Options struct {
-	// QPS and Burst bound the request rate of the client (client-go's token bucket).
+	// QPS and Burst bound the request rate of the client (client-go's token bucket); a negative
+	// QPS sets no client-side limit (rest.RESTClientFor builds no limiter), 0 keeps the config's.
 	QPS   float32
 	Burst int
 	// Workers bounds concurrent requests of bulk reads.
