@@ -3,7 +3,6 @@ package check
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
@@ -13,10 +12,6 @@ import (
 type ParamsReader interface {
 	CmdParams(ctx context.Context) (map[string]string, error)
 }
-
-// paramApplicationNamespaces is the application controller's --application-namespaces
-// (manifests/base/application-controller: application.namespaces).
-const paramApplicationNamespaces = "application.namespaces"
 
 // namespace follows the Applications a deleted Namespace holds (apps in any namespace): the
 // namespace controller deletes every object in it, Applications included, and each app's
@@ -40,10 +35,10 @@ func (d *follower) namespace(ctx context.Context, objects cluster.Objects, name,
 			if known {
 				c.Fate = NotDeleted
 				c.Notes = []string{fmt.Sprintf("Argo CD's controller does not watch namespace %s (%s): the app's finalizer is never processed, "+
-					"so it waits in deletion and its resources stay; the Namespace stays Terminating", name, paramApplicationNamespaces)}
+					"so it waits in deletion and its resources stay; the Namespace stays Terminating", name, argocd.ParamAppNamespaces)}
 			} else {
 				c.Notes = []string{fmt.Sprintf("whether Argo CD's controller watches namespace %s is not known (%s could not be read or matched): "+
-					"if it does, the app's finalizer deletes its resources", name, paramApplicationNamespaces)}
+					"if it does, the app's finalizer deletes its resources", name, argocd.ParamAppNamespaces)}
 			}
 			out = append(out, c)
 			continue
@@ -57,7 +52,7 @@ func (d *follower) namespace(ctx context.Context, objects cluster.Objects, name,
 // namespace, or one application.namespaces names (util/security IsNamespaceEnabled).
 func (d *follower) watches(ctx context.Context, namespace string) (watched, known bool) {
 	if namespace == d.argo.Namespace() {
-		return true, true
+		return true, true // without reading the parameters
 	}
 	if !d.paramsRead {
 		d.paramsRead = true
@@ -70,11 +65,5 @@ func (d *follower) watches(ctx context.Context, namespace string) (watched, know
 	if d.paramsErr != nil {
 		return false, false
 	}
-	var list []string
-	for _, ns := range strings.Split(d.params[paramApplicationNamespaces], ",") {
-		if ns = strings.TrimSpace(ns); ns != "" {
-			list = append(list, ns)
-		}
-	}
-	return argocd.MatchStringInList(list, namespace)
+	return argocd.AppNamespaces{ArgoCD: d.argo.Namespace(), Patterns: argocd.SplitList(d.params[argocd.ParamAppNamespaces])}.Enabled(namespace)
 }

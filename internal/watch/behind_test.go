@@ -134,7 +134,7 @@ func TestAChangeAfterTheTTLIsJudgedBeforeTheListThenAgainAfterIt(t *testing.T) {
 func TestAJudgementOnOldAnswersEmitsNoEventAndIsMadeAgain(t *testing.T) {
 	m := NewMetrics(nil)
 	rec := &recorder{}
-	w := &watcher{cfg: Config{ArgoCDNamespace: "argocd"}, metrics: m, ns: appNamespaces{argocd: "argocd"},
+	w := &watcher{cfg: Config{ArgoCDNamespace: "argocd"}, metrics: m, ns: appNamespaces{argocd.AppNamespaces{ArgoCD: "argocd"}},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
 	defer w.queue.ShutDown()
 	w.events = newEvents(rec.write, func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil }, m.EventSent)

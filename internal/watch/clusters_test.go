@@ -81,7 +81,7 @@ func TestClusterSecretsInformerFeedsTheDestinations(t *testing.T) {
 		kube.GVRApplication: "ApplicationList", gvrConfigMap: "ConfigMapList", gvrAppProject: "AppProjectList", gvrSecret: "SecretList"})
 	cfg := Config{ArgoCDNamespace: "argocd", ArgoCDCredentials: true, Workers: 1, CacheSize: 10, CacheTTL: time.Minute, Resync: time.Minute}
 	w := &watcher{cfg: cfg, log: &logger{out: io.Discard}, metrics: NewMetrics(nil), dyn: dyn, listers: newListers(),
-		ns: appNamespaces{argocd: "argocd"}, argo: newCachingArgoCD(nil, 10, time.Minute, nil),
+		ns: appNamespaces{argocd.AppNamespaces{ArgoCD: "argocd"}}, argo: newCachingArgoCD(nil, 10, time.Minute, nil),
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
 	d := &kube.Destinations{Namespace: "argocd", ArgoCDCredentials: true}
 	w.destinations = d

@@ -45,7 +45,7 @@ func drain(q workqueue.TypedRateLimitingInterface[string]) []string {
 // prune and on the parent tracking it; a change of either re-evaluates the children, a status
 // update that changes neither does not.
 func TestParentChangesReEvaluateChildren(t *testing.T) {
-	w := &watcher{ns: appNamespaces{argocd: "argocd"}, queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+	w := &watcher{ns: appNamespaces{argocd.AppNamespaces{ArgoCD: "argocd"}}, queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
 	defer w.queue.ShutDown()
 	steps := []struct {
 		name     string

@@ -61,7 +61,7 @@ func fakeWatcher(t *testing.T, forbidden *atomic.Bool, appLists *atomic.Int32) (
 		Resync: time.Minute, Workers: 1, CacheSize: 10, CacheTTL: time.Minute}
 	m := NewMetrics(nil)
 	w := &watcher{cfg: cfg, log: &logger{out: io.Discard}, metrics: m, kube: kc, leases: kc, dyn: dyn,
-		meta: metadatafake.NewSimpleMetadataClient(scheme), listers: newListers(), ns: appNamespaces{argocd: "argocd"},
+		meta: metadatafake.NewSimpleMetadataClient(scheme), listers: newListers(), ns: appNamespaces{argocd.AppNamespaces{ArgoCD: "argocd"}},
 		argo:  newCachingArgoCD(nil, 10, time.Minute, nil),
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
 	w.events = newEvents(func(context.Context, *corev1.Event) error { return nil },

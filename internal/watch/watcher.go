@@ -170,18 +170,18 @@ func leaseConfig(cfg Config, wrap func(http.RoundTripper) http.RoundTripper) *re
 
 // resolveNamespaces reads application.namespaces unless the flag said.
 func (w *watcher) resolveNamespaces(ctx context.Context) error {
-	w.ns = appNamespaces{argocd: w.cfg.ArgoCDNamespace, patterns: w.cfg.AppNamespaces}
+	w.ns = appNamespaces{argocd.AppNamespaces{ArgoCD: w.cfg.ArgoCDNamespace, Patterns: w.cfg.AppNamespaces}}
 	if w.cfg.AppNamespaces != nil {
 		return nil
 	}
-	cm, err := w.kube.CoreV1().ConfigMaps(w.cfg.ArgoCDNamespace).Get(ctx, ParamsConfigMap, metav1.GetOptions{})
+	cm, err := w.kube.CoreV1().ConfigMaps(w.cfg.ArgoCDNamespace).Get(ctx, argocd.CmdParamsConfigMap, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
-		return fmt.Errorf("read ConfigMap %s/%s (%s): %w; or pass %v", w.cfg.ArgoCDNamespace, ParamsConfigMap, ParamAppNamespaces, err, option.AppNamespaces)
+		return fmt.Errorf("read ConfigMap %s/%s (%s): %w; or pass %v", w.cfg.ArgoCDNamespace, argocd.CmdParamsConfigMap, argocd.ParamAppNamespaces, err, option.AppNamespaces)
 	}
-	w.ns.patterns = splitPatterns(cm.Data[ParamAppNamespaces])
+	w.ns.Patterns = argocd.SplitList(cm.Data[argocd.ParamAppNamespaces])
 	return nil
 }
 
