@@ -199,7 +199,7 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 		if o.Request.Selector != nil && o.Request.Selector.Namespace == "" && !o.selection.allNamespaces {
 			o.Request.Selector.Namespace = argo.Namespace()
 		}
-		read.Apps, read.Err = engine.ReadApps(ctx, argo, o.Request.Apps, o.Request.Selector)
+		*read = engine.ReadApps(ctx, argo, o.Request.Apps, o.Request.Selector)
 	})
 	if err != nil {
 		return err
@@ -217,6 +217,7 @@ func (o *DetachOptions) Run(ctx context.Context) error {
 	if !o.output.out.Document() {
 		fmt.Fprintf(o.ErrOut, "Argo CD in %s: %s; strategy %s\n", argo.Namespace(), printer.Line(s.String()), o.Request.Strategy)
 	}
+	noteNarrowed(o.ErrOut, argo, read.Narrowed)
 	counts := c.Counts()
 	mode := o.change.dryRun
 	n, released := counts[engine.OutcomePlanned], alreadyReleased(c.Planned)

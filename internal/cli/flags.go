@@ -105,7 +105,7 @@ type selectionFlags struct {
 }
 
 func (f *selectionFlags) add(cmd *cobra.Command) {
-	cmd.Flags().BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "Applications in all namespaces (apps in any namespace)")
+	cmd.Flags().BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "Applications in every namespace Argo CD reconciles them in: its own and those application.namespaces names (apps in any namespace)")
 	cmd.Flags().StringVarP(&f.selector, "selector", "l", "", "only Applications with these labels (a label selector, as kubectl -l)")
 	cmd.Flags().StringSliceVar(&f.projects, "project", nil, "only Applications of these projects (repeatable)")
 }
@@ -131,6 +131,24 @@ func (f *selectionFlags) toSelector(g *GlobalOptions, argoNamespace string) clus
 		sel.Namespace = ns
 	}
 	return sel
+}
+
+// noteNarrowed says, on stderr, how many Applications -A found where Argo CD does not reconcile them,
+// or why it could not tell.
+func noteNarrowed(w io.Writer, argo cluster.ArgoCD, narrowed engine.Narrowed) {
+	if narrowed.Err != nil {
+		fmt.Fprintf(w, "warning: listing Applications in every namespace, also those Argo CD may not reconcile: %v\n", narrowed.Err)
+		return
+	}
+	n := narrowed.Left
+	its, it := "its namespace", "it"
+	if n > 1 {
+		its, it = "their namespaces", "them"
+	}
+	if n > 0 {
+		fmt.Fprintf(w, "note: %s left out: Argo CD (in %s) does not reconcile Applications in %s (%s in %s does not name %s)\n",
+			printer.Count(n, "Application"), argo.Namespace(), its, argocd.ParamAppNamespaces, argocd.CmdParamsConfigMap, it)
+	}
 }
 
 func scopeText(ns string) string {
@@ -173,7 +191,8 @@ func parseApps(args []string, g *GlobalOptions) ([]engine.AppName, error) {
 func listApps(ctx context.Context, g *GlobalOptions, argo cluster.ArgoCD, names []engine.AppName, f selectionFlags) ([]argocd.Application, string, error) {
 	if len(names) == 0 {
 		sel := f.toSelector(g, argo.Namespace())
-		apps, err := argo.ListApplications(ctx, sel)
+		apps, narrowed, err := engine.ListSelected(ctx, argo, sel)
+		noteNarrowed(g.streams.ErrOut, argo, narrowed)
 		return apps, scopeText(sel.Namespace), err
 	}
 	var apps []argocd.Application

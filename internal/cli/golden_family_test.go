@@ -288,3 +288,16 @@ func TestGoldenAuditNamespaceHoldsApps(t *testing.T) {
 	args := []string{"audit", "guestbook", "-o", "jsonpath={.items[1].resource.name}: {.items[1].notes}"}
 	golden(t, w, "audit-namespace-holds-apps", runIn(t, w, NameUnprune, "", args...), args...)
 }
+
+// TestGoldenScanAllNamespaces: -A lists the Applications Argo CD reconciles — its own namespace's,
+// and those of the namespaces application.namespaces names — and says how many it left out.
+func TestGoldenScanAllNamespaces(t *testing.T) {
+	w := newSetWorld(t)
+	w.params = map[string]string{argocd.ParamAppNamespaces: "team-*"}
+	for _, ns := range []string{"team-a", "elsewhere"} {
+		w.argo.AddApp(argocd.Application{Namespace: ns, Name: "payments", Project: "default", SyncStatus: "Synced",
+			Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "payments"}})
+	}
+	args := []string{"scan", "-A", "-o", "jsonpath={.summary.applicationsScanned}"}
+	golden(t, w.world, "scan-all-namespaces-reconciled", w.runSet(t, "", "", args...), args...)
+}

@@ -514,3 +514,52 @@ func (w *world) execute(e *Engine, c *Change, mode DryRun) *Executed {
 	}
 	return x
 }
+
+// paramsArgoCD is the fake installation with argocd-cmd-params-cm.
+type paramsArgoCD struct {
+	*clustertest.ArgoCD
+	params map[string]string
+	err    error
+}
+
+func (p paramsArgoCD) CmdParams(context.Context) (map[string]string, error) { return p.params, p.err }
+
+// A selection of every namespace lists only the Applications Argo CD reconciles, as argocd-server
+// does; a named namespace, or a backend without the parameters, lists what is there.
+func TestListSelectedKeepsWhatArgoCDReconciles(t *testing.T) {
+	w := newWorld(t)
+	for _, ns := range []string{"team-a", "team-b", "other"} {
+		w.argo.AddApp(argocd.Application{Namespace: ns, Name: "app", Destination: argocd.Destination{Server: argocd.InClusterServer}})
+	}
+	refs := func(apps []argocd.Application) string {
+		var out []string
+		for _, a := range apps {
+			out = append(out, a.Ref())
+		}
+		return strings.Join(out, " ")
+	}
+	ctx := context.Background()
+	enabled := paramsArgoCD{ArgoCD: w.argo, params: map[string]string{argocd.ParamAppNamespaces: "team-*, /^nope$/"}}
+	for _, tc := range []struct {
+		argo cluster.ArgoCD
+		sel  cluster.Selector
+		want string
+		left int
+	}{
+		{enabled, cluster.Selector{}, "argocd/guestbook team-a/app team-b/app", 1},
+		{enabled, cluster.Selector{Namespace: "other"}, "other/app", 0},
+		{paramsArgoCD{ArgoCD: w.argo, params: map[string]string{}}, cluster.Selector{}, "argocd/guestbook", 3},
+		{w.argo, cluster.Selector{}, "argocd/guestbook other/app team-a/app team-b/app", 0},
+	} {
+		apps, narrowed, err := ListSelected(ctx, tc.argo, tc.sel)
+		if err != nil || narrowed.Err != nil || refs(apps) != tc.want || narrowed.Left != tc.left {
+			t.Errorf("%T %+v: %q, %+v, %v; want %q, %d left", tc.argo, tc.sel, refs(apps), narrowed, err, tc.want, tc.left)
+		}
+	}
+	// Who may not read the parameters sees every app, and why.
+	failing := paramsArgoCD{ArgoCD: w.argo, err: errors.New("configmaps is forbidden")}
+	apps, narrowed, err := ListSelected(ctx, failing, cluster.Selector{})
+	if err != nil || len(apps) != 4 || narrowed.Err == nil || !strings.Contains(narrowed.Err.Error(), "forbidden") {
+		t.Errorf("a failed read of the parameters: %d apps, %+v, %v", len(apps), narrowed, err)
+	}
+}

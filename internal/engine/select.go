@@ -58,27 +58,57 @@ func (r ResourceArg) Matches(res argocd.Resource) bool {
 
 // resolveApps reads the Applications a request names or selects.
 func (e *Engine) resolveApps(ctx context.Context, names []AppName, sel *cluster.Selector) ([]argocd.Application, error) {
-	return ReadApps(ctx, e.ArgoCD, names, sel)
+	read := ReadApps(ctx, e.ArgoCD, names, sel)
+	return read.Apps, read.Err
 }
 
 // AppsRead are the Applications of a request read before planning, or why they could not be.
 type AppsRead struct {
 	Apps []argocd.Application
+	// Narrowed says how a selection of every namespace was narrowed (ListSelected).
+	Narrowed Narrowed
+	Err      error
+}
+
+// Narrowed says how a selection of every namespace was narrowed to the Applications Argo CD
+// reconciles: how many were left out, or why none could be (every app is then kept).
+type Narrowed struct {
+	Left int
 	Err  error
 }
 
 // ReadApps reads the Applications a request names or selects (an empty namespace is Argo CD's).
 // It needs the installation but not its settings, so a command can read the apps while the
 // settings are read.
-func ReadApps(ctx context.Context, argo cluster.ArgoCD, names []AppName, sel *cluster.Selector) ([]argocd.Application, error) {
+func ReadApps(ctx context.Context, argo cluster.ArgoCD, names []AppName, sel *cluster.Selector) AppsRead {
 	if sel != nil {
-		apps, err := argo.ListApplications(ctx, *sel)
-		if err != nil {
-			return nil, err
-		}
-		sort.Slice(apps, func(i, j int) bool { return apps[i].Ref() < apps[j].Ref() })
-		return apps, nil
+		apps, narrowed, err := ListSelected(ctx, argo, *sel)
+		return AppsRead{Apps: apps, Narrowed: narrowed, Err: err}
 	}
+	apps, err := readNamed(ctx, argo, names)
+	return AppsRead{Apps: apps, Err: err}
+}
+
+// ListSelected lists the Applications a selection chooses, sorted; in every namespace, only those
+// Argo CD reconciles (reconciled). When argocd-cmd-params-cm cannot be read, every app is kept and
+// narrowed says why: a user who may not read it still sees every app, none hidden.
+func ListSelected(ctx context.Context, argo cluster.ArgoCD, sel cluster.Selector) (apps []argocd.Application, narrowed Narrowed, err error) {
+	apps, err = argo.ListApplications(ctx, sel)
+	if err != nil {
+		return nil, Narrowed{}, err
+	}
+	if sel.Namespace == "" {
+		var kept []argocd.Application
+		if kept, narrowed.Left, narrowed.Err = reconciled(ctx, argo, apps); narrowed.Err == nil {
+			apps = kept
+		}
+	}
+	sort.Slice(apps, func(i, j int) bool { return apps[i].Ref() < apps[j].Ref() })
+	return apps, narrowed, nil
+}
+
+// readNamed reads the Applications names names.
+func readNamed(ctx context.Context, argo cluster.ArgoCD, names []AppName) ([]argocd.Application, error) {
 	var apps []argocd.Application
 	seen := map[string]bool{}
 	for _, n := range names {
@@ -101,6 +131,35 @@ func ReadApps(ctx context.Context, argo cluster.ArgoCD, names []AppName, sel *cl
 		apps = append(apps, app)
 	}
 	return apps, nil
+}
+
+// reconciled narrows Applications listed in every namespace to those Argo CD's controller
+// reconciles: in its own namespace, or one application.namespaces enables. argocd-server lists no
+// others (server/application/application.go, List: isNamespaceEnabled), and no controller of this
+// installation prunes or cascades for them. left counts the apps left out. A backend that cannot
+// read argocd-cmd-params-cm (argocd-server's, which narrows the list itself) keeps every app; one
+// that fails to read it returns the error and every app.
+func reconciled(ctx context.Context, argo cluster.ArgoCD, apps []argocd.Application) (kept []argocd.Application, left int, err error) {
+	r, ok := argo.(interface {
+		CmdParams(ctx context.Context) (map[string]string, error)
+	})
+	if !ok {
+		return apps, 0, nil
+	}
+	params, err := r.CmdParams(ctx)
+	if err != nil {
+		return apps, 0, err
+	}
+	ns := argocd.AppNamespaces{ArgoCD: argo.Namespace(), Patterns: argocd.SplitList(params[argocd.ParamAppNamespaces])}
+	kept = apps[:0:0]
+	for _, a := range apps {
+		// A pattern Go's regexp cannot judge for sure keeps the app: listed wrongly is seen;
+		// left out wrongly is not.
+		if enabled, known := ns.Enabled(a.Namespace); enabled || !known {
+			kept = append(kept, a)
+		}
+	}
+	return kept, len(apps) - len(kept), nil
 }
 
 // selectRows picks an app's status rows for a request: every prunable row with all (hooks are
