@@ -3,6 +3,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cli"
 	"github.com/unprune/unprune/lab/labtest"
 )
@@ -134,6 +136,20 @@ func TestDetachManyApps(t *testing.T) {
 		before[ns] = fmt.Sprint(u.GetLabels(), u.GetAnnotations())
 	}
 	journals := labtest.TempDir(t)
+	// Argo CD reconciles Applications outside its namespace only where application.namespaces says
+	// so: until then -A leaves many-c out, and says so.
+	if r := unprune(t, env.State.Kubeconfig, journals, "scan", "-A", "-o", "json"); !strings.Contains(r.Stdout, "many-a") ||
+		strings.Contains(r.Stdout, "many-c") || !strings.Contains(r.Stderr, "Application left out") {
+		t.Fatalf("scan -A before %s enables %s: exit %d\n%s\n%s", argocd.CmdParamsConfigMap, other, r.Code, r.Stdout, r.Stderr)
+	}
+	params := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"namespace": "argocd", "name": argocd.CmdParamsConfigMap},
+		"data": map[string]any{argocd.ParamAppNamespaces: other}}
+	if err := env.Create(labtest.Context(t), params); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Kube.CoreV1().ConfigMaps("argocd").Delete(context.Background(), argocd.CmdParamsConfigMap, metav1.DeleteOptions{})
+	})
 	r := unprune(t, env.State.Kubeconfig, journals, "detach", "-A", "--all", "--yes", "--wait=false")
 	if r.Code != cli.ExitOK {
 		t.Fatalf("detach -A --all: exit %d", r.Code)
