@@ -255,11 +255,8 @@ func (r *runner) patch(ctx context.Context, s *Step) StepResult {
 	n := 0
 	r.written = map[string]bool{}
 	for _, i := range todo {
-		if out := r.x.Items[i].Outcome; out == ok || out == OutcomeNotAttempted {
-			// Interrupted mid-request, an object may have changed all the same.
-			r.written[r.c.Items[i].rowKey()] = true
-		}
 		if r.x.Items[i].Outcome == ok {
+			r.written[r.c.Items[i].rowKey()] = true
 			n++
 		}
 	}
