@@ -146,9 +146,7 @@ func setManager(ctx context.Context, argo cluster.ArgoCD, w argocd.Whole) (strin
 		return "", err
 	}
 	controller := appset.Controller{Why: "this backend cannot read argocd-cmd-params-cm"}
-	if r, ok := argo.(interface {
-		CmdParams(ctx context.Context) (map[string]string, error)
-	}); ok {
+	if r, ok := argo.(cluster.ParamsReader); ok {
 		if params, err := r.CmdParams(ctx); err == nil {
 			if c, err := appset.ControllerFrom(params); err == nil {
 				controller = c

@@ -120,7 +120,7 @@ func RunSet(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, change
 
 // controllerOf reads how the ApplicationSet controller was started (argocd-cmd-params-cm).
 func controllerOf(ctx context.Context, argo cluster.ArgoCD, rep *Report) appset.Controller {
-	r, ok := argo.(ParamsReader)
+	r, ok := argo.(cluster.ParamsReader)
 	if !ok {
 		return appset.Controller{Why: "this backend cannot read argocd-cmd-params-cm"}
 	}

@@ -8,11 +8,6 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 )
 
-// ParamsReader reads argocd-cmd-params-cm, the parameters Argo CD's components run with.
-type ParamsReader interface {
-	CmdParams(ctx context.Context) (map[string]string, error)
-}
-
 // namespace follows the Applications a deleted Namespace holds (apps in any namespace): the
 // namespace controller deletes every object in it, Applications included, and each app's
 // finalizer then runs — when Argo CD's controller watches that namespace; otherwise the app waits
@@ -56,7 +51,7 @@ func (d *follower) watches(ctx context.Context, namespace string) (watched, know
 	}
 	if !d.paramsRead {
 		d.paramsRead = true
-		if r, ok := d.argo.(ParamsReader); ok {
+		if r, ok := d.argo.(cluster.ParamsReader); ok {
 			d.params, d.paramsErr = r.CmdParams(ctx)
 		} else {
 			d.paramsErr = fmt.Errorf("this backend cannot read argocd-cmd-params-cm")

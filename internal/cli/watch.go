@@ -93,8 +93,8 @@ func (o *WatchOptions) Complete(cmd *cobra.Command) error {
 	}
 	// The one-off commands set no client-side limit, so that an audit of 2,000 apps finishes in
 	// seconds; a process that runs for ever next to Argo CD must not be able to take that share of
-	// the API server when its caches are cold or a resync comes round. 50/100 are Argo CD's own application controller's
-	// client defaults (ARGOCD_K8S_CLIENT_QPS/BURST).
+	// the API server when its caches are cold or a resync comes round. 50/100 are Argo CD's own
+	// application controller's client defaults (ARGOCD_K8S_CLIENT_QPS/BURST).
 	if !flagChanged(cmd.Flags(), "qps") {
 		o.QPS = watch.DefaultQPS
 	}

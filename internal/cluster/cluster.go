@@ -240,6 +240,12 @@ type SettlingNamespace interface {
 	NamespaceSettled() bool
 }
 
+// ParamsReader is an installation that can read argocd-cmd-params-cm, the parameters Argo CD's
+// components run with (the kube backend; argocd-server does not serve it).
+type ParamsReader interface {
+	CmdParams(ctx context.Context) (map[string]string, error)
+}
+
 // ArgoCD is one Argo CD installation as a backend sees it.
 type ArgoCD interface {
 	// Namespace is the installation's namespace (where argocd-cm and its own Applications live).

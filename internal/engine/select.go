@@ -140,9 +140,7 @@ func readNamed(ctx context.Context, argo cluster.ArgoCD, names []AppName) ([]arg
 // read argocd-cmd-params-cm (argocd-server's, which narrows the list itself) keeps every app; one
 // that fails to read it returns the error and every app.
 func reconciled(ctx context.Context, argo cluster.ArgoCD, apps []argocd.Application) (kept []argocd.Application, left int, err error) {
-	r, ok := argo.(interface {
-		CmdParams(ctx context.Context) (map[string]string, error)
-	})
+	r, ok := argo.(cluster.ParamsReader)
 	if !ok {
 		return apps, 0, nil
 	}
