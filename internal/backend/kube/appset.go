@@ -4,7 +4,10 @@ import (
 	"context"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/pager"
 
 	"github.com/unprune/unprune/internal/appset"
 	"github.com/unprune/unprune/internal/argocd"
@@ -29,22 +32,21 @@ func (a *ArgoCD) GetApplicationSet(ctx context.Context, namespace, name string) 
 // metav1.GetControllerOf, apiVersion argoproj.io/v1alpha1, kind ApplicationSet, by name).
 func (a *ArgoCD) OwnedApplications(ctx context.Context, namespace, set string) ([]argocd.Whole, error) {
 	var out []argocd.Whole
-	opts := metav1.ListOptions{Limit: 500}
-	for {
-		list, err := a.Objects.Dynamic.Resource(GVRApplication).Namespace(namespace).List(ctx, opts)
-		if err != nil {
-			return nil, cluster.Explain(err, "list the Applications of namespace "+namespace, a.Objects.Info())
+	ri := a.Objects.Dynamic.Resource(GVRApplication).Namespace(namespace)
+	p := pager.New(resumingPages(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return ri.List(ctx, opts) }))
+	p.PageSize = 500
+	err := p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		item := obj.(*unstructured.Unstructured)
+		owner := metav1.GetControllerOf(item)
+		if owner != nil && owner.APIVersion == "argoproj.io/v1alpha1" && owner.Kind == "ApplicationSet" && owner.Name == set {
+			out = append(out, argocd.ParseWhole(item.Object))
 		}
-		for _, item := range list.Items {
-			owner := metav1.GetControllerOf(&item)
-			if owner != nil && owner.APIVersion == "argoproj.io/v1alpha1" && owner.Kind == "ApplicationSet" && owner.Name == set {
-				out = append(out, argocd.ParseWhole(item.Object))
-			}
-		}
-		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			return out, nil
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, cluster.Explain(err, "list the Applications of namespace "+namespace, a.Objects.Info())
 	}
+	return out, nil
 }
 
 // ClusterSecrets reads what the clusters generator reads of Argo CD's cluster Secrets: name,

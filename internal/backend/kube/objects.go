@@ -2,14 +2,18 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/pager"
 
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/parallel"
@@ -270,47 +274,81 @@ func (o *Objects) listMatching(ctx context.Context, refs []cluster.Ref, l listRe
 		ri = o.Metadata.Resource(l.gvr).Namespace(l.namespace)
 	}
 	found := make(map[int]*cluster.Object, len(l.want))
-	opts := metav1.ListOptions{Limit: o.options.PageSize}
-	for {
-		list, err := ri.List(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		for i := range list.Items {
-			m := &list.Items[i]
-			if first, ok := l.want[objectKey{m.Namespace, m.Name}]; ok {
-				found[first] = fromMeta(refs[first], m)
+	err := o.eachPage(ctx, ri.List, func(m *metav1.PartialObjectMetadata) error {
+		if first, ok := l.want[objectKey{m.Namespace, m.Name}]; ok {
+			found[first] = fromMeta(refs[first], m)
+			if len(found) == len(l.want) {
+				return errFoundAll
 			}
 		}
-		if list.Continue == "" || len(found) == len(l.want) {
-			return found, nil
-		}
-		opts.Continue = list.Continue
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFoundAll) {
+		return nil, err
 	}
+	return found, nil
+}
+
+// errFoundAll stops a LIST whose objects were all found.
+var errFoundAll = errors.New("every object asked for was found")
+
+// eachPage lists with client-go's pager, PageSize objects a page, calling fn for each object; an
+// error fn returns stops the list and is returned. Memory holds a page, never the whole kind.
+//
+// A LIST of 250,000 objects on a busy cluster can outlive etcd's compaction window: the next
+// continue token is then answered 410 Expired. The pager's FullListIfExpired recovers only in its
+// List, which holds every page at once; so the page function recovers instead, as the API server
+// offers it: the 410 carries a continue token that resumes after the last object returned
+// (apiserver pkg/storage/etcd3/errors.go, "inconsistent continue"). Objects created or deleted
+// since the first page may show or not — as they may for any read of a changing cluster — and no
+// object is returned twice.
+func (o *Objects) eachPage(ctx context.Context, list func(context.Context, metav1.ListOptions) (*metav1.PartialObjectMetadataList, error),
+	fn func(*metav1.PartialObjectMetadata) error) error {
+	p := pager.New(resumingPages(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) { return list(ctx, opts) }))
+	p.PageSize = o.options.PageSize
+	return p.EachListItem(ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		return fn(obj.(*metav1.PartialObjectMetadata))
+	})
+}
+
+// resumingPages is page with a page whose continue token expired asked again with the token the
+// 410 answer carries, when it carries one.
+func resumingPages(page pager.ListPageFunc) pager.ListPageFunc {
+	return func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		obj, err := page(ctx, opts)
+		token, ok := resumeToken(opts.Continue, err)
+		if !ok {
+			return obj, err
+		}
+		opts.Continue = token
+		return page(ctx, opts)
+	}
+}
+
+// resumeToken is the continue token a 410 answer to a LIST page (asked with continue token asked)
+// carries to resume the list after its last object, when it carries one.
+func resumeToken(asked string, err error) (string, bool) {
+	var status apierrors.APIStatus
+	if asked == "" || !apierrors.IsResourceExpired(err) || !errors.As(err, &status) || status.Status().Continue == "" {
+		return "", false
+	}
+	return status.Status().Continue, true
 }
 
 // ListAll lists every object of like's resource in like's namespace, page by page, metadata only
 // and without managedFields.
 func (o *Objects) ListAll(ctx context.Context, like cluster.Ref, fn func(*cluster.Object)) error {
-	ri := o.meta(like)
-	opts := metav1.ListOptions{Limit: o.options.PageSize}
-	for {
-		list, err := ri.List(ctx, opts)
-		if err != nil {
-			return cluster.Explain(err, "list "+like.Resource+" in "+scope(like.Namespace), o.Clients.Info)
-		}
-		for i := range list.Items {
-			m := &list.Items[i]
-			m.ManagedFields = nil
-			r := like
-			r.Namespace, r.Name = m.Namespace, m.Name
-			fn(fromMeta(r, m))
-		}
-		if list.Continue == "" {
-			return nil
-		}
-		opts.Continue = list.Continue
+	err := o.eachPage(ctx, o.meta(like).List, func(m *metav1.PartialObjectMetadata) error {
+		m.ManagedFields = nil
+		r := like
+		r.Namespace, r.Name = m.Namespace, m.Name
+		fn(fromMeta(r, m))
+		return nil
+	})
+	if err != nil {
+		return cluster.Explain(err, "list "+like.Resource+" in "+scope(like.Namespace), o.Clients.Info)
 	}
+	return nil
 }
 
 var _ cluster.Lister = (*Objects)(nil)
