@@ -45,6 +45,9 @@ type ArgoCDConfig struct {
 	// Notifications also runs Argo CD's notifications controller (lab/notifications.go) with an
 	// empty argocd-notifications-cm and argocd-notifications-secret, as install.yaml ships them.
 	Notifications bool `json:"notifications,omitempty"`
+	// ResourceSelectors is argocd-cm's resource.selectors (v3.6+): label selectors that keep objects
+	// out of the controller's cache.
+	ResourceSelectors string `json:"resourceSelectors,omitempty"`
 }
 
 // ArgoCDVersions are the Argo CD releases the lab can build: CI's three lines (the Makefile's
@@ -566,6 +569,9 @@ func installArgoCDObjects(ctx context.Context, dyn dynamic.Interface, cfg ArgoCD
 	}
 	if cfg.InstallationID != "" {
 		cm["installationID"] = cfg.InstallationID
+	}
+	if cfg.ResourceSelectors != "" {
+		cm["resource.selectors"] = cfg.ResourceSelectors
 	}
 	params := map[string]string{}
 	if len(cfg.AppNamespaces) > 0 {

@@ -50,6 +50,7 @@ var capabilities = []capability{
 	{"check predicts the incident", []string{"TestCheckPredictsTheIncident/{v}"}},
 	{"watch: counts, announces, releases", []string{"TestWatchAcrossReleases/{v}"}},
 	{"repo-server: its helm and kustomize", []string{"TestHelmAndKustomize/{v}"}},
+	{"`resource.selectors` hide objects from the cascade (v3.6+)", []string{"TestResourceSelectorsHideACopy/{v}"}},
 }
 
 // lines are the release lines the matrix shows, oldest first; built ones carry the release.

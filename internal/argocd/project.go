@@ -4,6 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
 )
 
 // GroupKind is an entry of an AppProject's resource lists.
@@ -78,18 +83,89 @@ func inList(group, kind, name string, list []GroupKind) bool {
 	return false
 }
 
-// FilteredResource is an entry of argocd-cm's resource.exclusions or resource.inclusions.
+// FilteredResource is an entry of argocd-cm's resource.exclusions, resource.inclusions or (v3.6+)
+// resource.selectors.
 type FilteredResource struct {
 	APIGroups []string `json:"apiGroups,omitempty"`
 	Kinds     []string `json:"kinds,omitempty"`
 	Clusters  []string `json:"clusters,omitempty"`
+	// Selector is a label selector (resource.selectors only).
+	Selector string `json:"selector,omitempty"`
 }
 
-// ResourceFilter is which kinds Argo CD watches at all (util/settings/resources_filter.go): objects
-// of an excluded kind are never an app's, so never adopted nor pruned.
+// ResourceFilter is which objects Argo CD watches at all (util/settings/resources_filter.go): an
+// object of an excluded kind, or (v3.6+) one a resource selector leaves out, is not in the
+// controller's cache, so it is never an app's, never adopted nor pruned nor cascade-deleted.
 type ResourceFilter struct {
 	Exclusions []FilteredResource
 	Inclusions []FilteredResource
+	// Selectors are resource.selectors, set only for releases that read them (RuleResourceSelectors).
+	Selectors []FilteredResource
+}
+
+// Hidden reports whether Argo CD's cache leaves out an object of a kind with these labels in a
+// cluster: its kind is excluded, or it does not match every resource selector naming its kind.
+// gitops-engine lists and watches each kind with the selectors of ResourcesFilter.GetLabelSelector
+// ANDed (pkg/cache/cluster.go, v3.6.1), so a hidden object has no live state in Argo CD at all.
+func (f ResourceFilter) Hidden(group, kind, clusterURL string, objectLabels map[string]string) bool {
+	if f.Excluded(group, kind, clusterURL) {
+		return true
+	}
+	for _, r := range f.Selectors {
+		if strings.TrimSpace(r.Selector) == "" || !r.match(group, kind, clusterURL) {
+			continue
+		}
+		sel, err := labels.Parse(r.Selector)
+		if err != nil || !sel.Matches(labels.Set(objectLabels)) {
+			// An unparsable selector makes Argo CD refuse the settings (util/settings, GetResourcesFilter);
+			// ParseSelectors keeps it out, so err is for a selector set by hand.
+			return true
+		}
+	}
+	return false
+}
+
+// ReadFilter reads resource.exclusions, resource.inclusions and — for a release that reads them
+// (RuleResourceSelectors) — resource.selectors from argocd-cm's data, with a warning for each value
+// Argo CD would refuse. For an unknown release the selectors are not applied: what they may hide is
+// then reported too, and unknownSelectors says so.
+func ReadFilter(data map[string]string, version *Version) (f ResourceFilter, warnings []string, unknownSelectors bool) {
+	for key, into := range map[string]*[]FilteredResource{"resource.exclusions": &f.Exclusions, "resource.inclusions": &f.Inclusions} {
+		if raw := data[key]; raw != "" {
+			if err := yaml.Unmarshal([]byte(raw), into); err != nil {
+				warnings = append(warnings, fmt.Sprintf("%s %s does not parse (%v): Argo CD refuses it too", ConfigMapName, key, err))
+			}
+		}
+	}
+	sort.Strings(warnings)
+	raw := data[SettingResourceSelectors]
+	switch {
+	case raw == "":
+	case version == nil:
+		unknownSelectors = true
+	case RuleResourceSelectors.Applies(*version):
+		selectors, err := SelectorsOf(raw)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("%s %s does not parse (%v): Argo CD refuses it too", ConfigMapName, SettingResourceSelectors, err))
+		}
+		f.Selectors = selectors
+	}
+	return f, warnings, unknownSelectors
+}
+
+// SelectorsOf parses resource.selectors as Argo CD does: YAML entries, each selector a valid label
+// selector, else the whole value is refused.
+func SelectorsOf(raw string) ([]FilteredResource, error) {
+	var out []FilteredResource
+	if err := yaml.Unmarshal([]byte(raw), &out); err != nil {
+		return nil, err
+	}
+	for _, r := range out {
+		if _, err := labels.Parse(r.Selector); err != nil {
+			return nil, fmt.Errorf("selector %q: %w", r.Selector, err)
+		}
+	}
+	return out, nil
 }
 
 // coreExclusions are excluded whatever argocd-cm says.

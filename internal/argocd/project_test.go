@@ -58,3 +58,46 @@ func TestResourceFilterExcluded(t *testing.T) {
 		t.Error("inclusions: only listed kinds in the listed cluster")
 	}
 }
+
+// TestResourceFilterHidden: resource.selectors (v3.6+) leave out the objects of a kind whose labels
+// do not match every selector naming the kind, as gitops-engine's LIST/WATCH with the ANDed
+// selectors does; exclusions still hide whole kinds.
+func TestResourceFilterHidden(t *testing.T) {
+	selectors, err := SelectorsOf(`
+- apiGroups: [""]
+  kinds: [ConfigMap]
+  selector: team=payments
+- apiGroups: [""]
+  kinds: [ConfigMap]
+  clusters: ["https://prod*"]
+  selector: "!scratch"
+- apiGroups: ["apps"]
+  kinds: ["*"]
+  selector: ""
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := ResourceFilter{Selectors: selectors, Exclusions: []FilteredResource{{APIGroups: []string{"cilium.io"}}}}
+	for _, tc := range []struct {
+		group, kind, cluster string
+		labels               map[string]string
+		hidden               bool
+	}{
+		{"", "ConfigMap", "https://dev", map[string]string{"team": "payments"}, false},
+		{"", "ConfigMap", "https://dev", map[string]string{"team": "shop"}, true},
+		{"", "ConfigMap", "https://dev", nil, true},
+		{"", "ConfigMap", "https://prod-eu", map[string]string{"team": "payments", "scratch": "yes"}, true},
+		{"", "ConfigMap", "https://prod-eu", map[string]string{"team": "payments"}, false},
+		{"", "Secret", "https://dev", nil, false},
+		{"apps", "Deployment", "https://dev", nil, false}, // an empty selector matches everything
+		{"cilium.io", "CiliumNetworkPolicy", "https://dev", map[string]string{"team": "payments"}, true},
+	} {
+		if got := f.Hidden(tc.group, tc.kind, tc.cluster, tc.labels); got != tc.hidden {
+			t.Errorf("Hidden(%s/%s in %s, %v) = %t, want %t", tc.group, tc.kind, tc.cluster, tc.labels, got, tc.hidden)
+		}
+	}
+	if _, err := SelectorsOf("- kinds: [ConfigMap]\n  selector: 'team in (a'\n"); err == nil {
+		t.Error("an unparsable selector was accepted; Argo CD refuses the settings")
+	}
+}

@@ -82,6 +82,12 @@ var (
 		Patches: map[Line]int{{3, 4}: 6},
 		From:    Line{3, 5},
 	}
+	RuleResourceSelectors = Rule{
+		ID:      "resource-selectors",
+		Summary: "argocd-cm resource.selectors narrow the objects the controller caches: an object a selector leaves out is never an app's",
+		Source:  "util/settings/settings.go GetResourcesFilter, gitops-engine pkg/cache/cluster.go (ListOptions.LabelSelector)",
+		From:    Line{3, 6},
+	}
 	RuleRefreshTimestamp = Rule{
 		ID:      "refresh-timestamp",
 		Summary: "a refresh requested during a comparison carries argocd.argoproj.io/refresh-timestamp and survives it",
@@ -112,7 +118,7 @@ var (
 // Rules are every version-dependent rule, in the order output lists them.
 var Rules = []Rule{
 	RuleAnnotationDefault, RuleInstallationIDMustEqual, RuleInstallationIDWhenConfigured, RuleAppLevelPrune,
-	RuleAppLevelDelete, RuleStaleTrackingIsDiff, RuleRefreshTimestamp, RuleAppSetFlattenStringMaps, RuleAppSetMatrixValuesPreResolved,
+	RuleAppLevelDelete, RuleStaleTrackingIsDiff, RuleRefreshTimestamp, RuleResourceSelectors, RuleAppSetFlattenStringMaps, RuleAppSetMatrixValuesPreResolved,
 	RuleAppSetFilesExclude,
 }
 

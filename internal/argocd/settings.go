@@ -12,6 +12,8 @@ const (
 	SettingTrackingMethod   = "application.resourceTrackingMethod"
 	SettingInstanceLabelKey = "application.instanceLabelKey"
 	SettingInstallationID   = "installationID"
+	// SettingResourceSelectors narrows the objects Argo CD watches by labels (v3.6+).
+	SettingResourceSelectors = "resource.selectors"
 )
 
 // DefaultInstanceLabelKey is the label Argo CD tracks by when argocd-cm does not name another.

@@ -20,6 +20,7 @@ func TestRulesPerReleaseLine(t *testing.T) {
 		RuleAppLevelDelete.ID:                {"v3.4.0", "v3.4.3", "v3.4.4", "v3.4.5", "v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7", "v3.6.0", "v3.6.1"},
 		RuleStaleTrackingIsDiff.ID:           {"v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7", "v3.6.0", "v3.6.1"},
 		RuleRefreshTimestamp.ID:              {"v3.6.0", "v3.6.1"},
+		RuleResourceSelectors.ID:             {"v3.6.0", "v3.6.1"},
 		RuleAppSetFlattenStringMaps.ID:       {"v3.4.0", "v3.4.3", "v3.4.4", "v3.4.5", "v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7", "v3.6.0", "v3.6.1"},
 		RuleAppSetMatrixValuesPreResolved.ID: {"v3.4.4", "v3.4.5", "v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7", "v3.6.0", "v3.6.1"},
 		RuleAppSetFilesExclude.ID:            {"v3.1.16", "v3.2.12", "v3.3.19", "v3.4.0", "v3.4.3", "v3.4.4", "v3.4.5", "v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7", "v3.6.0", "v3.6.1"},
@@ -49,7 +50,7 @@ func TestRulesOf(t *testing.T) {
 	for v, want := range map[Version]string{
 		{2, 14, 11}: "installation-id-must-equal",
 		{3, 4, 6}:   "annotation-tracking-default installation-id-must-equal app-level-prune-option app-level-delete-option stale-tracking-id-is-diff appset-flatten-string-maps appset-matrix-values-pre-resolved appset-files-exclude",
-		{3, 6, 1}:   "annotation-tracking-default installation-id-when-configured app-level-prune-option app-level-delete-option stale-tracking-id-is-diff refresh-timestamp appset-flatten-string-maps appset-matrix-values-pre-resolved appset-files-exclude",
+		{3, 6, 1}:   "annotation-tracking-default installation-id-when-configured app-level-prune-option app-level-delete-option stale-tracking-id-is-diff refresh-timestamp resource-selectors appset-flatten-string-maps appset-matrix-values-pre-resolved appset-files-exclude",
 	} {
 		if got := strings.Join(RulesOf(v), " "); got != want {
 			t.Errorf("RulesOf(%s) = %s, want %s", v, got, want)

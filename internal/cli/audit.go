@@ -114,7 +114,8 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 	if o.Probe && o.Via == ViaArgoCD {
 		fmt.Fprintln(o.ErrOut, "warning: --probe needs the clusters' own API (a dry-run DELETE), which Argo CD's API does not offer: no probes with --via argocd")
 	}
-	rep, err := audit.Run(ctx, argo, s, apps, audit.Options{Probe: o.Probe, ControllerAs: controllerAs, Upgrade: true})
+	rep, err := audit.Run(ctx, argo, s, apps, audit.Options{Probe: o.Probe, ControllerAs: controllerAs, Upgrade: true,
+		Filter: o.installed.settings.KnownFilter()})
 	if err != nil {
 		return failure(fmt.Errorf("audit interrupted; nothing was changed: %w", err))
 	}

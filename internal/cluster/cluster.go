@@ -233,6 +233,16 @@ type Settings struct {
 	Warnings []string
 }
 
+// KnownFilter is Filter when it was read from argocd-cm, else nil (Argo CD's built-in exclusions
+// only).
+func (s Settings) KnownFilter() *argocd.ResourceFilter {
+	if !s.FilterKnown {
+		return nil
+	}
+	f := s.Filter
+	return &f
+}
+
 // SettlingNamespace is an installation that learns its namespace from its settings (argocd-server
 // tells logged-in users its controller's): until Settings has returned, Namespace is a fallback, and
 // a read that defaults to it must wait.

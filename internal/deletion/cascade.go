@@ -136,7 +136,7 @@ func (sc *Scope) search(ctx context.Context, s Searcher) {
 	}
 	var mu sync.Mutex
 	sc.skipped, sc.err = s.EachObject(ctx, func(o *cluster.Object) {
-		if len(o.Owners) > 0 || filter.Excluded(o.Ref.Group, o.Ref.Kind, server) {
+		if len(o.Owners) > 0 || filter.Hidden(o.Ref.Group, o.Ref.Kind, server, o.Labels) {
 			return
 		}
 		own := sc.Settings.CascadeOwner(o.Labels, o.Annotations)

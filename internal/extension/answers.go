@@ -117,7 +117,7 @@ func itemOf(row audit.Row) Item {
 
 // auditApp is audit's answer for the request's app.
 func (s *server) auditApp(r *request) (audit.Report, error) {
-	return audit.Run(r.Context(), r.argo, r.settings.Settings, []argocd.Application{r.app}, audit.Options{})
+	return audit.Run(r.Context(), r.argo, r.settings.Settings, []argocd.Application{r.app}, audit.Options{Filter: r.settings.KnownFilter()})
 }
 
 func (s *server) application(r *request) reply {

@@ -70,7 +70,9 @@ type watcher struct {
 
 	mu       sync.RWMutex
 	settings *argocd.Settings
-	synced   bool
+	// filter is argocd-cm's resource.exclusions, inclusions and selectors, read with settings.
+	filter *argocd.ResourceFilter
+	synced bool
 
 	// refreshed are the apps to judge next on fresh answers only: their last evaluation used
 	// answers older than the TTL, whose LISTs have run since (refreshBehind).
@@ -331,9 +333,13 @@ func (w *watcher) settingsChanged(obj any) {
 	}
 	data, _, _ := unstructured.NestedStringMap(u.Object, "data")
 	s := argocd.NewSettings(data, w.cfg.Version)
+	filter, warnings, _ := argocd.ReadFilter(data, w.cfg.Version)
 	w.mu.Lock()
-	w.settings = &s
+	w.settings, w.filter = &s, &filter
 	w.mu.Unlock()
+	for _, warn := range warnings {
+		w.log.printf("warning: %s", warn)
+	}
 	w.log.printf("Argo CD settings in %s/%s: %s", w.cfg.ArgoCDNamespace, argocd.ConfigMapName, s.String())
 	if line := s.RulesLine(); line != "" {
 		w.log.printf("%s", line)
@@ -370,6 +376,14 @@ func (w *watcher) defaultSettings() {
 		w.settings = &s
 		w.log.printf("warning: no ConfigMap %s/%s: using Argo CD's defaults (%s)", w.cfg.ArgoCDNamespace, argocd.ConfigMapName, s.String())
 	}
+}
+
+// currentFilter is what argocd-cm says Argo CD watches (nil before it was read: the built-in
+// exclusions only).
+func (w *watcher) currentFilter() *argocd.ResourceFilter {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	return w.filter
 }
 
 func (w *watcher) currentSettings() *argocd.Settings {
@@ -462,7 +476,7 @@ func (w *watcher) judgeAgainAfter(key string, behind []<-chan singleflight.Resul
 // forbids answers older than the TTL (see cachedObjects.refreshBehind).
 func (w *watcher) judge(ctx context.Context, s argocd.Settings, app argocd.Application, finalizers []string, fresh bool) (Summary, Unread, error) {
 	ctx, failed := withUnread(ctx, fresh)
-	rep, err := audit.Run(ctx, w.argo, s, []argocd.Application{app}, audit.Options{})
+	rep, err := audit.Run(ctx, w.argo, s, []argocd.Application{app}, audit.Options{Filter: w.currentFilter()})
 	if err != nil {
 		return Summary{}, Unread{}, err
 	}

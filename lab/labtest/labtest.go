@@ -256,6 +256,9 @@ func InstallNamespace(cfg lab.ArgoCDConfig) string {
 	if cfg.Notifications {
 		parts = append(parts, "notifications")
 	}
+	if cfg.ResourceSelectors != "" {
+		parts = append(parts, "selectors")
+	}
 	return strings.Join(parts, "-")
 }
 

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cli"
 	"github.com/unprune/unprune/lab"
 	"github.com/unprune/unprune/lab/labtest"
@@ -420,4 +421,64 @@ func TestPrunedNamespaceTakesItsApps(t *testing.T) {
 	parent.Repo.Revert(t)
 	parent.Refresh(t)
 	waitNamespaceGone(t, env, team)
+}
+
+// TestResourceSelectorsHideACopy: with argocd-cm resource.selectors, a Namespace whose labels the
+// selector leaves out is not in a v3.6+ controller's cache: the copy of a child's tracking-id that
+// TestCascadeTakesCopies sees deleted is then no member of the cascade — check leaves it out, and
+// Argo CD's cascade deletes the child's Namespace but not the copy. Releases before v3.6 do not read
+// the key: there check names the copy, and the cascade deletes it (argocd.RuleResourceSelectors).
+func TestResourceSelectorsHideACopy(t *testing.T) {
+	env := labtest.Get(t)
+	const hiddenLabel = "unprune-lab/hidden"
+	for _, version := range labtest.Lines("v3.6.1", "v2.14.11") {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			v, err := argocd.ParseVersion(version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hides := argocd.RuleResourceSelectors.Applies(v)
+			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: "annotation",
+				ResourceSelectors: "- apiGroups: [\"\"]\n  kinds: [Namespace]\n  selector: \"!" + hiddenLabel + "\"\n"})
+			parent, child, team := appOfApps(t, env, install, true)
+			_, annotations, _ := metadataOf(t, env, team)
+			copied := labtest.UniqueName("labelled-copy")
+			t.Cleanup(func() { env.DeleteNamespace(copied) })
+			if err := env.Create(labtest.Context(t), map[string]any{"apiVersion": "v1", "kind": "Namespace",
+				"metadata": map[string]any{"name": copied, "labels": map[string]any{hiddenLabel: "yes"}, "annotations": map[string]any{trackingID: annotations[trackingID]}}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := env.Kube.CoreV1().ConfigMaps(copied).Create(labtest.Context(t), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ledger"}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+
+			doc, _ := familyCheck(t, env, install, parent.Name, "--manifests", render(t, parent, nil, "child.yaml"))
+			a, ok := findApp(doc, child)
+			if !ok || a.Fate != "Cascade" {
+				t.Fatalf("check: %+v; want the child's cascade", doc.Applications)
+			}
+			if c := findResource(a, "Namespace", copied); (c != nil) == hides {
+				t.Errorf("the labelled copy in the cascade: %+v; want it there: %t", c, !hides)
+			}
+			if c := findResource(a, "Namespace", team); c == nil || c.Reason != "DeletedWithApp" {
+				t.Errorf("the child's own Namespace in the cascade: %+v", c)
+			}
+
+			parent.Repo.Revert(t)
+			parent.Refresh(t)
+			waitNamespaceGone(t, env, team)
+			labtest.Eventually(t, 3*time.Minute, "the child Application to be gone", func() (bool, string) {
+				_, err := env.Dynamic.Resource(labtest.GVRApplication).Namespace(install.Namespace()).Get(labtest.Context(t), child, metav1.GetOptions{})
+				return apierrors.IsNotFound(err), fmt.Sprint(err)
+			})
+			if !hides {
+				waitNamespaceGone(t, env, copied)
+				return
+			}
+			if _, _, uid := metadataOf(t, env, copied); uid == "" {
+				t.Errorf("the hidden copy %s is gone: Argo CD's cascade never saw it", copied)
+			}
+		})
+	}
 }

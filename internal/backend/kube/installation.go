@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/yaml"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
@@ -128,12 +127,11 @@ func (a *ArgoCD) Settings(ctx context.Context, version *argocd.Version) (cluster
 	}
 	a.version = version
 	s := cluster.Settings{Settings: argocd.NewSettings(data, version), Warnings: warnings, FilterKnown: true}
-	for key, into := range map[string]*[]argocd.FilteredResource{"resource.exclusions": &s.Filter.Exclusions, "resource.inclusions": &s.Filter.Inclusions} {
-		if raw := data[key]; raw != "" {
-			if err := yaml.Unmarshal([]byte(raw), into); err != nil {
-				s.Warnings = append(s.Warnings, fmt.Sprintf("%s %s does not parse (%v): Argo CD refuses it too", argocd.ConfigMapName, key, err))
-			}
-		}
+	filter, problems, unknownSelectors := argocd.ReadFilter(data, version)
+	s.Filter, s.Warnings = filter, append(s.Warnings, problems...)
+	if unknownSelectors {
+		s.Warnings = append(s.Warnings, fmt.Sprintf("%s %s is set, and Argo CD reads it only from v3.6.0; the version is unknown, so objects it would hide "+
+			"are reported too (pass %v to be exact)", argocd.ConfigMapName, argocd.SettingResourceSelectors, option.ArgoCDVersion))
 	}
 	if s.Ambiguous {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("%s; pass %v to be exact", s.MethodSource, option.ArgoCDVersion))
@@ -223,6 +221,11 @@ func (a *ArgoCD) ListApplications(ctx context.Context, sel cluster.Selector) ([]
 			req = req.Param("continue", cont)
 		}
 		body, err := req.Stream(ctx)
+		if token, ok := resumeToken(cont, rawError(err, nil)); ok {
+			// The list outlived etcd's compaction window: resume after the last app read (eachPage).
+			cont = token
+			continue
+		}
 		if err != nil {
 			return nil, cluster.Explain(rawError(err, nil), "list Argo CD Applications in "+scope(sel.Namespace), a.Cluster())
 		}
