@@ -1,5 +1,7 @@
 package argocd
 
+import "slices"
+
 // Annotations that make an object a hook.
 const (
 	AnnotationHook     = "argocd.argoproj.io/hook"
@@ -63,3 +65,23 @@ func isAlphanumeric(b byte) bool {
 // tracking needs: Argo CD writes it untruncated there, and the API server refuses values over 63
 // characters.
 func LabelValueFits(instance string) bool { return len(instance) <= 63 }
+
+// Delete hook types: the controller runs PreDelete hooks before it deletes an app's resources
+// (v3.3+) and PostDelete hooks after.
+const (
+	HookPreDelete  = "PreDelete"
+	HookPostDelete = "PostDelete"
+)
+
+// DeleteHookType is PreDelete or PostDelete for an object Argo CD runs when its app is deleted, ""
+// for any other: an argocd.argoproj.io/hook or helm.sh/hook value that lists the type (PreDelete,
+// pre-delete; PostDelete, post-delete) among its comma-separated entries (controller/hook.go,
+// isHookOfType).
+func DeleteHookType(annotations map[string]string) string {
+	for _, t := range []struct{ hook, argo, helm string }{{HookPreDelete, HookPreDelete, "pre-delete"}, {HookPostDelete, HookPostDelete, "post-delete"}} {
+		if slices.Contains(ParseOptions(annotations[AnnotationHook]), t.argo) || slices.Contains(ParseOptions(annotations[AnnotationHelmHook]), t.helm) {
+			return t.hook
+		}
+	}
+	return ""
+}

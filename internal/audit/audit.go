@@ -72,6 +72,13 @@ type Row struct {
 	LiveError string
 	// Cascade is set on WhenItsAppIsDeleted rows: the row is a whole Application.
 	Cascade *Cascade
+	// judged is the object as the deletion verdict read it, and the verdict.
+	judged *judged
+}
+
+type judged struct {
+	object  deletion.Object
+	verdict deletion.Verdict
 }
 
 // Report is a whole audit.
@@ -170,6 +177,7 @@ func Run(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []arg
 		rep.Warnings = append(rep.Warnings, warnings...)
 		mu.Unlock()
 	})
+	rep.Rows = together(rep.Rows)
 	noteNamespacedApps(ctx, argo, rep.Rows)
 	family, warnings := familyRows(ctx, argo, s, apps, o)
 	rep.Rows, rep.Warnings = append(rep.Rows, family...), append(rep.Warnings, warnings...)
@@ -255,7 +263,41 @@ func judge(ctx context.Context, objects cluster.Objects, j *job, s argocd.Settin
 	}
 	v := deletion.Judge(obj, deletion.Prune, c)
 	row.Guards, row.Guarded, row.Notes = v.Guards, v.Guarded, append(row.Notes, v.Notes...)
+	row.judged = &judged{object: obj, verdict: v}
 	return row
+}
+
+// together judges the rows one sync with prune deletes as the one event they are
+// (deletion.Together): an app's rows requiring pruning now, in one cluster. A row kept by its own
+// guards inside a Namespace the same sync prunes is deleted with it. Rows of WhenRemovedFromGit are
+// each a deletion of its own (only what leaves git is pruned), and stay as judged.
+func together(rows []Row) []Row {
+	type event struct{ app, server, name string }
+	at := map[event][]int{}
+	var order []event
+	for i, r := range rows {
+		if r.When != Now || r.judged == nil {
+			continue
+		}
+		e := event{r.App.Ref(), r.Cluster.Server, r.Cluster.Name}
+		if _, ok := at[e]; !ok {
+			order = append(order, e)
+		}
+		at[e] = append(at[e], i)
+	}
+	for _, e := range order {
+		objects := make([]deletion.Object, len(at[e]))
+		verdicts := make([]deletion.Verdict, len(at[e]))
+		for k, i := range at[e] {
+			objects[k], verdicts[k] = rows[i].judged.object, rows[i].judged.verdict
+		}
+		for k, v := range deletion.Together(objects, verdicts) {
+			r := &rows[at[e][k]]
+			r.Notes = append(r.Notes, v.Notes[len(r.judged.verdict.Notes):]...)
+			r.Guarded, r.judged.verdict = v.Guarded, v
+		}
+	}
+	return rows
 }
 
 // noteNamespacedApps says which Applications a Namespace's deletion would delete with it (apps in

@@ -246,6 +246,8 @@ func cascaded(ctx context.Context, scope *deletion.Scope, app argocd.Application
 			return nil, append(notes, waitsNote(r.String()))
 		}
 	}
+	var objects []deletion.Object
+	var verdicts []deletion.Verdict
 	for _, m := range members {
 		if m.Live == nil {
 			continue
@@ -256,10 +258,14 @@ func cascaded(ctx context.Context, scope *deletion.Scope, app argocd.Application
 			// finalizeApplicationDeletion deletes nothing while one resource awaits approval.
 			return nil, append(notes, waitsNote(m.Object.Resource().String()))
 		}
+		objects, verdicts = append(objects, m.Object), append(verdicts, v)
+	}
+	// What a Namespace the cascade deletes holds goes with it, its own guards aside.
+	for i, v := range deletion.Together(objects, verdicts) {
 		if !v.Deletes() {
 			continue
 		}
-		o := m.Object
+		o := objects[i]
 		out = append(out, target{res: o.Resource(), obj: risk.Object{Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name, Labels: o.Labels, Annotations: o.Annotations}})
 	}
 	return out, notes

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
+	"github.com/unprune/unprune/internal/deletion"
 )
 
 type setFake struct {
@@ -170,5 +172,42 @@ func TestCascadeHighRisk(t *testing.T) {
 	// option does not count.
 	if got := CascadeHighRiskUnread(s, app, "argocd"); len(got) != 9 {
 		t.Errorf("unread, with the app's Delete=false: %s; want all nine", names(got))
+	}
+}
+
+// TestCascadedTakesWhatADeletedNamespaceHolds: a Delete=false object guards itself against its app's
+// cascade, except when the same cascade deletes its Namespace; then only a Namespace kept too keeps it.
+func TestCascadedTakesWhatADeletedNamespaceHolds(t *testing.T) {
+	v := argocd.Version{Major: 3, Minor: 6, Patch: 1}
+	s := argocd.NewSettings(map[string]string{argocd.SettingTrackingMethod: "annotation"}, &v)
+	for _, tt := range []struct {
+		name      string
+		nsOptions string
+		want      []string
+	}{
+		{name: "the Namespace goes", want: []string{"ConfigMap/pay/ledger", "Namespace//pay"}},
+		{name: "the Namespace is kept too", nsOptions: "Delete=false", want: nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer)
+			nsAnn := map[string]string{argocd.AnnotationTrackingID: "shop:/Namespace:pay/pay"}
+			if tt.nsOptions != "" {
+				nsAnn[argocd.AnnotationSyncOptions] = tt.nsOptions
+			}
+			c.Add("", "Namespace", "", "pay", nil, nsAnn)
+			c.Add("", "ConfigMap", "pay", "ledger", nil, map[string]string{argocd.AnnotationTrackingID: "shop:/ConfigMap:pay/ledger",
+				argocd.AnnotationSyncOptions: "Delete=false"})
+			app := argocd.Application{Namespace: "argocd", Name: "shop", Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "pay"},
+				Resources: []argocd.Resource{{Version: "v1", Kind: "Namespace", Name: "pay"}, {Version: "v1", Kind: "ConfigMap", Namespace: "pay", Name: "ledger"}}}
+			targets, _ := cascaded(context.Background(), deletion.NewScope(c, s, nil), app, "argocd")
+			var got []string
+			for _, tg := range targets {
+				got = append(got, tg.res.Kind+"/"+tg.res.Namespace+"/"+tg.res.Name)
+			}
+			sort.Strings(got)
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("the cascade deletes %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

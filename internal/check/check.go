@@ -41,6 +41,9 @@ const (
 	// LeftRequiringPruning: the app does not prune automatically; the object stays, requiring
 	// pruning, until a sync with PRUNE ticked deletes it.
 	LeftRequiringPruning Reason = "LeftRequiringPruning"
+	// DeletedWithNamespace: the same prune deletes the object's Namespace, and the namespace
+	// controller the object with it, whatever guards it carries.
+	DeletedWithNamespace Reason = "DeletedWithNamespace"
 )
 
 // Item is one adoption or prune.
@@ -59,6 +62,13 @@ type Item struct {
 	Guarded bool
 	Notes   []string
 	Error   string
+	// judged is the object as the deletion verdict read it, and the verdict.
+	judged *judged
+}
+
+type judged struct {
+	object  deletion.Object
+	verdict deletion.Verdict
 }
 
 // Report is a whole check.
@@ -80,6 +90,16 @@ type Report struct {
 	Answers []Answer
 	// Version is the Argo CD version the check judged for, nil when unknown.
 	Version *argocd.Version
+	// MovedOut are the objects this app would prune that the same change gives to another app
+	// (FoldMoves): each is a Move item in that app's report.
+	MovedOut []MovedOut
+}
+
+// MovedOut is an object the change moves from this app to another.
+type MovedOut struct {
+	Resource argocd.Resource
+	// To is the app it moves to.
+	To string
 }
 
 // Answer is where one kind of answer of a check came from.
@@ -174,6 +194,8 @@ func desired(ctx context.Context, objects cluster.Objects, s cluster.Settings, a
 			rep.Skipped = append(rep.Skipped, row.String()+": a hook (run by syncs, never adopted or pruned as a resource)")
 		case s.Filter.Excluded(ref.Group, ref.Kind, rep.Cluster.Server):
 			rep.Skipped = append(rep.Skipped, row.String()+": its kind is excluded from Argo CD's watch (resource.exclusions)")
+		case s.Filter.Hidden(ref.Group, ref.Kind, rep.Cluster.Server, m.Object.GetLabels()):
+			rep.Skipped = append(rep.Skipped, row.String()+": its labels do not match resource.selectors: Argo CD does not watch it, and shows it OutOfSync")
 		case checkProject && !project.Permits(ref.Group, ref.Kind, ref.Name, ref.Namespaced):
 			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: AppProject %s does not permit it: the sync would fail on it", row, project.Name))
 		default:
@@ -237,6 +259,7 @@ func prunes(ctx context.Context, objects cluster.Objects, s cluster.Settings, ke
 		}
 		rows, refs = append(rows, r), append(refs, ref)
 	}
+	var pruned []Item
 	for i, res := range objects.Read(ctx, refs) {
 		r := rows[i]
 		if cluster.IsNotFound(res.Err) {
@@ -251,20 +274,52 @@ func prunes(ctx context.Context, objects cluster.Objects, s cluster.Settings, ke
 		}
 		if res.Err != nil {
 			item.Error = res.Err.Error()
-			rep.Items = append(rep.Items, assess(ctx, objects, item, nil, policy, s, rep.App, argocdNamespace))
+			pruned = append(pruned, assess(ctx, objects, item, nil, policy, s, rep.App, argocdNamespace))
 			continue
 		}
 		live := res.Object
 		if len(live.Owners) > 0 || !s.Owner(live.Labels, live.Annotations, refs[i].ObjectRef()).TrackedBy(rep.Instance) {
 			continue // not the app's: a sync does not prune it
 		}
-		item = assess(ctx, objects, item, live, policy, s, rep.App, argocdNamespace)
+		if s.Filter.Hidden(r.Group, r.Kind, rep.Cluster.Server, live.Labels) {
+			continue // resource.selectors keep it out of Argo CD's cache: no sync sees it to prune
+		}
+		pruned = append(pruned, assess(ctx, objects, item, live, policy, s, rep.App, argocdNamespace))
+	}
+	for _, item := range together(pruned) {
 		if item.Guarded && item.Reason == DeletedAtNextSync {
 			item.Reason = LeftRequiringPruning
 			item.Notes = append(item.Notes, "guarded: the automated sync skips it and the app stays OutOfSync")
 		}
 		rep.Items = append(rep.Items, item)
 	}
+}
+
+// together judges the items of one event — the prunes of one sync, or one app's cascade — as the
+// one event they are (deletion.Together): an object kept by its own guards inside a Namespace the
+// same event deletes is deleted with it.
+func together(items []Item) []Item {
+	var objects []deletion.Object
+	var verdicts []deletion.Verdict
+	var at []int
+	for i, it := range items {
+		if it.judged != nil {
+			objects, verdicts, at = append(objects, it.judged.object), append(verdicts, it.judged.verdict), append(at, i)
+		}
+	}
+	for k, v := range deletion.Together(objects, verdicts) {
+		it := &items[at[k]]
+		it.Notes = append(it.Notes, v.Notes[len(it.judged.verdict.Notes):]...)
+		it.Guarded, it.judged.verdict = v.Guarded, v
+		switch {
+		case v.WithNamespace == "" || v.Guarded:
+		case it.Kind == Prune:
+			it.Reason = DeletedWithNamespace
+		case it.Kind == CascadeDelete:
+			it.Reason = DeletedWithApp
+		}
+	}
+	return items
 }
 
 // assess adds the risk of deleting the object, what goes with it and what guards a prune of it, as
@@ -280,6 +335,7 @@ func assess(ctx context.Context, objects cluster.Objects, item Item, live *clust
 	item.Risk, item.RiskWhy = risk.Classify(risk.Object{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Labels: obj.Labels, Annotations: obj.Annotations}, argocdNamespace)
 	v := deletion.Judge(obj, deletion.Prune, deletion.Context{Version: s.Version, AppSyncOptions: app.SyncOptions, Policy: policy})
 	item.Guards, item.Guarded = v.Guards, v.Guarded
+	item.judged = &judged{object: obj, verdict: v}
 	if item.Kind == Prune {
 		item.Notes = append(item.Notes, v.Notes...)
 		if v.Soft && app.AutoPrune && item.Reason == DeletedAtNextSync {

@@ -69,9 +69,11 @@ type AppChange struct {
 	Notes []string
 	Error string
 
-	// finalizers and sourceTypes are the live app's, for the rename advice.
+	// finalizers and sourceTypes are the live app's, for the rename advice; deleteHooks its live
+	// hooks that its deletion runs ("ConfigMap/ns/name (PostDelete)").
 	finalizers  []string
 	sourceTypes []string
+	deleteHooks []string
 }
 
 // maxDepth bounds how deep apps of apps are followed; the seen set already stops cycles.
@@ -216,8 +218,30 @@ func (d *follower) app(ctx context.Context, home cluster.Objects, namespace, nam
 		return []AppChange{c}
 	}
 	c.Cluster = objects.Info()
+	c.deleteHooks = deleteHooks(ctx, objects, app)
 	nested := d.resources(ctx, objects, &c, append(append([]string(nil), through...), app.Ref()))
 	return append([]AppChange{c}, nested...)
+}
+
+// deleteHooks are the app's live hooks (its hook rows) that its deletion runs: PreDelete and
+// PostDelete ones. An unreadable one is left out; the finalizers still say hooks run.
+func deleteHooks(ctx context.Context, objects cluster.Objects, app argocd.Application) []string {
+	var out []string
+	for _, r := range app.Resources {
+		if !r.Hook {
+			continue
+		}
+		ref, err := objects.Resolve(ctx, r.Group, r.Kind, r.Version, r.Namespace, r.Name)
+		if err != nil {
+			continue
+		}
+		if live, err := objects.Get(ctx, ref); err == nil {
+			if t := argocd.DeleteHookType(live.Annotations); t != "" {
+				out = append(out, fmt.Sprintf("%s (%s)", r, t))
+			}
+		}
+	}
+	return out
 }
 
 func readWhole(ctx context.Context, home cluster.Objects, namespace, name string) (argocd.Whole, error) {
@@ -241,18 +265,20 @@ func (d *follower) resources(ctx context.Context, objects cluster.Objects, c *Ap
 	members, notes := d.scope(objects).Members(ctx, c.App, instance)
 	c.Notes = append(c.Notes, notes...)
 	var nested []AppChange
+	var judged []Item
 	for _, m := range members {
 		item := Item{Kind: Orphan, Reason: LeftTracked, Resource: m.Object.Resource(), Cluster: c.Cluster}
 		if m.Live == nil {
 			item.Error = m.Error
-			c.Resources = append(c.Resources, item)
+			judged = append(judged, item)
 			continue
 		}
-		item, listed := d.judge(ctx, objects, item, m, policy, c)
-		if !listed {
-			continue
+		if item, listed := d.judge(ctx, objects, item, m, policy, c); listed {
+			judged = append(judged, item)
 		}
-		c.Resources = append(c.Resources, item)
+	}
+	c.Resources = append(c.Resources, together(judged)...)
+	for _, item := range c.Resources {
 		if item.Reason != DeletedWithApp {
 			continue
 		}
@@ -295,6 +321,7 @@ func (d *follower) judge(ctx context.Context, objects cluster.Objects, item Item
 	}
 	item.Kind, item.Reason, item.Guards = CascadeDelete, DeletedWithApp, v.Guards
 	item.Notes = append(item.Notes, v.Notes...)
+	item.judged = &judged{object: o, verdict: v}
 	switch v.Outcome {
 	case deletion.Waits:
 		c.Waits = true

@@ -148,7 +148,9 @@ func TestFamilyCascade(t *testing.T) {
 			t.Errorf("payments: risk %s contents %+v; want high, 40 objects", it.Risk, it.Contents)
 		}
 	}
-	want := map[string]string{"payments": "DeletedWithApp", "kept": "KeptByGuard", "helm": "KeptByGuard", "widgets.example.com": "KeptByGuard", "grandchild": "DeletedWithApp"}
+	// kept and helm guard themselves against the cascade, but they live in payments, which the same
+	// cascade deletes: the namespace controller deletes them with it.
+	want := map[string]string{"payments": "DeletedWithApp", "kept": "DeletedWithApp", "helm": "DeletedWithApp", "widgets.example.com": "KeptByGuard", "grandchild": "DeletedWithApp"}
 	if len(got) != len(want) {
 		t.Errorf("child's resources %v, want %v", got, want)
 	}
@@ -157,8 +159,13 @@ func TestFamilyCascade(t *testing.T) {
 			t.Errorf("%s: %s, want %s", k, got[k], v)
 		}
 	}
-	if child.Deleted != 2 || child.High != 2 {
-		t.Errorf("child deletes %d, %d high; want 2 (namespace, grandchild Application), both high", child.Deleted, child.High)
+	if child.Deleted != 4 || child.High != 2 {
+		t.Errorf("child deletes %d, %d high; want 4 (namespace, the two ConfigMaps in it, grandchild Application), 2 high", child.Deleted, child.High)
+	}
+	for _, it := range child.Resources {
+		if (it.Resource.Name == "kept" || it.Resource.Name == "helm") && (it.Guarded || !strings.Contains(strings.Join(it.Notes, "\n"), "deleted with Namespace payments")) {
+			t.Errorf("%s: guarded %t, notes %q; want deleted with Namespace payments", it.Resource.Name, it.Guarded, it.Notes)
+		}
 	}
 	grand := apps["grandchild"]
 	if grand.Fate != Cascade || len(grand.Through) != 1 || grand.Through[0] != "argocd/child" {

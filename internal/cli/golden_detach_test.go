@@ -19,6 +19,11 @@ func TestGoldenDetach(t *testing.T) {
 		{name: "detach-yes", args: []string{"detach", "guestbook", "--all", "--yes"}},
 		{name: "detach-yes-yaml", args: []string{"detach", "guestbook", "Namespace/team-a", "--yes", "-o", "yaml"}},
 		{name: "detach-keep", args: []string{"detach", "guestbook", "Namespace/team-a", "--strategy", "keep", "--yes"}},
+		// ledger's Namespace requires pruning in guestbook too: keeping ledger alone keeps nothing.
+		{name: "detach-keep-in-pruned-namespace", args: []string{"detach", "guestbook", "ConfigMap/team-a/ledger", "--strategy", "keep", "--yes"},
+			setup: func(w *world) { w.addGuardedInTeamA() }},
+		{name: "detach-keep-with-its-namespace", args: []string{"detach", "guestbook", "ConfigMap/team-a/ledger", "Namespace/team-a", "--strategy", "keep"},
+			setup: func(w *world) { w.addGuardedInTeamA() }},
 		{name: "detach-remote-name", args: []string{"detach", "apps/shop", "--all", "--yes", "-o", "name"}},
 		{name: "detach-nothing", args: []string{"detach", "platform", "--all"}},
 		{name: "detach-again", args: []string{"detach", "guestbook", "--all", "--yes"}, setup: func(w *world) {

@@ -125,6 +125,7 @@ func newSetWorld(t *testing.T) *setWorld {
 		refs: map[string]cluster.Ref{}, now: func() time.Time { return goldenTime }}, live: teamsSet("", "{{team}}", "payments", "search"), params: map[string]string{}}
 	for _, team := range []string{"payments", "search"} {
 		ref := home.Add("argoproj.io", "Application", "argocd", team, nil, nil)
+		w.refs[team] = ref
 		home.Update(ref, func(o *cluster.Object) {
 			o.Content = map[string]any{"metadata": map[string]any{"namespace": "argocd", "name": team, "finalizers": []any{argocd.FinalizerResources}},
 				"spec": map[string]any{"source": map[string]any{"repoURL": "https://git.example.com/teams", "path": team},
@@ -139,6 +140,23 @@ func newSetWorld(t *testing.T) *setWorld {
 	// A Namespace cloned from payments', tracking-id and all: payments' cascade deletes it too.
 	home.Add("", "Namespace", "", "payments-copy", nil, map[string]string{argocd.AnnotationTrackingID: "payments:/Namespace:payments/payments"})
 	return w
+}
+
+// postDeleteHook gives the set's app a PostDelete hook: the hook finalizers Argo CD's controller
+// keeps on it, and the live hook object its status lists (as after a deletion that ran it).
+func (w *setWorld) postDeleteHook(team string) {
+	ref := w.refs[team]
+	w.home.Update(ref, func(o *cluster.Object) {
+		o.Content["metadata"].(map[string]any)["finalizers"] = []any{argocd.FinalizerResources, argocd.FinalizerPostDelete, argocd.FinalizerPostDelete + "/cleanup"}
+	})
+	w.home.Add("", "ConfigMap", team, team+"-cleanup", nil, map[string]string{argocd.AnnotationHook: argocd.HookPostDelete,
+		argocd.AnnotationTrackingID: team + ":/ConfigMap:" + team + "/" + team + "-cleanup"})
+	app, err := w.argo.GetApplication(context.Background(), "argocd", team)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	app.Resources = append(app.Resources, argocd.Resource{Version: "v1", Kind: "ConfigMap", Namespace: team, Name: team + "-cleanup", Hook: true, RequiresPruning: true})
+	w.argo.AddApp(app)
 }
 
 // runSet runs unprune against the set world, with argocd-server at server when not empty (its URL
@@ -229,6 +247,7 @@ func TestGoldenCheckFamily(t *testing.T) {
 		params map[string]string
 		args   []string
 		server func(t *testing.T) string
+		setup  func(w *setWorld)
 	}{
 		// The set stops generating payments: its cascade deletes its Namespace and the copy.
 		{name: "check-set-drop", set: teamsSet("", "{{team}}", "search")},
@@ -242,6 +261,9 @@ func TestGoldenCheckFamily(t *testing.T) {
 		{name: "check-set-rename-create-delete-markdown", set: teamsSet("  syncPolicy: {applicationsSync: create-delete}", "{{team}}-v2", "payments", "search"),
 			args: []string{"-o", "markdown"}},
 		{name: "check-set-rename-create-update", set: teamsSet("  syncPolicy: {applicationsSync: create-update}", "{{team}}-v2", "payments", "search")},
+		// payments has a PostDelete hook: the set's deletion of it would run it; the advice names it
+		// and how to delete the app without.
+		{name: "check-set-rename-sync-delete-hooks", set: teamsSet("", "{{team}}-v2", "payments", "search"), setup: func(w *setWorld) { w.postDeleteHook("payments") }},
 		// Argo CD's own generation answers when argocd-server is named.
 		{name: "check-set-argocd-json", set: teamsSet("", "{{team}}", "search"), args: []string{"-o", "json"},
 			server: func(t *testing.T) string { return fakeServer(t, "v3.6.1+abc", generatedBy) }},
@@ -256,6 +278,9 @@ func TestGoldenCheckFamily(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newSetWorld(t)
+			if tc.setup != nil {
+				tc.setup(w)
+			}
 			if tc.params != nil {
 				w.params = tc.params
 			}

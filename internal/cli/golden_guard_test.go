@@ -1,6 +1,11 @@
 package cli
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
+)
 
 func TestGoldenGuard(t *testing.T) {
 	runGoldens(t, []goldenCase{
@@ -30,6 +35,14 @@ func TestGoldenGuard(t *testing.T) {
 			w.manifestSets("guestbook-ui", "argocd.argoproj.io/sync-options", "SkipDryRunOnMissingResource=true")
 		}},
 		// A missing object cannot be guarded: reported Gone, nothing changed (exit 0).
+		// A mark on ledger does not hold while guestbook prunes its Namespace; nor does the one it has.
+		{name: "guard-confirm-in-pruned-namespace", args: []string{"guard", "confirm", "ConfigMap/team-a/ledger"},
+			setup: func(w *world) {
+				w.addGuardedInTeamA()
+				w.home.Update(w.refs["ledger"], func(o *cluster.Object) { delete(o.Annotations, argocd.AnnotationSyncOptions) })
+			}},
+		{name: "guard-confirm-guarded-in-pruned-namespace", args: []string{"guard", "confirm", "ConfigMap/team-a/ledger"},
+			setup: func(w *world) { w.addGuardedInTeamA() }},
 		{name: "guard-confirm-missing", args: []string{"guard", "confirm", "Namespace/nope", "--yes"}},
 		// Exit 2: bad input.
 		{name: "guard-protect-no-args", args: []string{"guard", "protect"}},

@@ -100,6 +100,19 @@ func (w *world) addMoveTarget() {
 		Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "teams"}, Resources: []argocd.Resource{row}})
 }
 
+// addGuardedInTeamA adds ConfigMap team-a/ledger to guestbook, requiring pruning like its
+// Namespace, with Prune=false: a guard of its own that does nothing once team-a goes.
+func (w *world) addGuardedInTeamA() {
+	w.refs["ledger"] = w.tracked("guestbook", "", "ConfigMap", "team-a", "ledger")
+	w.home.Update(w.refs["ledger"], func(o *cluster.Object) { o.Annotations[argocd.AnnotationSyncOptions] = "Prune=false" })
+	app, err := w.argo.GetApplication(context.Background(), w.argo.Ns, "guestbook")
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	app.Resources = append(app.Resources, argocd.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "ledger", Status: "OutOfSync", RequiresPruning: true})
+	w.argo.AddApp(app)
+}
+
 // compareCreated plays the controller's first comparison of an app rename creates: it lists the
 // renamed app's rows, Synced once the live objects carry its tracking.
 func (w *world) compareCreated(from string) {

@@ -125,6 +125,9 @@ type Verdict struct {
 	// replaces (v3.4+ for prunes).
 	Soft  bool
 	Notes []string
+	// WithNamespace names the Namespace the same event deletes and that takes the object with it
+	// (Together): the object is deleted, whatever guard of its own Guards lists.
+	WithNamespace string
 }
 
 // Deletes reports whether Argo CD deletes the object at the event without anyone's approval.

@@ -63,7 +63,36 @@ func (e *Engine) PlanDetach(ctx context.Context, req DetachRequest) (*Change, er
 		}
 	}
 	e.readAndPlan(ctx, p, e.releasedBefore)
+	if req.Strategy == plan.StrategyKeep {
+		e.refuseKeepsANamespaceUndoes(ctx, p)
+	}
 	return c, nil
+}
+
+// refuseKeepsANamespaceUndoes refuses to keep an object whose Namespace its app still prunes: the
+// prune of the Namespace deletes it, Prune=false aside (deletion.Together). A Namespace this run
+// keeps too holds.
+func (e *Engine) refuseKeepsANamespaceUndoes(ctx context.Context, p *Planned) {
+	marked := map[string]bool{}
+	for _, it := range p.Items {
+		if it.Ref.Group == "" && it.Ref.Kind == "Namespace" && (it.Outcome == OutcomePlanned || it.Outcome == OutcomeUnchanged) {
+			marked[it.rowKey()] = true
+		}
+	}
+	for _, it := range p.Items {
+		if it.Outcome != OutcomePlanned || it.Ref.Namespace == "" || it.App == nil {
+			continue
+		}
+		goes, err := e.prunedNamespace(ctx, it.App.App, it.Objects, it.Ref.Namespace, marked)
+		switch {
+		case err != nil:
+			it.Decision = Decision{OutcomeFailed, string(cluster.Classify(err)), fmt.Sprintf("read Namespace %s, which its app prunes too: %v", it.Ref.Namespace, err)}
+		case goes:
+			why := namespaceGoesWhy(it.App.App.Ref(), it.Ref.Namespace, argocd.OptionPrune+"=false", "keep")
+			it.Plan.Refusal = &plan.Refusal{Code: RefuseNamespacePruned, Message: why}
+			it.Decision = Decision{OutcomeRefused, string(RefuseNamespacePruned), why}
+		}
+	}
 }
 
 // releasePlanner plans the release of an app's object.

@@ -42,6 +42,9 @@ func (e *Engine) PlanObjects(ctx context.Context, objects cluster.Objects, req O
 		p.Items = append(p.Items, &Item{Objects: objects, Ref: ref, Entry: -1})
 	}
 	e.readAndPlan(ctx, p, nil)
+	if req.Mark {
+		op.warnNamespacesPruned(ctx, p)
+	}
 	c := &Change{Planned: p, Steps: []*Step{{Kind: StepPatch, Why: "change the named objects"}}, rollback: true}
 	c.Steps = append(c.Steps, op.checks(p)...)
 	if req.Mark && e.ArgoCD == nil {
@@ -74,6 +77,52 @@ func (o *objectsPlanner) Plan(it *Item, live *cluster.Object) plan.Plan {
 	return o.build(t)
 }
 
+// warnNamespacesPruned warns of a mark on an object whose Namespace the app tracking it prunes: the
+// prune of the Namespace deletes the object, its mark aside (deletion.Together). A Namespace this
+// run marks too holds.
+func (o *objectsPlanner) warnNamespacesPruned(ctx context.Context, p *Planned) {
+	if o.e.ArgoCD == nil {
+		return
+	}
+	marked := map[string]bool{}
+	for _, it := range p.Items {
+		if it.Ref.Group == "" && it.Ref.Kind == "Namespace" && (it.Outcome == OutcomePlanned || it.Outcome == OutcomeUnchanged) {
+			marked[it.rowKey()] = true
+		}
+	}
+	for _, it := range p.Items {
+		if (it.Outcome != OutcomePlanned && it.Outcome != OutcomeUnchanged) || it.Ref.Namespace == "" || it.Live == nil {
+			continue
+		}
+		app := o.trackedBy(it.Live)
+		if app == nil {
+			continue
+		}
+		if goes, err := o.e.prunedNamespace(ctx, *app, it.Objects, it.Ref.Namespace, marked); err == nil && goes {
+			p.Warnings = append(p.Warnings, it.Ref.String()+": "+namespaceGoesWhy(app.Ref(), it.Ref.Namespace, "any sync option", "guard"))
+		}
+	}
+}
+
+// trackedBy is the app whose tracking the object carries, or nil.
+func (o *objectsPlanner) trackedBy(live *cluster.Object) *argocd.Application {
+	own := o.e.Settings.Owner(live.Labels, live.Annotations, live.Ref.ObjectRef())
+	if !own.Tracked {
+		return nil
+	}
+	return o.instanceApp(own.Instance)
+}
+
+// instanceApp is the app of an instance, read once per run; nil when there is none.
+func (o *objectsPlanner) instanceApp(instance string) *argocd.Application {
+	app, seen := o.apps[instance]
+	if !seen {
+		app, _ = o.e.appOfInstance(o.ctx, undoApps{}, instance)
+		o.apps[instance] = app
+	}
+	return app
+}
+
 // declaring is the app that tracks the object and lists it as desired (its manifest is in the
 // app's git), or nil.
 func (o *objectsPlanner) declaring(t plan.Target) *argocd.Application {
@@ -84,11 +133,7 @@ func (o *objectsPlanner) declaring(t plan.Target) *argocd.Application {
 	if !own.Tracked {
 		return nil
 	}
-	app, seen := o.apps[own.Instance]
-	if !seen {
-		app, _ = o.e.appOfInstance(o.ctx, undoApps{}, own.Instance)
-		o.apps[own.Instance] = app
-	}
+	app := o.instanceApp(own.Instance)
 	if app == nil {
 		return nil
 	}
