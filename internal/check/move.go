@@ -7,6 +7,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/option"
+	"github.com/unprune/unprune/internal/risk"
 )
 
 // Move is a kind of item: one object that the change removes from one app and gives to another. It
@@ -70,7 +71,13 @@ func NoteMoves(ctx context.Context, rep *Report, controllerNamespace string) {
 // FoldMoves recognises moves across the reports of one check run: a Prune of an object by one app
 // and an Adoption of the same object (same cluster, same resource) by another app from it become one
 // Move item, in the adopting app's report, carrying the recipe; the Prune leaves the first app's
-// report. Everything else is kept as it is, in order.
+// report, which names the object in MovedOut. Everything else is kept as it is, in order.
+//
+// A move is still the prune it folds until it is prepared: the app it leaves prunes the object as
+// soon as the change lands (an automated prune, or any sync with PRUNE ticked), before the app it
+// joins syncs — gitops-engine's pruneObject reads only the live object's own Prune= option
+// (pkg/sync/sync_context.go). So the Move keeps the prune's verdict: its guards, Guarded, risk and
+// contents; an unguarded Move is counted as a prune wherever prunes are.
 func FoldMoves(ctx context.Context, reps []Report, controllerNamespace string) []Report {
 	type prune struct{ rep, item int }
 	prunes := map[string]prune{}
@@ -86,6 +93,8 @@ func FoldMoves(ctx context.Context, reps []Report, controllerNamespace string) [
 	for r, rep := range reps {
 		out[r] = rep
 		out[r].Items = append([]Item(nil), rep.Items...)
+	}
+	for r, rep := range reps {
 		for i, it := range rep.Items {
 			p, ok := prunes[it.OtherInstance+"|"+moveKey(it)]
 			if it.Kind != Adoption || it.Reason != TrackedByOtherApp || !ok {
@@ -93,11 +102,8 @@ func FoldMoves(ctx context.Context, reps []Report, controllerNamespace string) [
 			}
 			drop[p] = true
 			from, to := appOf(it.OtherInstance, controllerNamespace), appRef(rep.App, controllerNamespace)
-			m := &out[r].Items[i]
-			m.Kind, m.Reason = Move, Moved
-			m.Notes = append([]string{fmt.Sprintf("moved from %s to %s by this change: %s would prune it, %s adopt it", from, to, from, to)},
-				MoveRecipe(ctx, from, to, it.Resource)...)
-			m.Notes = append(m.Notes, InBetween(rep.Version, to, "it"))
+			out[r].Items[i] = foldMove(ctx, it, reps[p.rep].Items[p.item], from, to, rep.Version)
+			out[p.rep].MovedOut = append(out[p.rep].MovedOut, MovedOut{Resource: it.Resource, To: to})
 		}
 	}
 	for r := range out {
@@ -110,6 +116,42 @@ func FoldMoves(ctx context.Context, reps []Report, controllerNamespace string) [
 		out[r].Items = kept
 	}
 	return out
+}
+
+// foldMove is the Move item for an adoption by to and the prune by from of the same object: the
+// prune's verdict, and the recipe that prepares it where nothing guards it yet.
+func foldMove(ctx context.Context, adoption, pruned Item, from, to string, v *argocd.Version) Item {
+	m := adoption
+	m.Kind, m.Reason = Move, Moved
+	m.Guards, m.Guarded = pruned.Guards, pruned.Guarded
+	if pruned.Risk != "" {
+		m.Risk, m.RiskWhy = pruned.Risk, pruned.RiskWhy
+	}
+	if pruned.Contents != nil {
+		m.Contents = pruned.Contents
+	}
+	if pruned.Error != "" {
+		m.Error = pruned.Error
+	}
+	how := "any sync of " + from + " with PRUNE ticked deletes it"
+	if pruned.Reason == DeletedAtNextSync {
+		how = from + "'s automated sync deletes it as soon as the change lands"
+	}
+	first := fmt.Sprintf("moved from %s to %s by this change: not prepared, so it is the prune it looks like — %s, before %s adopts it", from, to, how, to)
+	if pruned.Guarded {
+		first = fmt.Sprintf("moved from %s to %s by this change: guarded (%s), so %s cannot prune it before %s adopts it",
+			from, to, guardList(pruned.Guards), from, to)
+	}
+	m.Notes = append(append([]string{first}, MoveRecipe(ctx, from, to, adoption.Resource)...), InBetween(v, to, "it"))
+	return m
+}
+
+func guardList(gs []risk.Guard) string {
+	names := make([]string, len(gs))
+	for i, g := range gs {
+		names[i] = string(g)
+	}
+	return strings.Join(names, ", ")
 }
 
 func moveKey(it Item) string {

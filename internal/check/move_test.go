@@ -9,6 +9,7 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/option"
+	"github.com/unprune/unprune/internal/risk"
 )
 
 func TestFoldMoves(t *testing.T) {
@@ -17,7 +18,7 @@ func TestFoldMoves(t *testing.T) {
 	cm := argocd.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "settings"}
 	other := argocd.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "shop", Name: "other"}
 	a := Report{App: argocd.Application{Namespace: "argocd", Name: "shop-old"}, Instance: "shop-old", Items: []Item{
-		{Kind: Prune, Reason: DeletedAtNextSync, Resource: cm, Cluster: in},
+		{Kind: Prune, Reason: DeletedAtNextSync, Resource: cm, Cluster: in, Risk: risk.High, RiskWhy: "holds data"},
 		{Kind: Prune, Reason: DeletedAtNextSync, Resource: other, Cluster: in},
 	}}
 	b := Report{App: argocd.Application{Namespace: "team", Name: "shop"}, Instance: "team_shop", Items: []Item{
@@ -33,6 +34,14 @@ func TestFoldMoves(t *testing.T) {
 	if m.Kind != Move || m.Reason != Moved {
 		t.Fatalf("the move: %+v", m)
 	}
+	// Nothing guards the object in shop-old: the move is the prune it folds, high-risk and unguarded.
+	if m.Guarded || m.Risk != risk.High || m.RiskWhy != "holds data" || !strings.Contains(m.Notes[0], "not prepared") ||
+		!strings.Contains(m.Notes[0], "shop-old's automated sync deletes it") {
+		t.Errorf("the unprepared move does not carry the prune's verdict: %+v", m)
+	}
+	if want := []MovedOut{{Resource: cm, To: "team/shop"}}; !slices.Equal(out[0].MovedOut, want) {
+		t.Errorf("the source app's MovedOut: %+v, want %+v", out[0].MovedOut, want)
+	}
 	want := "unprune move shop-old ConfigMap/shop/settings <To> team/shop <Prepare> <Yes>"
 	if !slices.ContainsFunc(m.Notes, func(n string) bool { return strings.Contains(n, want) }) {
 		t.Errorf("notes %q lack %q", m.Notes, want)
@@ -42,6 +51,22 @@ func TestFoldMoves(t *testing.T) {
 	}
 	if len(a.Items) != 2 || b.Items[0].Kind != Adoption {
 		t.Error("FoldMoves changed its input")
+	}
+}
+
+// TestFoldMovesPrepared: a move whose object shop-old can no longer prune (move --prepare's marks)
+// carries the guard, so reports do not count it as a prune.
+func TestFoldMovesPrepared(t *testing.T) {
+	cm := argocd.Resource{Version: "v1", Kind: "Namespace", Name: "shop"}
+	a := Report{App: argocd.Application{Namespace: "argocd", Name: "shop-old"}, Instance: "shop-old", Items: []Item{
+		{Kind: Prune, Reason: LeftRequiringPruning, Resource: cm, Risk: risk.High, Guards: []risk.Guard{risk.GuardPruneDisabled}, Guarded: true},
+	}}
+	b := Report{App: argocd.Application{Namespace: "argocd", Name: "shop"}, Instance: "shop", Items: []Item{
+		{Kind: Adoption, Reason: TrackedByOtherApp, OtherInstance: "shop-old", Resource: cm, Risk: risk.High},
+	}}
+	m := FoldMoves(context.Background(), []Report{a, b}, "argocd")[1].Items[0]
+	if m.Kind != Move || !m.Guarded || !slices.Equal(m.Guards, []risk.Guard{risk.GuardPruneDisabled}) || !strings.Contains(m.Notes[0], "guarded (PruneDisabled)") {
+		t.Errorf("the prepared move: %+v", m)
 	}
 }
 

@@ -207,20 +207,26 @@ func (o *CheckOptions) print(argo cluster.ArgoCD, rep check.Report, manifests in
 	case o.output.out.Document():
 		err = o.output.out.Print(o.Out, doc, doc.Names)
 	case len(doc.Items) == 0 && len(doc.Applications) == 0:
-		fmt.Fprintf(o.ErrOut, "The change makes Argo CD adopt no existing object and prune nothing (%s).\n", printer.Count(manifests, "manifest"))
+		printer.CheckMovedOut(o.ErrOut, doc)
+		elseWord := ""
+		if len(doc.MovedOut) > 0 {
+			elseWord = " else"
+		}
+		fmt.Fprintf(o.ErrOut, "The change makes Argo CD adopt no existing object and prune nothing%s (%s).\n", elseWord, printer.Count(manifests, "manifest"))
 		if line := printer.AnswersLine(doc.Answers); line != "" && o.ask != nil {
 			fmt.Fprintln(o.ErrOut, line)
 		}
 	default:
 		err = printer.CheckTable(o.Out, o.output.out, doc)
 		printer.CheckMoves(o.ErrOut, doc)
+		printer.CheckMovedOut(o.ErrOut, doc)
 		printer.CheckFixes(o.ErrOut, doc)
 		if len(doc.Applications) == 0 {
-			fmt.Fprintf(o.ErrOut, "%s, %s, %d high-risk.\n", printer.Count(doc.Summary.Adoptions, "adoption"), printer.Count(doc.Summary.Prunes, "prune"), doc.Summary.High)
+			fmt.Fprintf(o.ErrOut, "%s, %s, %d high-risk.\n", printer.Count(doc.Summary.Adoptions, "adoption"), printer.CheckPrunes(doc.Summary), doc.Summary.High)
 			break
 		}
 		fmt.Fprintf(o.ErrOut, "%s, %s, %s deleted (%s with them), %d high-risk.\n",
-			printer.Count(doc.Summary.Adoptions, "adoption"), printer.Count(doc.Summary.Prunes, "prune"), printer.Count(doc.Summary.AppsDeleted, "app"),
+			printer.Count(doc.Summary.Adoptions, "adoption"), printer.CheckPrunes(doc.Summary), printer.Count(doc.Summary.AppsDeleted, "app"),
 			printer.Count(doc.Summary.CascadeDeletions, "resource"), doc.Summary.High)
 	}
 	if line := printer.AnswersLine(doc.Answers); line != "" && !o.output.out.Document() && o.output.out.Format != "markdown" && (len(doc.Items) > 0 || len(doc.Applications) > 0) {
@@ -229,8 +235,7 @@ func (o *CheckOptions) print(argo cluster.ArgoCD, rep check.Report, manifests in
 	if err != nil {
 		return err
 	}
-	s := doc.Summary
-	if (o.FailOn == "adoption" && s.Adoptions > 0) || (o.FailOn == "high" && s.High > 0) || (o.FailOn == "any" && len(doc.Items)+doc.Summary.AppsDeleted > 0) {
+	if doc.Findings(o.FailOn) {
 		return Silent(ExitFindings)
 	}
 	return nil

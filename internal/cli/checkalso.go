@@ -67,12 +67,18 @@ func (o *CheckOptions) runAlso(ctx context.Context, argo cluster.ArgoCD, first c
 		manifests += len(a.given)
 	}
 	reps = check.FoldMoves(ctx, reps, argo.Namespace())
-	if o.output.out.Document() {
+	markdown := o.output.out.Format == "markdown"
+	if o.output.out.Document() && !markdown {
 		return o.printList(argo, reps)
 	}
 	var failed error
-	for _, rep := range reps {
-		fmt.Fprintf(o.Out, "Application %s:\n", printer.Safe(rep.App.Ref()))
+	for i, rep := range reps {
+		switch {
+		case !markdown:
+			fmt.Fprintf(o.Out, "Application %s:\n", printer.Safe(rep.App.Ref()))
+		case i > 0:
+			fmt.Fprintln(o.Out) // each report is a section of its own, headed by its app
+		}
 		if err := o.print(argo, rep, manifests); err != nil && failed == nil {
 			failed = err
 		}
@@ -96,9 +102,7 @@ func (o *CheckOptions) printList(argo cluster.ArgoCD, reps []check.Report) error
 		doc := printer.NewCheckReport(o.metadata(&info), printer.NewArgoCD(argo.Namespace(), o.installed.settings.Settings), rep)
 		list.Items = append(list.Items, doc)
 		names = append(names, doc.Names()...)
-		s := doc.Summary
-		findings = findings || (o.FailOn == "adoption" && s.Adoptions > 0) || (o.FailOn == "high" && s.High > 0) ||
-			(o.FailOn == "any" && len(doc.Items)+s.AppsDeleted > 0)
+		findings = findings || doc.Findings(o.FailOn)
 	}
 	if err := o.output.out.Print(o.Out, list, func() []string { return names }); err != nil {
 		return err

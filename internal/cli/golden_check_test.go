@@ -4,6 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
 )
 
 // guestbookAfter is guestbook's manifests after a change that drops its namespaces and adds
@@ -75,6 +78,14 @@ func TestGoldenCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// prepared: `unprune move --prepare` marked team-b in guestbook before the change, so guestbook
+	// cannot prune it: the move is not counted as a prune.
+	prepared := func(w *world) {
+		teams(w)
+		w.home.Update(w.refs["team-b"], func(o *cluster.Object) {
+			o.Annotations[argocd.AnnotationSyncOptions] = "Prune=false,Delete=false"
+		})
+	}
 	runGoldens(t, []goldenCase{
 		// Exit 0: a report without --fail-on.
 		{name: "check", args: []string{"check", "guestbook", "--manifests", "-"}, stdin: guestbookAfter},
@@ -83,7 +94,17 @@ func TestGoldenCheck(t *testing.T) {
 		{name: "check-nothing", args: []string{"check", "guestbook", "--manifests", "-", "--fail-on", "any"}, stdin: guestbookSame},
 		{name: "check-also", args: []string{"check", "guestbook", "--manifests", "-", "--also", "teams={{ .Dir }}/teams.yaml"}, stdin: guestbookMoved, setup: teams},
 		{name: "check-also-yaml", args: []string{"check", "guestbook", "--manifests", "-", "--also", "teams={{ .Dir }}/teams.yaml", "-o", "yaml"}, stdin: guestbookMoved, setup: teams},
+		// ledger's Prune=false stops Argo CD's DELETE of it, not the namespace controller's.
+		{name: "check-guard-in-pruned-namespace", args: []string{"check", "guestbook", "--manifests", "-"}, stdin: guestbookAfter,
+			setup: func(w *world) { w.addGuardedInTeamA() }},
+		{name: "check-also-prepared", args: []string{"check", "guestbook", "--manifests", "-", "--also", "teams={{ .Dir }}/teams.yaml", "--fail-on", "high"},
+			stdin: guestbookMoved, setup: prepared},
 		// Exit 1: --fail-on turns findings into a failing CI step.
+		// A move nothing prepared is the prune it folds: guestbook deletes team-b before teams syncs.
+		{name: "check-also-fail-on-high", args: []string{"check", "guestbook", "--manifests", "-", "--also", "teams={{ .Dir }}/teams.yaml", "--fail-on", "high"},
+			stdin: guestbookMoved, setup: teams},
+		{name: "check-also-markdown", args: []string{"check", "guestbook", "--manifests", "-", "--also", "teams={{ .Dir }}/teams.yaml", "-o", "markdown", "--fail-on", "high"},
+			stdin: guestbookMoved, setup: teams},
 		{name: "check-fail-on-adoption", args: []string{"check", "guestbook", "--manifests", "-", "--fail-on", "adoption", "-o", "name"}, stdin: guestbookAfter},
 		{name: "check-fail-on-high-markdown", args: []string{"check", "guestbook", "--manifests", "-", "--fail-on", "high", "-o", "markdown"}, stdin: guestbookAfter},
 		// Exit 2: bad input. --revision needs Argo CD's API to render, which is the lab's.

@@ -28,6 +28,15 @@ type CheckReport struct {
 	ApplicationSet *CheckSet `json:"applicationSet,omitempty"`
 	// Answers say where each kind of answer came from: Argo CD itself, the user, or unprune offline.
 	Answers []CheckAnswer `json:"answers,omitempty"`
+	// MovedOut are objects this app would prune that the same change gives to another app: each is a
+	// Move item of that app's report, and counted there.
+	MovedOut []MovedOut `json:"movedOut,omitempty"`
+}
+
+// MovedOut is an object the change moves from the report's app to another.
+type MovedOut struct {
+	Resource ResourceRef `json:"resource"`
+	To       string      `json:"to"`
 }
 
 // CheckAnswer is where one kind of answer came from.
@@ -44,9 +53,15 @@ type CheckAnswer struct {
 // CheckSummary counts a check.
 type CheckSummary struct {
 	Adoptions int `json:"adoptions"`
-	Prunes    int `json:"prunes"`
-	// High counts high-risk adoptions and unguarded high-risk prunes, and the unguarded high-risk
-	// resources deleted with the apps the change deletes.
+	// Prunes counts prunes and the moves nothing guards yet: the app a move leaves prunes the object
+	// before the app it joins adopts it.
+	Prunes int `json:"prunes"`
+	// Moves counts the objects the change moves between apps; UnguardedMoves those of them counted
+	// in Prunes.
+	Moves          int `json:"moves,omitempty"`
+	UnguardedMoves int `json:"unguardedMoves,omitempty"`
+	// High counts high-risk adoptions, unguarded high-risk prunes and moves, and the unguarded
+	// high-risk resources deleted with the apps the change deletes.
 	High int `json:"high"`
 	// AppsDeleted counts Applications the change deletes; CascadeDeletions the resources their
 	// finalizers delete with them.
@@ -87,8 +102,20 @@ func NewCheckReport(meta Metadata, argo *ArgoCD, r check.Report) CheckReport {
 			if it.Risk == risk.High && !it.Guarded {
 				doc.Summary.High++
 			}
+		case check.Move:
+			doc.Summary.Moves++
+			if !it.Guarded {
+				doc.Summary.Prunes++
+				doc.Summary.UnguardedMoves++
+				if it.Risk == risk.High {
+					doc.Summary.High++
+				}
+			}
 		}
 		doc.Items = append(doc.Items, item)
+	}
+	for _, m := range r.MovedOut {
+		doc.MovedOut = append(doc.MovedOut, MovedOut{Resource: fromRow(m.Resource), To: m.To})
 	}
 	for _, a := range r.Answers {
 		doc.Answers = append(doc.Answers, CheckAnswer{Question: a.Question, By: a.By, Server: a.Server, For: a.For})
@@ -111,6 +138,27 @@ func newCheckItem(it check.Item) CheckItem {
 		Contents: newAuditContents(it.Contents)}
 }
 
+// deletes reports an item whose object the change deletes unless a guard stops it: a prune, or a
+// move (the app it leaves prunes it first).
+func (it CheckItem) deletes() bool {
+	return it.Kind == string(check.Prune) || it.Kind == string(check.Move)
+}
+
+// Findings reports whether the check holds what --fail-on asks about: an adoption (adoption),
+// anything high-risk (high), or anything at all (any).
+func (d CheckReport) Findings(failOn string) bool {
+	s := d.Summary
+	switch failOn {
+	case "adoption":
+		return s.Adoptions > 0
+	case "high":
+		return s.High > 0
+	case "any":
+		return len(d.Items)+s.AppsDeleted > 0
+	}
+	return false
+}
+
 // Names are the -o name lines.
 func (d CheckReport) Names() []string {
 	return names(d.Items, func(it CheckItem) string { return it.Resource.NameLine() })
@@ -124,13 +172,18 @@ func (it CheckItem) what() string {
 	case check.TrackedByOtherApp:
 		return fmt.Sprintf("adopted from app instance %q: the two apps will fight over it", it.OtherInstance)
 	case check.Moved:
-		return fmt.Sprintf("moved from app instance %q: `unprune move` hands it over without a deletion window (see notes)", it.OtherInstance)
+		if !it.Guarded {
+			return fmt.Sprintf("moved from app instance %q, not prepared: that app prunes it before this one adopts it (see notes for the recipe)", it.OtherInstance)
+		}
+		return fmt.Sprintf("moved from app instance %q, guarded: `unprune move` hands it over without a deletion window (see notes)", it.OtherInstance)
 	case check.CopiedTracking:
 		return "adopted: its tracking-id names another object (copied metadata)"
 	case check.DeletedAtNextSync:
 		return "pruned: deleted at the next automated sync"
 	case check.LeftRequiringPruning:
 		return "pruned: left requiring pruning; any sync with PRUNE ticked deletes it"
+	case check.DeletedWithNamespace:
+		return "deleted with its Namespace, which the same prune deletes: its own guards stop only Argo CD's DELETE"
 	case check.DeletedWithApp:
 		return "deleted with its app"
 	case check.KeptByGuard:
@@ -172,6 +225,8 @@ func CheckMarkdown(w io.Writer, doc CheckReport) error {
 	switch {
 	case len(doc.Items) == 0 && len(doc.Applications) == 0 && doc.ApplicationSet != nil:
 		b.WriteString("This change makes the ApplicationSet controller delete no Application.\n")
+	case len(doc.Items) == 0 && len(doc.Applications) == 0 && len(doc.MovedOut) > 0:
+		b.WriteString("This change makes Argo CD adopt no existing object and prune nothing else.\n")
 	case len(doc.Items) == 0 && len(doc.Applications) == 0:
 		b.WriteString("This change makes Argo CD adopt no existing object and prune nothing.\n")
 	default:
@@ -181,13 +236,24 @@ func CheckMarkdown(w io.Writer, doc CheckReport) error {
 		}
 		for _, it := range doc.Items {
 			mark := ""
-			if it.Risk == string(risk.High) && !(it.Kind == string(check.Prune) && it.Guarded) {
+			if it.Risk == string(risk.High) && !(it.deletes() && it.Guarded) {
 				mark = "⚠️"
 			}
 			contents := describeContents(it.Contents)
 			fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s |\n", mark, mdCell(it.Resource.String()), mdCell(it.what()), it.Risk,
 				mdCell(orNone(contents)), mdCell(orNone(strings.Join(it.Guards, ", "))))
 		}
+	}
+	for _, it := range doc.Items {
+		for i, n := range moveNotes(it) {
+			if i == 0 {
+				b.WriteString("\n")
+			}
+			fmt.Fprintf(&b, "- `%s`: %s\n", mdCell(it.Resource.String()), Line(n))
+		}
+	}
+	for _, m := range doc.MovedOut {
+		fmt.Fprintf(&b, "\n- `%s` moves to %s with this change: its report counts it\n", mdCell(m.Resource.String()), mdCell(m.To))
 	}
 	checkAppsMarkdown(&b, doc.Applications)
 	if line := AnswersLine(doc.Answers); line != "" {
@@ -213,11 +279,19 @@ func checkSentence(doc CheckReport) string {
 	case doc.ApplicationSet != nil:
 		return fmt.Sprintf("This change makes the ApplicationSet controller %s; **%d** high-risk.\n", apps, doc.Summary.High)
 	case doc.Summary.AppsDeleted == 0:
-		return fmt.Sprintf("This change makes Argo CD **adopt %d** existing object(s) and **prune %d**; **%d** high-risk.\n",
-			doc.Summary.Adoptions, doc.Summary.Prunes, doc.Summary.High)
+		return fmt.Sprintf("This change makes Argo CD **adopt %d** existing object(s) and **prune %d**%s; **%d** high-risk.\n",
+			doc.Summary.Adoptions, doc.Summary.Prunes, movesClause(doc.Summary), doc.Summary.High)
 	}
-	return fmt.Sprintf("This change makes Argo CD **adopt %d** existing object(s), **prune %d** and %s; **%d** high-risk.\n",
-		doc.Summary.Adoptions, doc.Summary.Prunes, apps, doc.Summary.High)
+	return fmt.Sprintf("This change makes Argo CD **adopt %d** existing object(s), **prune %d**%s and %s; **%d** high-risk.\n",
+		doc.Summary.Adoptions, doc.Summary.Prunes, movesClause(doc.Summary), apps, doc.Summary.High)
+}
+
+// movesClause says how many of the prunes are moves nothing prepared yet.
+func movesClause(s CheckSummary) string {
+	if s.UnguardedMoves == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d of them moves not prepared)", s.UnguardedMoves)
 }
 
 // mdCell keeps a value inside one Markdown table cell: pipes escaped, control characters shown.

@@ -14,11 +14,13 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/unprune/unprune/internal/cli"
 	"github.com/unprune/unprune/internal/printer"
 	"github.com/unprune/unprune/lab"
 	"github.com/unprune/unprune/lab/labtest"
+	"github.com/unprune/unprune/test/cmdtest"
 )
 
 // render writes the app's manifests as they would be after a change: the files of its path now,
@@ -234,5 +236,170 @@ func TestCheckAMove(t *testing.T) {
 	}
 	if want := []string{b.Name + ":Move"}; !slices.Equal(kinds, want) {
 		t.Errorf("the moved namespace in one run: %v, want %v", kinds, want)
+	}
+}
+
+// TestCheckCountsAMoveUntilPrepared: a change moves a Namespace holding data from app A (automated
+// prune) to app B (manual). Checked across both apps, the move is the prune it is until `move
+// --prepare` marks the Namespace in A: `--fail-on high` fails the change; after the prepare it
+// passes, and the landed change — A's automated sync with prune of the commit — deletes nothing.
+func TestCheckCountsAMoveUntilPrepared(t *testing.T) {
+	env := labtest.Get(t)
+	for _, version := range labtest.Lines("v3.6.1", "v2.14.11") {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version})
+			repo := labtest.NewRepo(t)
+			a := install.CreateApp(t, labtest.AppOptions{Repo: repo, Path: "a", Automated: true, AutoPrune: true})
+			b := install.CreateApp(t, labtest.AppOptions{Repo: repo, Path: "b"})
+			moved := labtest.UniqueName("team-data")
+			t.Cleanup(func() { env.DeleteNamespace(moved) })
+			repo.Write(t, "a/ns.yaml", namespaceManifest(moved))
+			rev := repo.Commit(t, "A gets a team's namespace")
+			a.RefreshUntil(t, 2*time.Minute, "to sync the namespace", func(s labtest.Status) bool {
+				r, ok := s.Find("Namespace", moved)
+				return s.Revision == rev && s.Sync == "Synced" && ok && r.Status == "Synced" && s.Idle()
+			})
+			objects := []object{{kind: "Namespace", name: moved}}
+			for _, name := range []string{"orders", "invoices"} {
+				cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+					"metadata": map[string]any{"name": name, "namespace": moved}, "data": map[string]any{"rows": "42"}}}
+				if _, err := env.Dynamic.Resource(object{kind: "ConfigMap"}.gvr()).Namespace(moved).Create(labtest.Context(t), cm, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				objects = append(objects, object{kind: "ConfigMap", namespace: moved, name: name})
+			}
+			if op := b.Sync(t, false); op.Phase != "Succeeded" {
+				t.Fatalf("sync of B: %s %s", op.Phase, op.Message)
+			}
+			stop := watchNothingDeleted(t, env.Cluster, objects...)
+			ns0 := "--argocd-namespace=" + install.Namespace()
+			check := func() cmdtest.Result {
+				withoutIt := render(t, a, nil, "ns.yaml")
+				withIt := render(t, b, map[string]string{"ns.yaml": namespaceManifest(moved)})
+				return unprune(t, env, labtest.TempDir(t), ns0, "check", a.Name, "--manifests", withoutIt, "--also", b.Name+"="+withIt, "--fail-on", "high")
+			}
+
+			r := check()
+			if r.Code != cli.ExitFindings || !strings.Contains(r.Stdout, "not prepared") || !strings.Contains(r.Stderr, "1 prune (1 move not prepared), 1 high-risk") {
+				t.Fatalf("check of the unprepared move: exit %d, want %d counting it as a high-risk prune\nstdout:\n%s\nstderr:\n%s", r.Code, cli.ExitFindings, r.Stdout, r.Stderr)
+			}
+			journals := labtest.TempDir(t)
+			if r := unprune(t, env, journals, ns0, "move", a.Name, "Namespace/"+moved, "--to", b.Name, "--prepare", "--yes"); r.Code != 0 {
+				t.Fatalf("move --prepare: exit %d", r.Code)
+			}
+			r = check()
+			if r.Code != cli.ExitOK || !strings.Contains(r.Stdout, "guarded") || !strings.Contains(r.Stderr, "0 prunes, 0 high-risk") {
+				t.Fatalf("check of the prepared move: exit %d, want 0\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+
+			// The change lands: A's automated sync of the commit runs with prune and deletes nothing.
+			committed := time.Now().Add(-time.Second)
+			rev = moveFiles(t, repo, "a", "b", "ns.yaml")
+			a.RefreshUntil(t, 3*time.Minute, "to sync the commit with prune", func(s labtest.Status) bool {
+				started, _ := time.Parse(time.RFC3339, s.Operation.StartedAt)
+				return s.Revision == rev && started.After(committed) && s.Idle()
+			})
+			if r := unprune(t, env, journals, ns0, "move", a.Name, "Namespace/"+moved, "--to", b.Name, "--yes", "--timeout", "2m"); r.Code != 0 {
+				t.Fatalf("move: exit %d", r.Code)
+			}
+			b.WaitSynced(t, rev)
+			if bad := stop(); len(bad) > 0 {
+				t.Errorf("deleted at some point: %v", bad)
+			}
+		})
+	}
+}
+
+// TestGuardInsideAPrunedNamespace tries to break "guarded" on an object whose Namespace the same
+// prune deletes. A ConfigMap whose manifest carries Prune=false lives in a Namespace of the same
+// app. check (app A, automated prune) and audit (app B, manual) must not call it kept, and
+// `detach --strategy keep` of it alone is refused; then Argo CD decides: A's automated prune of the
+// landed change, and a sync of B with PRUNE ticked, delete the Namespace and the namespace
+// controller the ConfigMap with it.
+func TestGuardInsideAPrunedNamespace(t *testing.T) {
+	env := labtest.Get(t)
+	for _, version := range labtest.Lines("v3.6.1", "v2.14.11") {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version})
+			ns0 := "--argocd-namespace=" + install.Namespace()
+			guardedIn := func(ns string) string {
+				return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ledger\n  namespace: %s\n  annotations:\n    argocd.argoproj.io/sync-options: Prune=false\ndata:\n  rows: \"42\"\n", ns)
+			}
+			setUp := func(automated bool) (*labtest.App, string, object) {
+				app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: automated, AutoPrune: automated})
+				ns := labtest.UniqueName("team")
+				t.Cleanup(func() { env.DeleteNamespace(ns) })
+				app.Repo.Write(t, app.Path+"/ns.yaml", namespaceManifest(ns))
+				app.Repo.Write(t, app.Path+"/ledger.yaml", guardedIn(ns))
+				rev := app.Repo.Commit(t, "a namespace and a guarded ConfigMap in it")
+				if !automated {
+					app.RefreshUntil(t, 2*time.Minute, "to see the commit", func(s labtest.Status) bool { return s.Revision == rev })
+					if op := app.Sync(t, false); op.Phase != "Succeeded" {
+						t.Fatalf("sync: %s %s", op.Phase, op.Message)
+					}
+				}
+				app.RefreshUntil(t, 3*time.Minute, "to sync both", func(s labtest.Status) bool {
+					_, hasNS := s.Find("Namespace", ns)
+					_, hasCM := s.Find("ConfigMap", "ledger")
+					return s.Revision == rev && s.Sync == "Synced" && hasNS && hasCM && s.Idle()
+				})
+				return app, ns, object{kind: "ConfigMap", namespace: ns, name: "ledger"}
+			}
+			gone := func(o object, what string) {
+				labtest.Eventually(t, 3*time.Minute, what, func() (bool, string) {
+					_, err := o.meta(t, env.Cluster)
+					return apierrors.IsNotFound(err), fmt.Sprintf("%s: %v", o, err)
+				})
+			}
+
+			// check, then the change lands in the app that prunes on its own.
+			a, nsA, ledgerA := setUp(true)
+			withoutBoth := render(t, a, nil, "ns.yaml", "ledger.yaml")
+			it := checkItems(t, env, install, a, withoutBoth)["ledger"]
+			if it.Kind != "Prune" || it.Guarded || it.Reason != "DeletedWithNamespace" || !strings.Contains(strings.Join(it.Notes, "\n"), "deleted with Namespace "+nsA) {
+				t.Errorf("check calls ledger %+v; want a prune, not guarded, deleted with Namespace %s", it, nsA)
+			}
+			if err := os.Remove(filepath.Join(a.Repo.Dir(), a.Path, "ns.yaml")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(a.Repo.Dir(), a.Path, "ledger.yaml")); err != nil {
+				t.Fatal(err)
+			}
+			committed := time.Now().Add(-time.Second)
+			rev := a.Repo.Commit(t, "drop both")
+			a.RefreshUntil(t, 3*time.Minute, "to sync the commit with prune", func(s labtest.Status) bool {
+				started, _ := time.Parse(time.RFC3339, s.Operation.StartedAt)
+				return s.Revision == rev && started.After(committed) && s.Idle()
+			})
+			gone(ledgerA, "Argo CD's automated prune and the namespace controller to delete the guarded ConfigMap")
+
+			// audit and detach --strategy keep, then a sync with PRUNE ticked.
+			b, nsB, ledgerB := setUp(false)
+			for _, f := range []string{"ns.yaml", "ledger.yaml"} {
+				if err := os.Remove(filepath.Join(b.Repo.Dir(), b.Path, f)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rev = b.Repo.Commit(t, "drop both")
+			b.RefreshUntil(t, 2*time.Minute, "to list both requiring pruning", func(s labtest.Status) bool {
+				n, okN := s.Find("Namespace", nsB)
+				c, okC := s.Find("ConfigMap", "ledger")
+				return s.Revision == rev && okN && okC && n.RequiresPruning && c.RequiresPruning
+			})
+			row, ok := auditRow(t, env, install, b, "ConfigMap", "ledger")
+			if !ok || row.Guarded || !strings.Contains(strings.Join(row.Notes, "\n"), "deleted with Namespace "+nsB) {
+				t.Errorf("audit's row for ledger: %+v (found %t); want unguarded, deleted with Namespace %s", row, ok, nsB)
+			}
+			if r := unprune(t, env, labtest.TempDir(t), ns0, "detach", b.Name, ledgerB.resourceArg(), "--strategy", "keep", "--yes"); r.Code != 3 ||
+				!strings.Contains(r.Stdout, "NamespacePruned") && !strings.Contains(r.Stdout, "requires pruning in") {
+				t.Errorf("detach --strategy keep of ledger alone: exit %d, want 3 refusing it\n%s", r.Code, r.Stdout)
+			}
+			if op := b.Sync(t, true); op.Phase != "Succeeded" {
+				t.Logf("the prune sync: %s %s", op.Phase, op.Message)
+			}
+			gone(ledgerB, "a sync with PRUNE ticked and the namespace controller to delete the guarded ConfigMap")
+		})
 	}
 }
