@@ -2,6 +2,7 @@ package argocd
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/unprune/unprune/internal/fields"
@@ -19,6 +20,26 @@ const (
 	FinalizerPreDelete  = "pre-delete-finalizer.argocd.argoproj.io"
 	FinalizerPostDelete = "post-delete-finalizer.argocd.argoproj.io"
 )
+
+// IsDeleteHookFinalizer reports a finalizer with which Argo CD runs an app's PreDelete or PostDelete
+// hooks when the app is deleted: pre-delete-finalizer.argocd.argoproj.io and
+// post-delete-finalizer.argocd.argoproj.io, plain or with a stage ("/cleanup"), as
+// UnSetPostDeleteFinalizerAll matches them (pkg/apis/application/v1alpha1/types.go).
+func IsDeleteHookFinalizer(f string) bool {
+	return strings.HasPrefix(f, FinalizerPreDelete) || strings.HasPrefix(f, FinalizerPostDelete)
+}
+
+// AnnotationSkipReconcile on an Application makes the application controller leave it alone: its
+// informer handlers and the refreshes that resource changes request skip an app whose value parses
+// as true (controller/appcontroller.go canProcessApp; v2.14 and v3.x alike).
+const AnnotationSkipReconcile = "argocd.argoproj.io/skip-reconcile"
+
+// SkipsReconcile reports whether an annotation value makes the controller skip the app: it parses
+// the value with strconv.ParseBool, as canProcessApp does.
+func SkipsReconcile(value string, set bool) bool {
+	skip, err := strconv.ParseBool(value)
+	return set && err == nil && skip
+}
 
 // Sync options and annotations that guard a resource against the cascade deletion of its app
 // (controller/appcontroller.go shouldBeDeleted, controller/state.go

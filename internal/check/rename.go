@@ -132,15 +132,65 @@ func renameAdvice(v *argocd.Version, c AppChange, to argocd.Whole) (string, []st
 	fin := c.finalizerPatch()
 	feeds, pinnable := nameFeeds(to.Spec, c.sourceTypes)
 	after, notes := takeover(c.App.Name, to.Name, v, feeds, pinnable)
+	h := c.hooks(false)
 	if c.Fate != Cascade {
+		if h.runs {
+			return "no resource is deleted: the old app has no resources finalizer, but its deletion runs its delete hooks: " + h.first + "merge the rename: the parent deletes " +
+				c.App.Ref() + ", which runs no hook, and " + after, notes
+		}
 		return "no resource is deleted: the old app has no resources finalizer; " + after, notes
 	}
 	pin := ""
 	if pinnable {
 		pin = fmt.Sprintf(" (with helm.releaseName: %s on %s)", c.App.Name, to.Name)
 	}
-	return fmt.Sprintf("first merge a commit that only drops %s from %s's manifest and let the parent sync it (%s); then merge the rename%s: "+
-		"the parent deletes %s, which deletes nothing, and %s", c.Finalizer, c.App.Ref(), fin.check(), pin, c.App.Ref(), after), notes
+	return fmt.Sprintf("first merge a commit that only drops %s from %s's manifest and let the parent sync it (%s); then %smerge the rename%s: "+
+		"the parent deletes %s, which deletes nothing%s, and %s", c.Finalizer, c.App.Ref(), fin.check(), h.first, pin, c.App.Ref(), h.none, after), notes
+}
+
+// hookSteps is what the advice adds for an old app whose deletion runs delete hooks: first, the
+// step before its deletion ("right before merging the rename, …; then "), and none, what the
+// deletion then does not do (" and runs no hook"); both empty when no hook runs.
+type hookSteps struct {
+	runs        bool
+	first, none string
+}
+
+// hooks names the delete hooks deleting the old app runs and how to delete it without running
+// them: they run for its pre-/post-delete finalizers (controller/appcontroller.go
+// finalizeApplicationDeletion), which the controller puts back after every comparison of an app
+// whose manifests hold such hooks — unless the app is marked argocd.argoproj.io/skip-reconcile
+// (canProcessApp). So the finalizers come off in the patch that sets the mark, which is what
+// `unprune rename` does to an app it renames. set is true when an ApplicationSet that updates its
+// apps owns the old app until it deletes it: it writes an app's annotations back but for those in
+// spec.preservedFields.annotations (applicationset/controllers/applicationset_controller.go).
+func (c AppChange) hooks(set bool) hookSteps {
+	var fins []string
+	for _, f := range c.finalizers {
+		if argocd.IsDeleteHookFinalizer(f) {
+			fins = append(fins, f)
+		}
+	}
+	if len(fins) == 0 && len(c.deleteHooks) == 0 {
+		return hookSteps{}
+	}
+	var what []string
+	if len(c.deleteHooks) > 0 {
+		what = append(what, strings.Join(c.deleteHooks, ", "))
+	}
+	if len(fins) > 0 {
+		what = append(what, "finalizers "+strings.Join(fins, ", "))
+	} else {
+		what = append(what, "its manifests hold PreDelete/PostDelete hooks: Argo CD's controller adds their finalizers at its next comparison")
+	}
+	fin := c.finalizerPatch()
+	first := fmt.Sprintf("right before merging the rename, take off the finalizers with which deleting %s runs its delete hooks (%s) in the patch that marks it %s, "+
+		"which keeps Argo CD's controller from putting them back after its comparisons, as `unprune rename` does: %s; make sure none is back (%s: a comparison "+
+		"already under way may put them back once; patch again); then ", c.App.Ref(), strings.Join(what, "; "), argocd.AnnotationSkipReconcile, fin.unhook(), fin.show())
+	if set {
+		first = fmt.Sprintf("list %s in the set's spec.preservedFields.annotations (it writes its apps' other annotations back); ", argocd.AnnotationSkipReconcile) + first
+	}
+	return hookSteps{runs: true, first: first, none: " and runs no hook"}
 }
 
 // setRenameAdvice is the advice for an app an ApplicationSet stops generating while it generates
@@ -157,25 +207,37 @@ func setRenameAdvice(v *argocd.Version, c AppChange, to appset.Generated, setRef
 	if pinnable {
 		pin = fmt.Sprintf(" with helm.releaseName: %s in the template for it", c.App.Name)
 	}
+	// Where the finalizer comes off by hand, delete-hook finalizers go with it, in the patch that
+	// marks the app skip-reconcile. The set keeps the mark where it does not update the app again
+	// (create-delete; an app it no longer generates) or lists it among its preserved annotations,
+	// which under sync (or a policy not known) it needs until it deletes the app.
+	h := c.hooks(!known || policy == appset.PolicySync)
+	remove := fin.remove()
+	if h.runs {
+		remove = fin.unhook()
+	}
 	if !known {
 		return fmt.Sprintf("the controller's policy is not known, so do what holds under every policy: merge syncPolicy.preserveResourcesOnDeletion: true on %s alone; "+
-			"once it is live, make sure %s has no resources finalizer (%s) and that it stays off; then merge the rename%s: %s", setRef, c.App.Ref(), fin.remove(), pin, after), notes
+			"once it is live, make sure %s has no resources finalizer (%s) and that it stays off; then %smerge the rename%s: %s", setRef, c.App.Ref(), remove, h.first, pin, after), notes
 	}
 	switch {
+	case c.Fate != Cascade && appset.PolicyDeletes(policy) && h.runs:
+		return fmt.Sprintf("no resource is deleted: %s has no resources finalizer, but the set's deletion of it runs its delete hooks: %smerge the rename: the set deletes %s, "+
+			"which runs no hook, and %s", c.App.Ref(), h.first, c.App.Ref(), after), notes
 	case c.Fate != Cascade && appset.PolicyDeletes(policy):
 		return fmt.Sprintf("no resource is deleted: %s has no resources finalizer; %s", c.App.Ref(), after), notes
 	case !appset.PolicyDeletes(policy):
 		return fmt.Sprintf("under applicationsSync %s the set never deletes %s: after merging the rename both apps claim the same objects until you delete %s yourself, "+
-			"its resources finalizer removed first (%s, then %s: its deletion then deletes nothing); %s", policy, c.App.Ref(), c.App.Ref(), fin.remove(), fin.delete(), after), notes
+			"its resources finalizer removed first (%s, then %s: its deletion then deletes nothing%s); %s", policy, c.App.Ref(), c.App.Ref(), remove, fin.delete(), h.none, after), notes
 	case policy == appset.PolicyCreateDelete:
 		return fmt.Sprintf("under applicationsSync create-delete the set never updates an existing app (preserveResourcesOnDeletion would not reach %s): "+
-			"remove its resources finalizer by hand first (%s), which the set leaves alone; then merge the rename%s: the set deletes %s, which deletes nothing, and %s",
-			c.App.Ref(), fin.remove(), pin, c.App.Ref(), after), notes
+			"remove its resources finalizer by hand first (%s), which the set leaves alone; then merge the rename%s: the set deletes %s, which deletes nothing%s, and %s",
+			c.App.Ref(), remove, pin, c.App.Ref(), h.none, after), notes
 	}
 	return fmt.Sprintf("under applicationsSync sync the set rewrites its apps' finalizers (one removed by hand is back within seconds): first merge "+
-		"syncPolicy.preserveResourcesOnDeletion: true on %s alone and wait until the set has removed %s from %s (%s); then merge the rename%s: "+
-		"the set deletes %s, which deletes nothing, and %s (the new app has no resources finalizer either, so deleting it later deletes nothing)",
-		setRef, c.Finalizer, c.App.Ref(), fin.check(), pin, c.App.Ref(), after), notes
+		"syncPolicy.preserveResourcesOnDeletion: true on %s alone and wait until the set has removed %s from %s (%s); then %smerge the rename%s: "+
+		"the set deletes %s, which deletes nothing%s, and %s (the new app has no resources finalizer either, so deleting it later deletes nothing)",
+		setRef, c.Finalizer, c.App.Ref(), fin.check(), h.first, pin, c.App.Ref(), h.none, after), notes
 }
 
 // finalizerPatch names the commands that show and remove the old app's resources finalizer,
@@ -189,24 +251,41 @@ func (f finalizerPatch) check() string {
 	return fmt.Sprintf("kubectl get applications.argoproj.io -n %s %s -o jsonpath='{.metadata.finalizers}' no longer shows it", f.Namespace, f.Name)
 }
 
+// show is the command that lists the app's finalizers.
+func (f finalizerPatch) show() string {
+	return fmt.Sprintf("kubectl get applications.argoproj.io -n %s %s -o jsonpath='{.metadata.finalizers}'", f.Namespace, f.Name)
+}
+
+// unhook is the patch that marks the app argocd.argoproj.io/skip-reconcile and, in the same write,
+// removes its resources finalizer and its delete-hook finalizers, keeping the others.
+func (f finalizerPatch) unhook() string {
+	return fmt.Sprintf(`kubectl patch applications.argoproj.io -n %s %s %s merge -p '{"metadata":{"annotations":{%q:"true"},"finalizers":%s}}'`,
+		f.Namespace, f.Name, longFlag("type"), argocd.AnnotationSkipReconcile, f.kept(argocd.IsDeleteHookFinalizer))
+}
+
 func (f finalizerPatch) delete() string {
 	return fmt.Sprintf("kubectl delete applications.argoproj.io -n %s %s", f.Namespace, f.Name)
 }
 
 func (f finalizerPatch) remove() string {
+	return fmt.Sprintf(`kubectl patch applications.argoproj.io -n %s %s %s merge -p '{"metadata":{"finalizers":%s}}'`, f.Namespace, f.Name, longFlag("type"), f.kept(nil))
+}
+
+// kept is the JSON of the finalizers a patch keeps: all but the resources finalizer and those
+// drop reports.
+func (f finalizerPatch) kept(drop func(string) bool) string {
 	var keep []string
 	for _, x := range f.Finalizers {
-		if argocd.CascadeFinalizer([]string{x}) == "" {
+		if argocd.CascadeFinalizer([]string{x}) == "" && (drop == nil || !drop(x)) {
 			keep = append(keep, x)
 		}
 	}
 	sort.Strings(keep)
-	value := "null"
-	if len(keep) > 0 {
-		b, _ := json.Marshal(keep)
-		value = string(b)
+	if len(keep) == 0 {
+		return "null"
 	}
-	return fmt.Sprintf(`kubectl patch applications.argoproj.io -n %s %s %s merge -p '{"metadata":{"finalizers":%s}}'`, f.Namespace, f.Name, longFlag("type"), value)
+	b, _ := json.Marshal(keep)
+	return string(b)
 }
 
 func (c AppChange) finalizerPatch() finalizerPatch {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/unprune/unprune/internal/appset"
 	"github.com/unprune/unprune/internal/argocd"
 )
 
@@ -59,5 +60,43 @@ func TestRenameAdvice(t *testing.T) {
 	}
 	if got := old.finalizerPatch().remove(); !strings.Contains(got, `{"metadata":{"finalizers":["other"]}}`) {
 		t.Errorf("patch %q: want the other finalizers kept", got)
+	}
+}
+
+// TestRenameAdviceNamesDeleteHooks: an old app with delete-hook finalizers (and live hooks of that
+// kind) runs them when it is deleted: the advice names them and drops their finalizers in the patch
+// that marks the app skip-reconcile, before the deletion; a set that writes its apps' annotations
+// back until it deletes the app must preserve the mark.
+func TestRenameAdviceNamesDeleteHooks(t *testing.T) {
+	v36 := &argocd.Version{Major: 3, Minor: 6, Patch: 1}
+	hooks := []string{argocd.FinalizerPostDelete, argocd.FinalizerPostDelete + "/cleanup"}
+	old := AppChange{App: argocd.Application{Namespace: "argocd", Name: "shop"}, Fate: Cascade, Finalizer: argocd.FinalizerResources,
+		finalizers: append([]string{argocd.FinalizerResources, "other"}, hooks...), deleteHooks: []string{"ConfigMap/shop/cleanup (PostDelete)"}}
+	to := argocd.Whole{Name: "shop-v2", Spec: map[string]any{"source": map[string]any{"path": "x"}}}
+	fix, notes := renameAdvice(v36, old, to)
+	unhook := `{"metadata":{"annotations":{"argocd.argoproj.io/skip-reconcile":"true"},"finalizers":["other"]}}`
+	if !strings.Contains(fix, unhook) || !strings.Contains(fix, "deletes nothing and runs no hook") ||
+		strings.Index(fix, "only drops") > strings.Index(fix, unhook) || strings.Index(fix, unhook) > strings.Index(fix, "merge the rename:") {
+		t.Errorf("cascade: %q", fix)
+	}
+	if !strings.Contains(fix, "ConfigMap/shop/cleanup (PostDelete)") || !strings.Contains(fix, hooks[1]) || !strings.Contains(fix, "unprune rename") || len(notes) != 1 {
+		t.Errorf("cascade: %q %q", fix, notes)
+	}
+	orphan := old
+	orphan.Fate, orphan.Finalizer = Orphaned, ""
+	if fix, _ := renameAdvice(v36, orphan, to); !strings.Contains(fix, "but its deletion runs its delete hooks") || !strings.Contains(fix, unhook) {
+		t.Errorf("orphaned: %q", fix)
+	}
+	plain := old
+	plain.finalizers, plain.deleteHooks = []string{argocd.FinalizerResources}, nil
+	if fix, _ := renameAdvice(v36, plain, to); strings.Contains(fix, "skip-reconcile") || strings.Contains(fix, "delete hooks") {
+		t.Errorf("no hooks: %q", fix)
+	}
+	gen := appset.Generated{Name: "shop-v2", Whole: to}
+	for policy, preserve := range map[string]bool{appset.PolicySync: true, appset.PolicyCreateDelete: false, appset.PolicyCreateUpdate: false} {
+		fix, _ := setRenameAdvice(v36, old, gen, "argocd/teams", policy, true)
+		if !strings.Contains(fix, unhook) || strings.Contains(fix, "spec.preservedFields.annotations") != preserve {
+			t.Errorf("set under %s: %q", policy, fix)
+		}
 	}
 }

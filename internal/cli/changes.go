@@ -189,6 +189,9 @@ func (g *GlobalOptions) printReport(streams genericiooptions.IOStreams, output o
 		fmt.Fprintf(streams.Out, "Putting back what this run changed, as its journal says:\n")
 		printer.ChangeSteps(streams.Out, x.RollbackChange, x.Rollback)
 		rb := printer.NewChangeReport(cc.kind, rep.Metadata, nil, engine.ResultOf(x.RollbackChange, x.Rollback, nil))
+		for _, w := range rb.Warnings {
+			fmt.Fprintln(streams.ErrOut, "warning:", printer.Line(w))
+		}
 		var put []printer.ChangeItem
 		for _, it := range rb.Items {
 			if it.Outcome != string(engine.OutcomeUnchanged) {
@@ -213,7 +216,8 @@ func (g *GlobalOptions) printReport(streams genericiooptions.IOStreams, output o
 // A check of Argo CD's comparison that did not pass stops the run before the step it guards: when
 // the run had changed something, its journal was undone (the rollback) — exit 3 when all was put
 // back, 4 when not; when it had changed nothing, exit 3. An Application write that failed is 4
-// after other changes, else 2. The objects' outcomes decide the rest (runExit).
+// after other changes, else 2; a rename's failed step is rolled back as a failed check is, with
+// the same codes. The objects' outcomes decide the rest (runExit).
 func changeExit(program string, doc printer.ChangeReport, steps []printer.RenameStep, verify bool) (int, string) {
 	failed, ok := failedCheck(doc.Checks)
 	changed := doc.Summary.Applied+doc.Summary.Restored > 0 || stepsApplied(steps)
@@ -221,15 +225,18 @@ func changeExit(program string, doc printer.ChangeReport, steps []printer.Rename
 	case ok && doc.Rollback != nil && doc.Rollback.Complete:
 		return ExitRefused, fmt.Sprintf("%s; so everything this run changed was put back as its journal %s says, and nothing was deleted", checkLine(failed), doc.Journal)
 	case ok && doc.Rollback != nil:
-		why := doc.Rollback.Message
-		if why == "" {
-			why = fmt.Sprintf("%d objects could not be put back", doc.Rollback.Failed+doc.Rollback.NotAttempted)
-		}
-		return ExitPartial, fmt.Sprintf("%s; putting back what this run changed stopped (%s): nothing was deleted; undo with: %s undo %s", checkLine(failed), why, program, doc.Journal)
+		return ExitPartial, fmt.Sprintf("%s; putting back what this run changed stopped (%s): nothing was deleted; undo with: %s undo %s", checkLine(failed), rollbackWhy(doc.Rollback), program, doc.Journal)
 	case ok && changed:
 		return ExitPartial, fmt.Sprintf("%s; the steps after it were not run (see above): the journal %s says what was changed", checkLine(failed), doc.Journal)
 	case ok:
 		return ExitRefused, checkLine(failed) + "; nothing was changed"
+	}
+	switch {
+	case doc.Rollback != nil && doc.Rollback.Complete:
+		return ExitRefused, fmt.Sprintf("%s; so everything this run changed was put back as its journal %s says, and nothing was deleted", failedLine(doc, steps), doc.Journal)
+	case doc.Rollback != nil:
+		return ExitPartial, fmt.Sprintf("%s; putting back what this run changed stopped (%s): nothing was deleted; undo with: %s undo %s",
+			failedLine(doc, steps), rollbackWhy(doc.Rollback), program, doc.Journal)
 	}
 	if i := failedStep(steps); i >= 0 {
 		s := steps[i]
@@ -250,6 +257,27 @@ func changeExit(program string, doc printer.ChangeReport, steps []printer.Rename
 		code = ExitFindings
 	}
 	return code, msg
+}
+
+// failedLine says which step of a rename failed, when no check did: an Application write, the
+// tracking rewrites, or a wait.
+func failedLine(doc printer.ChangeReport, steps []printer.RenameStep) string {
+	if i := failedStep(steps); i >= 0 {
+		s := steps[i]
+		return fmt.Sprintf("%s Application %s/%s failed: %s", s.Verb, s.Application.Namespace, s.Application.Name, s.Message)
+	}
+	if n := doc.Summary.Failed + doc.Summary.NotAttempted; n > 0 {
+		return fmt.Sprintf("%d of %d tracking rewrites failed (see above)", n, doc.Summary.Total)
+	}
+	return "a step failed (see above)"
+}
+
+// rollbackWhy says why putting a run back stopped.
+func rollbackWhy(rb *printer.Rollback) string {
+	if rb.Message != "" {
+		return rb.Message
+	}
+	return fmt.Sprintf("%d objects could not be put back", rb.Failed+rb.NotAttempted)
 }
 
 // failedCheck is the first check that did not pass.

@@ -28,8 +28,9 @@ type Change struct {
 	// verify are the waits for Argo CD that show the change done, once every step succeeded.
 	verify func(done *Applied) []appWait
 	// rollback says that, when a check fails after a write, the undo of the run's journal puts back
-	// what it did.
-	rollback bool
+	// what it did; rollbackFailedStep, that a step that fails after a write (an Application write,
+	// a patch step, a wait) does too: for a change whose half-done state nothing else puts right.
+	rollback, rollbackFailedStep bool
 	// Renaming names the apps of a rename or of its undo; nil for other changes.
 	Renaming *Renaming
 	// info is what the run learns that later steps need (the journal's id).
@@ -143,15 +144,16 @@ type StepResult struct {
 }
 
 // Executed is what Execute did with a change: the objects' results (Applied), each step's, and —
-// when a check failed after something was changed — what putting it back did.
+// when a check (or, for a rename, any step) failed after something was changed — what putting it
+// back did.
 type Executed struct {
 	*Applied
 	Steps []StepResult
 	// Stopped is the index of the step that stopped the run (failed, or interrupted before it);
 	// -1 when every step ran.
 	Stopped int
-	// Rollback is the undo of what the run changed, run because a check failed; RollbackErr why it
-	// could not be planned.
+	// Rollback is the undo of what the run changed, run because a check (or a step) failed;
+	// RollbackErr why it could not be planned.
 	RollbackChange *Change
 	Rollback       *Executed
 	RollbackErr    error
@@ -168,8 +170,14 @@ func (x *Executed) CheckFailed() bool {
 
 func (x *Executed) isCheck(i int) bool { return x.kinds != nil && x.kinds[i] == StepCheck }
 
-// RolledBack reports a run whose failed check was followed by a complete undo of everything it
-// changed: in sum, nothing was changed.
+// StepFailed reports a run stopped by a step that failed: a check, a write or a wait (not one
+// interrupted).
+func (x *Executed) StepFailed() bool {
+	return x.Stopped >= 0 && x.Stopped < len(x.Steps) && x.Steps[x.Stopped].Outcome == OutcomeFailed && !x.Interrupted
+}
+
+// RolledBack reports a run whose failed check (or step) was followed by a complete undo of
+// everything it changed: in sum, nothing was changed.
 func (x *Executed) RolledBack() bool {
 	return x.Rollback != nil && x.Rollback.Stopped < 0 && x.Rollback.Complete()
 }

@@ -45,6 +45,9 @@ const (
 	RefuseNameTaken plan.RefusalCode = "NameTaken"
 	// RefuseTrackedByParent: the Application object is a resource of another app (app of apps).
 	RefuseTrackedByParent plan.RefusalCode = "TrackedByParentApp"
+	// RefuseNotReconciled: Argo CD's controller leaves the app alone (skip-reconcile), so no
+	// comparison could show the new app declares the resources.
+	RefuseNotReconciled plan.RefusalCode = "NotReconciled"
 )
 
 // AnnotationRenameJournal marks an Application that a rename (or its undo) created or is about to
@@ -65,16 +68,20 @@ type Renaming struct {
 //     with the journal, helm.releaseName pinned to APP's name where a Helm source has none;
 //  2. check: Argo CD's comparison of NEW lists exactly APP's resources (NEW renders what APP
 //     does), none missing, none of them already NEW's to prune;
-//  3. patch APP: automated sync off, finalizers removed;
+//  3. patch APP: automated sync off, finalizers removed, marked argocd.argoproj.io/skip-reconcile
+//     so that Argo CD's controller puts no pre-/post-delete hook finalizer back;
 //  4. wait for a sync APP had begun to end;
 //  5. rewrite every resource's tracking to NEW;
 //  6. check: NEW's comparison shows every resource as APP's did (Synced), none requiring pruning;
-//  7. delete the APP Application object, finalizers gone (Argo CD deletes none of its resources);
+//  7. delete the APP Application object, finalizers gone (Argo CD deletes none of its resources
+//     and runs none of its hooks);
 //  8. check NEW again, after that delete;
 //  9. patch NEW: APP's sync policy and finalizers, the mark off — what lets NEW prune and cascade.
 //
-// A check that fails after step 1 puts everything back as the journal says (the undo of the
-// journal). Nothing is changed by planning.
+// A check or a step that fails after step 1 puts everything back as the journal says (the undo of
+// the journal): a rename stopped between its steps leaves two apps, the old one switched off,
+// which nothing in Argo CD puts right.
+// Nothing is changed by planning.
 func (e *Engine) PlanRename(ctx context.Context, req RenameRequest) (*Change, error) {
 	apps, err := e.resolveApps(ctx, []AppName{req.App}, nil)
 	if err != nil {
@@ -108,7 +115,7 @@ func (e *Engine) PlanRename(ctx context.Context, req RenameRequest) (*Change, er
 		c.Steps[0].Why += fmt.Sprintf("; helm.releaseName %q on %s, since Helm's release name is the app's name unless set and charts name their objects from it",
 			app.Name, strings.Join(pinned, " and "))
 	}
-	c.rollback = true
+	c.rollback, c.rollbackFailedStep = true, true
 	c.verify = func(done *Applied) []appWait {
 		return []appWait{{app: 1, req: verify.Request{App: c.Apps[1].App, Rows: movedRows(c.Planned, done), Want: verify.Adopted}}}
 	}
@@ -136,6 +143,10 @@ func (e *Engine) refuseRename(ctx context.Context, app argocd.Application, obj m
 		// would let the parent prune it — with its finalizer, cascading.
 		return refusedf(RefuseTrackedByParent, "Application %s is itself a resource of app instance %q (an app of apps): rename it in that app's source, "+
 			"where the parent would otherwise create the old name again; `%s check` shows what that change deletes", app.Ref(), own.Instance, option.Program(ctx))
+	}
+	if skipsReconcile(obj) {
+		return refusedf(RefuseNotReconciled, "Application %s is marked %s: Argo CD's controller does not compare it, and the new app would copy the mark, "+
+			"so no comparison could show that it renders the same objects; remove the annotation, let Argo CD compare the app, and run again", app.Ref(), argocd.AnnotationSkipReconcile)
 	}
 	switch {
 	case app.Operation:
@@ -196,8 +207,9 @@ func withoutAutomation(obj map[string]any) map[string]any {
 	return obj
 }
 
-// automationOff is the merge patch that switches an app's automated sync off and removes its
-// finalizers, conditional on resourceVersion; like withoutAutomation it leaves no empty policy.
+// automationOff is the merge patch that switches an app's automated sync off, removes its
+// finalizers and sets annotations, conditional on resourceVersion; like withoutAutomation it
+// leaves no empty policy.
 func automationOff(obj map[string]any, resourceVersion string, annotations map[string]any) []byte {
 	var policy any = map[string]any{"automated": nil}
 	if p, ok := syncPolicyOf(obj).(map[string]any); ok {

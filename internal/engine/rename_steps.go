@@ -42,7 +42,7 @@ func (rs *renameState) steps(app argocd.Application) []*Step {
 		{Kind: StepCheck, App: rs.new, Expect: expectSameAs(want, false, fix),
 			Why: "Argo CD's comparison of the new app shows every resource as the old app's did (Synced), none requiring pruning and none missing"},
 		{Kind: StepDelete, App: rs.old, write: rs.deleteOld,
-			Why: "delete the old Application object, which has no finalizer left: Argo CD deletes none of its resources. This is the only DELETE unprune ever sends"},
+			Why: "delete the old Application object, which has no finalizer left: Argo CD deletes none of its resources and runs none of its hooks. This is the only DELETE unprune ever sends"},
 		{Kind: StepCheck, App: rs.new, Expect: expectSameAs(want, false, fix),
 			Why: "the new app's comparison again, after that delete, before it may prune or cascade"},
 		{Kind: StepUpdate, App: rs.new, Lets: []AppName{rs.new}, write: rs.restoreNew,
@@ -58,15 +58,21 @@ func renameFix(old, new AppName) string {
 		old.Name, old.Name, new.Name)
 }
 
-// offWhy says why the old app's automation and finalizers go: it must neither sync the resources
-// back nor delete them.
+// offWhy says why the old app's automation and finalizers go (it must neither sync the resources
+// back nor delete them), and why it is marked skip-reconcile: Argo CD's controller puts the
+// pre-/post-delete hook finalizers back on an app whose manifests hold such hooks after every
+// comparison of it, and deleting it with them would run its hooks.
 func offWhy(finalizers []string) string {
+	const skip = " and mark it " + argocd.AnnotationSkipReconcile + ", so that it can neither sync the resources back nor delete them, " +
+		"and Argo CD's controller puts no pre-/post-delete hook finalizer back on it"
 	if len(finalizers) == 0 {
-		return "switch the old app's automated sync off (it has no finalizers), so that it can neither sync the resources back nor delete them"
+		return "switch the old app's automated sync off (it has no finalizers)" + skip
 	}
-	return "switch the old app's automated sync off and remove its finalizers (" + strings.Join(finalizers, ", ") +
-		"), so that it can neither sync the resources back nor delete them"
+	return "switch the old app's automated sync off, remove its finalizers (" + strings.Join(finalizers, ", ") + ")" + skip
 }
+
+// skipReconcile is the annotation the switch-off of an app about to be deleted sets.
+func skipReconcile() map[string]any { return map[string]any{argocd.AnnotationSkipReconcile: "true"} }
 
 // create creates the new app, marked with the journal (a dry run judges it as it ends up).
 func (rs *renameState) create(ctx context.Context, dryRun bool) error {
@@ -121,7 +127,7 @@ func (rs *renameState) restoreNew(ctx context.Context, dryRun bool) error {
 // app's status all the time, so on a conflict the app is read again and, while its spec, finalizers
 // and operation are as planned (only status moved), the patch is sent again at the fresh version.
 func (rs *renameState) switchOff(ctx context.Context, dryRun bool) error {
-	rv, err := switchOff(ctx, rs.e.ArgoCD, rs.old, rs.read, rs.oldRV, nil, dryRun)
+	rv, err := switchOff(ctx, rs.e.ArgoCD, rs.old, rs.read, rs.oldRV, skipReconcile(), dryRun)
 	if err == nil && !dryRun {
 		// The delete is conditional on this very version: no finalizer added back since.
 		rs.oldRV = rv
@@ -190,12 +196,21 @@ func settle(ctx context.Context, argo cluster.ArgoCD, app AppName, timeout, inte
 // an app's resources only while finalizing an app that has resources-finalizer.argocd.argoproj.io
 // (or its /foreground, /background forms; controller/appcontroller.go,
 // finalizeApplicationDeletion: `if app.CascadedDeletion()`), and runs deletion hooks only for the
-// pre-/post-delete finalizers. So this delete lets Argo CD delete nothing.
+// pre-/post-delete finalizers. So this delete lets Argo CD delete nothing and run no hook.
+//
+// The controller puts those hook finalizers back after each comparison of an app whose manifests
+// hold such hooks (processAppRefreshQueueItem, its finalizer block), with a merge patch of the
+// whole list that carries no resourceVersion (updateFinalizers). The switch-off marked the app
+// skip-reconcile, after which no comparison of it is queued; one queued or running before the mark
+// landed may still put them back, once. So when the fresh copy carries the mark and no finalizer
+// but hook ones, they are removed again, conditional on that copy's resourceVersion, and the
+// delete is sent conditional on the version the removal left: the API server deletes the app only
+// if no finalizer came back in between. Any other finalizer back stops the delete.
 //
 // In a dry run the earlier patch that removed the finalizers and automation was itself a dry run, so
 // a fresh read still shows them: only the identity is checked then, and the delete stays a dry run.
 func deleteApplication(ctx context.Context, argo cluster.ArgoCD, app AppName, uid, resourceVersion string, dryRun bool) error {
-	const attempts = 5
+	const attempts = 8
 	for i := 1; ; i++ {
 		err := argo.DeleteApplication(ctx, app.Namespace, app.Name, uid, resourceVersion, dryRun)
 		if err == nil || !cluster.IsConflict(err) || i == attempts {
@@ -208,13 +223,58 @@ func deleteApplication(ctx context.Context, argo cluster.ArgoCD, app AppName, ui
 		case metaString(fresh, "uid") != uid:
 			return fmt.Errorf("Application %s was deleted and created again meanwhile: not deleting the new one", app)
 		case dryRun:
-		case len(finalizersOf(fresh)) > 0:
-			return fmt.Errorf("Application %s has finalizers again (%v): not deleting it, which would delete its resources", app, finalizersOf(fresh))
 		case automated(fresh):
 			return fmt.Errorf("Application %s has automated sync again: not deleting it", app)
 		}
 		resourceVersion = metaString(fresh, "resourceVersion")
+		if f := finalizersOf(fresh); len(f) > 0 && !dryRun {
+			if err := hookFinalizersOnly(app, fresh); err != nil {
+				return err
+			}
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": resourceVersion, "finalizers": nil}})
+			out, perr := argo.PatchApplication(ctx, app.Namespace, app.Name, patch, false)
+			switch {
+			case perr == nil:
+				resourceVersion = metaString(out, "resourceVersion")
+			case !cluster.IsConflict(perr):
+				return fmt.Errorf("remove the hook finalizers %v Argo CD's controller put back on Application %s: %w", f, app, perr)
+			}
+			// After a conflict the delete fails on its precondition as well, and the app is read again.
+		}
 	}
+}
+
+// hookFinalizersOnly says why an app about to be deleted must not lose the finalizers it has again:
+// one is not a delete-hook finalizer (a resources finalizer would cascade), or the app is not
+// marked skip-reconcile (the controller would put them back after every comparison).
+func hookFinalizersOnly(app AppName, obj map[string]any) error {
+	f := finalizersOf(obj)
+	for _, x := range f {
+		if !argocd.IsDeleteHookFinalizer(x) {
+			return fmt.Errorf("Application %s has finalizers again (%v): not deleting it, which would delete its resources", app, f)
+		}
+	}
+	if !skipsReconcile(obj) {
+		return fmt.Errorf("Application %s has hook finalizers again (%v) and is not marked %s: not deleting it, which would run its delete hooks", app, f, argocd.AnnotationSkipReconcile)
+	}
+	return nil
+}
+
+// skipsReconcile reports an Application that Argo CD's controller leaves alone.
+func skipsReconcile(obj map[string]any) bool {
+	v, set := stringMap(obj, "annotations")[argocd.AnnotationSkipReconcile]
+	return argocd.SkipsReconcile(v, set)
+}
+
+// userFinalizers are an Application's finalizers but the delete-hook ones Argo CD's controller sets.
+func userFinalizers(obj map[string]any) []string {
+	out := []string{}
+	for _, f := range finalizersOf(obj) {
+		if !argocd.IsDeleteHookFinalizer(f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 func automated(obj map[string]any) bool {
@@ -228,7 +288,9 @@ func automated(obj map[string]any) bool {
 }
 
 // changedSince says what of an Application that matters to a rename differs between two reads:
-// its identity, spec, finalizers, or a sync operation requested.
+// its identity, spec, finalizers (but the delete-hook ones, which Argo CD's controller adds and
+// removes as the app's manifests hold such hooks, and which the switch-off removes anyway), or a
+// sync operation requested.
 func changedSince(before, after map[string]any) string {
 	same := func(key string, a, b any) string {
 		x, _ := json.Marshal(a)
@@ -244,7 +306,7 @@ func changedSince(before, after map[string]any) string {
 	case after["operation"] != nil:
 		return "a sync operation was requested"
 	}
-	for _, why := range []string{same("spec", before["spec"], after["spec"]), same("finalizers", finalizersOf(before), finalizersOf(after))} {
+	for _, why := range []string{same("spec", before["spec"], after["spec"]), same("finalizers", userFinalizers(before), userFinalizers(after))} {
 		if why != "" {
 			return "its " + why + " changed"
 		}

@@ -420,8 +420,11 @@ func TestInterruptedRenameUndoes(t *testing.T) {
 }
 
 // The controller writes the old app's status while the tracking moves: the delete, conditional on
-// the resourceVersion, is sent again after checking the fresh copy — and never when a finalizer came
-// back meanwhile.
+// the resourceVersion, is sent again after checking the fresh copy — and never when a finalizer or
+// the automation came back meanwhile. The failed delete puts the rename back: with the finalizer
+// back, all of it; with the automation back, the undo is refused (the rename's skip-reconcile mark
+// keeps Argo CD from comparing the app, so nothing can check what handing it its resources back
+// would do), and nothing is deleted.
 func TestRenameDeleteRechecksTheOldApp(t *testing.T) {
 	for name, write := range map[string]string{
 		"a status write":       `{"status":{"reconciledAt":"2026-12-01T00:00:00Z"}}`,
@@ -450,6 +453,18 @@ func TestRenameDeleteRechecksTheOldApp(t *testing.T) {
 			}
 			if stepResult(c, x, StepDelete, 0).Outcome != OutcomeFailed || oldErr != nil {
 				t.Fatalf("deleted an app whose finalizer or automation came back: %+v", x.Steps)
+			}
+			w.cluster.BeforePatch = nil
+			if name == "a finalizer again" {
+				if !x.RolledBack() {
+					t.Fatalf("not rolled back: %+v %v", x.Rollback, x.RollbackErr)
+				}
+				wantGuestbookAsBefore(t, w)
+				return
+			}
+			var refused *RefusedError
+			if !errors.As(x.RollbackErr, &refused) || refused.Code != RefuseUnchecked || !strings.Contains(refused.Error(), argocd.AnnotationSkipReconcile) {
+				t.Fatalf("rollback: %v", x.RollbackErr)
 			}
 		})
 	}
@@ -758,5 +773,51 @@ func TestCheckWaitsOutOnlyWhatItWrote(t *testing.T) {
 				t.Fatalf("%d comparisons judged, want %d", len(judged), tc.want)
 			}
 		})
+	}
+}
+
+// A rename stopped by a failed write — here every tracking rewrite refused by an admission webhook —
+// is rolled back as one stopped by a failed check: the new app taken away, the old one as it was.
+func TestRenameRollsBackAFailedWrite(t *testing.T) {
+	w := renameWorld(t)
+	w.cluster.BeforePatch = func(int, cluster.Ref, *cluster.Object) (bool, error) {
+		return false, errors.New(`admission webhook "deny.example.com" denied the request`)
+	}
+	c, x := rename(t, w.engine(), DryRunNone)
+	if r := stepResult(c, x, StepPatch, 0); r.Outcome != OutcomeFailed || x.CheckFailed() {
+		t.Fatalf("rewrite %+v", r)
+	}
+	w.cluster.BeforePatch = nil
+	if !x.RolledBack() {
+		t.Fatalf("not rolled back: %+v %v", x.Rollback, x.RollbackErr)
+	}
+	wantGuestbookAsBefore(t, w)
+}
+
+// Move keeps its behaviour: a failed tracking rewrite stops it with the journal left for undo (a
+// half-moved set of objects is each tracked by one app that declares it); only a failed check puts
+// a move back by itself.
+func TestMoveDoesNotRollBackAFailedWrite(t *testing.T) {
+	w := newWorld(t, "team-a", "team-b")
+	w.shareClock()
+	w.addShop()
+	if x := w.execute(w.engine(), w.move(MoveRequest{All: true, Prepare: true}), DryRunNone); !x.Complete() {
+		t.Fatalf("prepare: %+v", x.Steps)
+	}
+	w.addShop("team-a", "team-b")
+	failed := false
+	w.cluster.BeforePatch = func(_ int, ref cluster.Ref, _ *cluster.Object) (bool, error) {
+		if ref.Name == "team-b" {
+			failed = true
+			return false, errors.New(`admission webhook "deny.example.com" denied the request`)
+		}
+		return false, nil
+	}
+	x := w.execute(w.engine(), w.move(MoveRequest{All: true}), DryRunNone)
+	if !failed || !x.StepFailed() || x.CheckFailed() {
+		t.Fatalf("move: %+v", x.Steps)
+	}
+	if x.Rollback != nil || x.RollbackErr != nil {
+		t.Fatalf("a move was rolled back after a failed write: %+v %v", x.Rollback, x.RollbackErr)
 	}
 }

@@ -23,7 +23,7 @@ var errDryRunSkip = errors.New("judged with an earlier step: a dry run leaves no
 // planned (fsynced: nothing is changed before it is on disk). A step that lets an app delete runs
 // only after the checks right before it passed, on comparisons that started after the last write.
 // When a check fails after something was changed, the undo of the run's journal puts it back
-// (Executed.Rollback). A cancelled ctx (Ctrl-C) stops sending new patches at once; patches in
+// (Executed.Rollback); for a change that asks for it (a rename), when any step fails. A cancelled ctx (Ctrl-C) stops sending new patches at once; patches in
 // flight finish and are recorded; the steps after are not attempted.
 func (e *Engine) Execute(ctx context.Context, c *Change, mode DryRun) (*Executed, error) {
 	if err := c.validate(); err != nil {
@@ -64,7 +64,8 @@ func (e *Engine) Execute(ctx context.Context, c *Change, mode DryRun) (*Executed
 		x.WaitJournal()
 		return nil, err
 	}
-	if mode == DryRunNone && x.CheckFailed() && x.Wrote() && c.rollback && c.undoing == nil {
+	failed := x.CheckFailed() || c.rollbackFailedStep && x.StepFailed()
+	if mode == DryRunNone && failed && x.Wrote() && c.rollback && c.undoing == nil {
 		// The undo reads the journal: it waits for the compacted file.
 		x.WaitJournal()
 		e.rollBack(ctx, c, x)
@@ -89,9 +90,9 @@ func (x *Executed) WaitJournal() {
 	}
 }
 
-// rollBack puts back what a run changed before a check failed: the undo of its journal, carried out
-// by the same rules (its own checks before anything that lets an app delete), reaching the clusters
-// and the Argo CD the run reached.
+// rollBack puts back what a run changed before a check (or a step) failed: the undo of its
+// journal, carried out by the same rules (its own checks before anything that lets an app delete),
+// reaching the clusters and the Argo CD the run reached.
 func (e *Engine) rollBack(ctx context.Context, c *Change, x *Executed) {
 	undo, err := e.reaching(c).undoJournal(context.WithoutCancel(ctx), x.Journal)
 	if err != nil {

@@ -25,7 +25,7 @@ type ChangeReport struct {
 	// Checks are Argo CD's comparisons the change waits for and judges before a step that can let
 	// Argo CD delete (and after marks it must not see), in order.
 	Checks []Check `json:"checks,omitempty"`
-	// Rollback is what was put back, as the journal says, after a check failed.
+	// Rollback is what was put back, as the journal says, after a check (or a rename's step) failed.
 	Rollback *Rollback `json:"rollback,omitempty"`
 }
 
@@ -41,7 +41,7 @@ type Check struct {
 	Details []string `json:"details,omitempty"`
 }
 
-// Rollback is the undo of a run whose check failed.
+// Rollback is the undo of a run whose check (or rename step) failed.
 type Rollback struct {
 	// Complete is true when everything the run changed was put back.
 	Complete bool `json:"complete"`
@@ -52,6 +52,8 @@ type Rollback struct {
 	Steps        []RenameStep `json:"steps,omitempty"`
 	Checks       []Check      `json:"checks,omitempty"`
 	Message      string       `json:"message,omitempty"`
+	// Warnings are the undo's own: what it leaves as it is, and why.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ChangeSummary counts outcomes and carries each app's verification.
@@ -186,7 +188,7 @@ func stepsOf(c *engine.Change, x *engine.Executed) []RenameStep {
 	return out
 }
 
-// rollbackOf is what putting back a run whose check failed did.
+// rollbackOf is what putting back a run whose check (or rename step) failed did.
 func rollbackOf(x *engine.Executed) *Rollback {
 	if x == nil || (x.Rollback == nil && x.RollbackErr == nil) {
 		return nil
@@ -207,6 +209,7 @@ func rollbackOf(x *engine.Executed) *Rollback {
 			rb.NotAttempted++
 		}
 	}
+	rb.Warnings = x.RollbackChange.Warnings
 	rb.Steps = stepsOf(x.RollbackChange, x.Rollback)
 	rb.Checks = checksOf(x.RollbackChange, x.Rollback)
 	if i := x.Rollback.Stopped; i >= 0 {

@@ -481,13 +481,23 @@ func killRenameAt(t *testing.T, env *labtest.Env, bin string, install *labtest.I
 			if point.name == "tracking half rewritten" && (rewritten == 0 || rewritten == len(objects)) {
 				t.Fatalf("killed with %d of %d objects rewritten: not half-way", rewritten, len(objects))
 			}
-			// Half-done, each app that exists is compared again after the kill: neither deletes.
+			// Half-done, each app that exists is compared again after the kill: neither deletes. The
+			// old app, once switched off, is marked skip-reconcile: Argo CD leaves it alone, and with
+			// no finalizer and no automated sync it can delete nothing.
 			killed := time.Now()
 			for _, name := range []string{app.Name, next} {
-				if _, ok := appExists(t, env, app.Namespace, name); ok {
-					a := &labtest.App{Install: install, Name: name, Namespace: app.Namespace}
-					a.RefreshUntil(t, 2*time.Minute, "to be compared after the kill", func(s labtest.Status) bool { return s.ReconciledAt.After(killed) && s.Idle() })
+				obj, ok := appExists(t, env, app.Namespace, name)
+				if !ok {
+					continue
 				}
+				if s, _ := stateOf(t, env, app.Namespace, name); s.annotations[skipReconcile] == "true" {
+					if p, _ := obj["spec"].(map[string]any)["syncPolicy"].(map[string]any); len(s.finalizers) > 0 || p["automated"] != nil {
+						t.Fatalf("%s is marked %s but can still delete: %s", name, skipReconcile, s)
+					}
+					continue
+				}
+				a := &labtest.App{Install: install, Name: name, Namespace: app.Namespace}
+				a.RefreshUntil(t, 2*time.Minute, "to be compared after the kill", func(s labtest.Status) bool { return s.ReconciledAt.After(killed) && s.Idle() })
 			}
 			if bad := stop(); len(bad) > 0 {
 				t.Fatalf("deleted while the rename lay half-done: %v", bad)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -184,6 +185,63 @@ func (a *ArgoCD) DeleteApplication(_ context.Context, namespace, name, uid, reso
 		a.Clock.wrote()
 	}
 	return nil
+}
+
+// skipsLocked reports an app marked argocd.argoproj.io/skip-reconcile: the controller's informer
+// handlers skip it, so no refresh of it is compared (canProcessApp).
+func (a *ArgoCD) skipsLocked(ref string) bool {
+	obj := a.rawLocked(ref)
+	if obj == nil {
+		return false
+	}
+	annotations, _ := obj["metadata"].(map[string]any)["annotations"].(map[string]any)
+	v, set := annotations[argocd.AnnotationSkipReconcile].(string)
+	return argocd.SkipsReconcile(v, set)
+}
+
+// ControllerFinalizers plays the finalizer block of one comparison of an app that was queued or
+// running before the app was marked skip-reconcile, and so runs all the same: when the app's
+// DeleteHooks finalizers are not all on the copy the comparison read (read; nil for the app as it
+// is now), the controller writes that copy's list with them, with a merge patch that carries no
+// resourceVersion (updateFinalizers) — over whatever the app has meanwhile.
+func (a *ArgoCD) ControllerFinalizers(namespace, name string, read []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.hookFinalizersLocked(namespace+"/"+name, read)
+}
+
+// hookFinalizersLocked is the finalizer block of a comparison of app ref that read the finalizers
+// read (nil: the app's own).
+func (a *ArgoCD) hookFinalizersLocked(ref string, read []string) {
+	hooks := a.DeleteHooks[ref]
+	obj := a.rawLocked(ref)
+	if len(hooks) == 0 || obj == nil {
+		return
+	}
+	meta := obj["metadata"].(map[string]any)
+	if read == nil {
+		for _, f := range toList(meta["finalizers"]) {
+			read = append(read, fmt.Sprint(f))
+		}
+	}
+	list := append([]string(nil), read...)
+	for _, h := range hooks {
+		if !slices.Contains(list, h) {
+			list = append(list, h)
+		}
+	}
+	if len(list) == len(read) {
+		return
+	}
+	meta["finalizers"] = toAny(list)
+	rv, _ := strconv.Atoi(fmt.Sprint(meta["resourceVersion"]))
+	meta["resourceVersion"] = strconv.Itoa(rv + 1)
+	a.sync(obj, a.apps[ref])
+}
+
+func toList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }
 
 // sync reads metadata and spec from obj into the app struct (a new one when prev is nil), keeping

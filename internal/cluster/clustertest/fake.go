@@ -334,6 +334,11 @@ type ArgoCD struct {
 	// AfterWrite runs after each Application write served (not a dry run), outside the fake's lock,
 	// with the write as AppWrites lists it.
 	AfterWrite func(write string)
+	// DeleteHooks are the apps (by namespace/name) whose manifests hold pre-/post-delete hooks, with
+	// the finalizers Argo CD's controller keeps on them for it: after each comparison it puts back
+	// those the app lacks (controller/appcontroller.go, the finalizer block of
+	// processAppRefreshQueueItem). An app marked argocd.argoproj.io/skip-reconcile is not compared.
+	DeleteHooks map[string][]string
 
 	mu       sync.Mutex
 	apps     map[string]*argocd.Application
@@ -450,8 +455,9 @@ func (a *ArgoCD) GetApplication(_ context.Context, namespace, name string) (argo
 	if app == nil {
 		return argocd.Application{}, apierrors.NewNotFound(schema.GroupResource{Group: "argoproj.io", Resource: "applications"}, name)
 	}
-	if app.Refresh != "" && !a.stopped {
+	if app.Refresh != "" && !a.stopped && !a.skipsLocked(app.Ref()) {
 		a.compare(app)
+		a.hookFinalizersLocked(app.Ref(), nil)
 	}
 	out := *app
 	out.Resources = append([]argocd.Resource(nil), app.Resources...)
