@@ -24,7 +24,9 @@ const (
 	HeaderProject     = "Argocd-Project-Name"
 	HeaderNamespace   = "Argocd-Namespace" // Argo CD's own namespace
 	HeaderUsername    = "Argocd-Username"
-	HeaderGroups      = "Argocd-User-Groups"
+	// HeaderUserID is the user's id (the token's subject), from v3.2.
+	HeaderUserID = "Argocd-User-Id"
+	HeaderGroups = "Argocd-User-Groups"
 	// HeaderToken carries the shared secret argocd-server adds from `extension.config.unprune`
 	// (a value of argocd-secret): the proof that a request passed argocd-server's checks.
 	HeaderToken = "Unprune-Token"
@@ -216,11 +218,26 @@ func (s *server) serve(r *http.Request, fn handlerFunc) reply {
 	if p := r.Header.Get(HeaderProject); p != "" && p != app.Project {
 		return fail(http.StatusBadRequest, "ProjectMismatch", "Application %s is in project %s, not %s", app.Ref(), app.Project, p)
 	}
-	user := r.Header.Get(HeaderUsername)
-	if g := r.Header.Get(HeaderGroups); g != "" {
-		user += " (groups " + g + ")"
-	}
+	user := requester(r.Header.Get(HeaderUsername), r.Header.Get(HeaderUserID), r.Header.Get(HeaderGroups))
 	return fn(&request{Request: r, argo: argo, settings: settings, app: app, user: user})
+}
+
+// requester is who asked, as journals record it, from the headers argocd-server's proxy sets
+// (server/extension/extension.go, prepareRequest). It sets each only when it has a value and
+// passes a client's header of the same name through otherwise, so a value argocd-server cannot
+// have set is dropped: a local account (its token's issuer is argocd, and its id is its name —
+// util/session, Username and GetUserIdentifier) has no groups, so a groups header beside such an
+// id is the client's. Before v3.2 no id comes, and groups are recorded as they arrive.
+func requester(username, id, groups string) string {
+	user := username
+	local := id != "" && id == username
+	if id != "" && !local {
+		user += " (id " + id + ")"
+	}
+	if groups != "" && !local {
+		user += " (groups " + groups + ")"
+	}
+	return user
 }
 
 // decodeBody reads a JSON request body strictly.

@@ -29,6 +29,8 @@ type fixture struct {
 	refs  map[string]cluster.Ref
 	h     http.Handler
 	store *journal.Store
+	// requestedBy are who each journal store was asked for, in order.
+	requestedBy []string
 }
 
 // newFixture is Argo CD with app guestbook stuck on team-a (no guard) and kube-system (immortal),
@@ -55,7 +57,10 @@ func newFixture(t *testing.T) *fixture {
 	sess := &sessiontest.Session{Argo: argo, Config: session.Config{Now: func() time.Time { return t0 }}, Env: map[string]string{}, Rand: sessiontest.Counter()}
 	f.store = journal.NewStore(filepath.Join(t.TempDir(), "journal"), func() time.Time { return t0 })
 	f.store.Rand = sessiontest.Counter()
-	h, err := Handler(Config{Session: sess, Journals: func(string) *journal.Store { return f.store }, Token: token, ToolVersion: "v0.0.0-test",
+	h, err := Handler(Config{Session: sess, Journals: func(by string) *journal.Store {
+		f.requestedBy = append(f.requestedBy, by)
+		return f.store
+	}, Token: token, ToolVersion: "v0.0.0-test",
 		UndoCommand: func(id string) string { return "unprune undo --journal-dir configmaps:argocd " + id + " --yes" }, Now: func() time.Time { return t0 }})
 	if err != nil {
 		t.Fatal(err)
@@ -324,5 +329,40 @@ func TestUndoOfARelease(t *testing.T) {
 	}
 	if got := f.home.Object(f.refs["team-a"]).Annotations[argocd.AnnotationTrackingID]; got != "guestbook:/Namespace:guestbook/team-a" {
 		t.Fatalf("tracking after the undo: %q", got)
+	}
+}
+
+// TestReleaseRecordsTheRequester: the journal of a release is asked for as the user argocd-server
+// named, with its id, and without the groups header a local account cannot have.
+func TestReleaseRecordsTheRequester(t *testing.T) {
+	f := newFixture(t)
+	var ans ResourceAnswer
+	if code := f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans); code != http.StatusOK {
+		t.Fatalf("status %d", code)
+	}
+	req := ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion, ArgoCDServer: "https://argocd.example.com"}
+	if code := f.call("POST", "/releases", "argocd:guestbook", req, nil, HeaderUsername, "alice", HeaderUserID, "alice", HeaderGroups, "admins"); code != http.StatusOK {
+		t.Fatalf("release: %d", code)
+	}
+	if len(f.requestedBy) == 0 || f.requestedBy[len(f.requestedBy)-1] != "alice" {
+		t.Errorf("journals asked for %q, want alice without the groups a client sent", f.requestedBy)
+	}
+}
+
+// TestRequester: what a journal records of who asked, from argocd-server's headers.
+func TestRequester(t *testing.T) {
+	for _, tc := range []struct {
+		name, username, id, groups, want string
+	}{
+		{"an SSO user on v3.2+", "jane@example.com", "CiQ0NjE", "platform,sre", "jane@example.com (id CiQ0NjE) (groups platform,sre)"},
+		{"a local account on v3.2+: groups only a client could have sent", "alice", "alice", "admins", "alice"},
+		{"a local account without groups", "admin", "admin", "", "admin"},
+		{"before v3.2: no id", "jane@example.com", "", "platform", "jane@example.com (groups platform)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := requester(tc.username, tc.id, tc.groups); got != tc.want {
+				t.Errorf("requester(%q, %q, %q) = %q, want %q", tc.username, tc.id, tc.groups, got, tc.want)
+			}
+		})
 	}
 }
