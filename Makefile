@@ -32,13 +32,17 @@ MATRIX_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_MATRIX),argocd-$(v)
 # What `make demo` needs: the control plane and the one Argo CD version it runs, with its repo-server's tools.
 DEMO_COMPONENTS = etcd kubernetes argocd-$(ARGOCD_VERSION) $(call repo_server_tools,$(ARGOCD_VERSION))
 
-.PHONY: help deps build dist docs extension lab-build lab-up lab-down lab-status test test-unit test-lab test-matrix demo bench fuzz vet
+.PHONY: help deps deps-lab build dist docs extension lab-build lab-up lab-down lab-status test test-unit test-lab test-matrix demo bench fuzz vet
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 deps: ## install the OS packages the lab and the tests need (redis-server, git, chromium, prometheus for promtool)
 	@bash hack/deps.sh
+
+# What the lab alone runs: make demo installs no browser and no Prometheus.
+deps-lab:
+	@bash hack/deps.sh lab
 
 # `make build` stamps the binaries as releases do (.goreleaser.yaml): the version from git describe,
 # the commit and its date. Explicit ldflags, because a machine may set GOFLAGS=-buildvcs=false.
@@ -68,10 +72,10 @@ extension: ## build the Argo CD UI extension into extension/dist (bundle, instal
 docs: ## regenerate the command reference, docs/commands/*.md, from the command tree
 	$(GO) run ./hack/gendocs -dir docs/commands
 
-lab-build: deps ## build the lab's binaries (or find them in the cache)
+lab-build: deps-lab ## build the lab's binaries (or find them in the cache)
 	@bash lab/build.sh $(LAB_COMPONENTS) >/dev/null
 
-lab-up: deps ## start the lab (ARGOCD_VERSION, TRACKING, REMOTE=1, SERVER=1, UI=1, APPSET_POLICY=sync, NOTIFICATIONS=1, …); last line: KUBECONFIG=<path>
+lab-up: deps-lab ## start the lab (ARGOCD_VERSION, TRACKING, REMOTE=1, SERVER=1, UI=1, APPSET_POLICY=sync, NOTIFICATIONS=1, …); last line: KUBECONFIG=<path>
 	@$(GO) run ./lab/cmd/lab up
 
 lab-down: ## stop exactly what lab-up started
@@ -88,8 +92,10 @@ vet: ## go vet, with and without the lab build tag
 
 # test/krew and test/prometheus are modules of their own (krew's and Prometheus's requirements would
 # replace the tool's client-go).
+# -timeout 30m: on a cold build cache hack/dist's test compiles the release binaries with -trimpath,
+# which took over go test's default 10 minutes on a busy 2-core machine.
 test-unit: deps ## pure and command tests (no lab), the UI extension's (node, headless Chromium), the krew manifest checked by krew, the alerts by Prometheus
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 30m ./...
 	cd extension && npm ci --no-audit --no-fund && npm test
 	cd test/krew && $(GO) test -count=1 ./...
 	cd test/prometheus && $(GO) test -count=1 ./...
@@ -98,7 +104,7 @@ test-unit: deps ## pure and command tests (no lab), the UI extension's (node, he
 # that very scrape (and checks the committed fixture it uses without the lab still has its shape).
 WATCH_SCRAPE := $(LAB_DIR)/watch-lab.prom
 
-test-lab: lab-build ## tests against the real API server and real Argo CD, then the alerts on the lab's metrics
+test-lab: deps lab-build ## tests against the real API server and real Argo CD, then the alerts on the lab's metrics
 	@mkdir -p $(LAB_DIR) && rm -f $(WATCH_SCRAPE)
 	UNPRUNE_WATCH_SCRAPE=$(WATCH_SCRAPE) $(GO) test -count=1 -tags lab -timeout 45m ./lab/... ./test/apiserver/ ./test/e2e/
 	cd test/prometheus && UNPRUNE_WATCH_SCRAPE=$(WATCH_SCRAPE) $(GO) test -count=1 ./...
@@ -116,7 +122,7 @@ test-matrix: deps ## every release line × the capabilities that differ by relea
 		-run "$$($(GO) run ./hack/matrix -run-pattern)" ./lab/labtest/ ./test/e2e/ | tee $(MATRIX_JSON) | \
 		$(GO) run ./hack/matrix -lines "$(LAB_ARGOCD_MATRIX)"
 
-demo: deps build ## reproduce the incident in the lab and resolve it with unprune (builds only the lab parts it runs)
+demo: deps-lab build ## reproduce the incident in the lab and resolve it with unprune (builds only the lab parts it runs)
 	@bash lab/build.sh $(DEMO_COMPONENTS) >/dev/null
 	@bash hack/demo.sh
 

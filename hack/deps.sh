@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# Installs the operating-system packages the lab and the tests need, when they are missing:
-# redis-server (Argo CD's cache), git (Argo CD's repo-server reads file:// repositories), and
-# chromium, headless, for the UI extension's browser tests (extension/; npm installs its packages
-# from extension/package-lock.json), and prometheus for promtool, which runs the alerts' unit tests
-# (test/prometheus). Go and Node.js come with the machine; everything else is built
-# from Go modules by lab/build.sh.
+# Installs the operating-system packages the lab and the tests need, when they are missing.
+#
+#   hack/deps.sh lab    what the lab runs (make demo, lab-up, lab-build): redis-server (Argo CD's
+#                       cache) and git (Argo CD's repo-server reads file:// repositories)
+#   hack/deps.sh        all of it, for the tests: also chromium, headless, for the UI extension's
+#                       browser tests (extension/; npm installs its packages from
+#                       extension/package-lock.json), and prometheus for promtool, which runs the
+#                       alerts' unit tests (test/prometheus)
+#
+# Go and Node.js come with the machine; everything else is built from Go modules by lab/build.sh.
 set -euo pipefail
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v git >/dev/null 2>&1 || missing+=(git)
-[ -x /usr/bin/chromium ] || missing+=(chromium)
-command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+if [ "${1:-all}" != lab ]; then
+	[ -x /usr/bin/chromium ] || missing+=(chromium)
+	command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then
