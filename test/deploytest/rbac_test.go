@@ -67,7 +67,7 @@ func TestRBACLeastPrivilege(t *testing.T) {
 					if v == "watch" && !slices.ContainsFunc(r.resources, func(s string) bool { return slices.Contains(watched, s) }) {
 						t.Errorf("%s: watch on what the watch does not watch", where)
 					}
-				case slices.Equal(r.resources, []string{"events"}) && r.groups[0] == "" && (v == "create" || v == "patch"):
+				case slices.Equal(r.resources, []string{"events"}) && r.groups[0] == "" && v == "create":
 				case slices.Equal(r.resources, []string{"leases"}) && role["kind"] == "Role" && v == "create":
 				case slices.Equal(r.resources, []string{"leases"}) && role["kind"] == "Role" && v == "update" && slices.Equal(r.names, []string{"unprune-watch"}):
 				default:
