@@ -39,7 +39,7 @@ func (l Line) less(o Line) bool {
 }
 
 // The version-dependent rules. Each was read in the source of the releases named; the lab proves
-// the ones its releases can show (`make test-matrix`, README's matrix).
+// the ones its releases can show (`make test-matrix`, docs/compatibility.md's matrix).
 var (
 	RuleAnnotationDefault = Rule{
 		ID:      "annotation-tracking-default",
