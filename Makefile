@@ -106,7 +106,7 @@ WATCH_SCRAPE := $(LAB_DIR)/watch-lab.prom
 
 test-lab: deps lab-build ## tests against the real API server and real Argo CD, then the alerts on the lab's metrics
 	@mkdir -p $(LAB_DIR) && rm -f $(WATCH_SCRAPE)
-	UNPRUNE_WATCH_SCRAPE=$(WATCH_SCRAPE) $(GO) test -count=1 -tags lab -timeout 45m ./lab/... ./test/apiserver/ ./test/e2e/
+	UNPRUNE_WATCH_SCRAPE=$(WATCH_SCRAPE) $(GO) test -count=1 -tags lab -timeout 45m ./lab/... ./test/apiserver/ ./test/e2e/ ./test/readme/
 	cd test/prometheus && UNPRUNE_WATCH_SCRAPE=$(WATCH_SCRAPE) $(GO) test -count=1 ./...
 
 test: vet test-unit test-lab ## the whole suite, as CI runs it
