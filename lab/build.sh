@@ -8,7 +8,9 @@
 # and the helm and kustomize each Argo CD release's repo-server runs with
 # (lab/modules/argocd-*/repo-server-tools names them): helm-v4.3.1, helm-v3.18.4, helm-v3.17.1,
 # helm-v3.16.3, kustomize-v5.8.2, kustomize-v5.7.0, kustomize-v5.6.0, kustomize-v5.4.3. Each has its
-# module in lab/modules/COMPONENT.
+# module in lab/modules/COMPONENT. And argocd-ui-v2.14.11: that release as its image builds it, its
+# own UI (built with node from the module's ui/ and argo-ui from ../shared/third_party) embedded, for
+# UI=1; it builds from lab/modules/argocd-v2.14.11, whose argo-ui file names the argo-ui commit.
 #
 # The cache lives outside the work tree (UNPRUNE_LAB_CACHE, default ~/.cache/unprune/lab) so a fresh
 # clone, a later session or CI reuses it. Each entry is keyed by the component's go.mod, go.sum, the
@@ -27,7 +29,7 @@ log() { printf 'lab/build: %s\n' "$*" >&2; }
 # Only Argo CD v3.6.1 does (go 1.27.0); v3.0.23 declares go 1.24.6 and v2.14.11 go 1.23, which the
 # machine's Go 1.26 builds.
 toolchain() {
-	case $1 in
+	case ${1/#argocd-ui-/argocd-} in
 	argocd-v3.6.1) echo go1.27.3 ;;
 	*) echo "$base_toolchain" ;;
 	esac
@@ -45,6 +47,7 @@ ldflags() {
 		done
 		echo "$f"
 		;;
+	argocd-ui-v*) ldflags "argocd-${1#argocd-ui-}" ;;
 	argocd-v*)
 		local v=${1#argocd-v}
 		echo "-X github.com/argoproj/argo-cd/v${v%%.*}/common.version=$v"
@@ -77,8 +80,15 @@ ldflags() {
 	esac
 }
 
+# module prints the folder in lab/modules a component builds from: its own, but argocd-ui-VERSION
+# builds from argocd-VERSION's.
+module() {
+	echo "$here/modules/${1/#argocd-ui-/argocd-}"
+}
+
 key() {
-	local comp=$1 mod=$here/modules/$1
+	local comp=$1 mod
+	mod=$(module "$1")
 	{
 		cat "$mod/go.mod" "$mod/go.sum"
 		ldflags "$comp"
@@ -89,6 +99,16 @@ key() {
 		argocd-*) sed -n '/^recipe_argocd()/,/^}/p' "$0" ;;
 		helm-*) sed -n '/^recipe_helm()/,/^}/p' "$0" ;;
 		kustomize-*) sed -n '/^recipe_kustomize()/,/^}/p' "$0" ;;
+		esac
+		case $comp in
+		argocd-ui-*)
+			# What the UI is built from and with: the argo-ui folder's files, node, the recipe's helper.
+			sed -n '/^recipe_argocd_ui()/,/^}/p' "$0"
+			cat "$mod/argo-ui" "$here/argocd-ui.mjs"
+			local argo_ui
+			argo_ui=$(argo_ui_dir "$comp") && (cd "$argo_ui" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+			node --version
+			;;
 		esac
 	} | sha256sum | cut -c1-16
 }
@@ -194,11 +214,13 @@ recipe_argocd_v3_2_11() {
 }
 
 build_one() {
-	local comp=$1 mod=$here/modules/$1
+	local comp=$1 mod
+	mod=$(module "$1")
 	if [ ! -f "$mod/go.mod" ] || ! declare -F "recipe_${comp//[-.]/_}" >/dev/null; then
 		echo "lab/build: unknown component $comp (known: $(cd "$here/modules" && echo *))" >&2
 		exit 2
 	fi
+	case $comp in argocd-ui-*) argo_ui_dir "$comp" >/dev/null || exit 2 ;; esac
 	local out=$cache/$comp-$(key "$comp")
 	if [ -f "$out/.complete" ]; then
 		touch "$out/.complete" # last use, for prune_stale
@@ -222,6 +244,95 @@ build_one() {
 	prune_stale "$comp" "$out"
 	log "built $comp in $((SECONDS - start))s"
 	echo "$comp=$out"
+}
+
+# Argo CD's UI as the release's Dockerfile builds it (stage argocd-ui: the install, then
+# `NODE_ENV=production yarn build` or `pnpm build`; yarn 1.22.22 as v2.14's package.json asks, pnpm as
+# v3.5+'s packageManager names) from ui/ of the module, with one change: package.json's argo-ui, a git
+# commit no registry serves, points at a commit's folder in ../shared/third_party/argo-ui
+# (argocd-ui.mjs checks the release's pin first, and after the install that every other package is
+# the lockfile's). Then the argocd binary with the UI embedded, as the Dockerfile's argocd-build stage
+# does by copying dist/app into ui/ before `go build`: argocd-server serves index.html only from the
+# embedded files (server/server.go, getIndexData), never from --staticassets. `-overlay` puts the built
+# files there without touching the module cache; the Go build cache recompiles only the ui package and
+# what imports it.
+recipe_argocd_ui() {
+	local out=$1 major=$2 comp=$3; shift 3
+	local pkg=github.com/argoproj/argo-cd/v$major src argo_ui work pm install
+	src=$(go list -m -f '{{.Dir}}' "$pkg")
+	argo_ui=$(argo_ui_dir "$comp")
+	work=$out/ui-build
+	mkdir -p "$work"
+	cp -R "$src/ui/." "$work/"
+	chmod -R u+w "$work"
+	node "$here/argocd-ui.mjs" pin "$work" "$(argo_ui_pin "$comp")" "$argo_ui"
+	if [ -f "$work/pnpm-lock.yaml" ]; then
+		# The Dockerfile's --frozen-lockfile cannot hold: argo-ui's entry changes.
+		pm=$(cd "$work" && node -p 'require("./package.json").packageManager')
+		install=(install --no-frozen-lockfile --config.confirmModulesPurge=false)
+	else
+		pm=yarn@1.22.22
+		install=(install --non-interactive --network-timeout 200000)
+	fi
+	local t=$SECONDS
+	(cd "$work" && npx --yes "$pm" "${install[@]}" >&2)
+	log "$comp: $pm install in $((SECONDS - t))s"
+	node "$here/argocd-ui.mjs" check "$work" "$argo_ui"
+	t=$SECONDS
+	(cd "$work" && HOST_ARCH=amd64 NODE_ENV=production NODE_ONLINE_ENV=online NODE_OPTIONS=--max_old_space_size=8192 \
+		npx --yes "$pm" build >&2)
+	log "$comp: $pm build in $((SECONDS - t))s"
+	mv "$work/dist/app" "$out/app"
+	rm -rf "$work"
+	node -e '
+		const fs = require("fs"), path = require("path");
+		const [into, from] = process.argv.slice(1), replace = {};
+		const walk = d => fs.readdirSync(d, {withFileTypes: true}).forEach(e => {
+			const f = path.join(d, e.name);
+			if (e.isDirectory()) walk(f); else replace[path.join(into, path.relative(from, f))] = f;
+		});
+		walk(from);
+		console.log(JSON.stringify({Replace: replace}));' "$src/ui/dist/app" "$out/app" >"$out/overlay.json"
+	t=$SECONDS
+	recipe_argocd "$out" "$major" "$@" -overlay "$out/overlay.json"
+	rm "$out/overlay.json"
+	log "$comp: go build with the UI embedded in $((SECONDS - t))s"
+}
+
+# argo_ui_commits prints lab/modules/argocd-VERSION/argo-ui without comments: the argo-ui commit the
+# UI is built with, then, where that is not the release's own pin, "instead-of <the pin>".
+argo_ui_commits() {
+	sed 's/#.*//' "$(module "$1")/argo-ui" | awk 'NF'
+}
+
+# argo_ui_pin prints the commit the release pins.
+argo_ui_pin() {
+	local lines
+	lines=$(argo_ui_commits "$1")
+	if grep -q '^instead-of ' <<<"$lines"; then
+		awk '$1 == "instead-of" { print $2 }' <<<"$lines"
+	else
+		head -1 <<<"$lines" | tr -d '[:space:]'
+	fi
+}
+
+# argo_ui_dir prints the shared argo-ui folder a UI component builds with.
+argo_ui_dir() {
+	local commit
+	commit=$(argo_ui_commits "$1" | head -1 | tr -d '[:space:]')
+	local dir=${UNPRUNE_THIRD_PARTY:-$(cd "$here/../.." && pwd)/shared/third_party}/argo-ui/$commit
+	if [ ! -f "$dir/package.json" ]; then
+		echo "lab/build: $1 needs argo-ui $commit in $dir (see ../shared/third_party/README.md)" >&2
+		return 1
+	fi
+	echo "$dir"
+}
+
+recipe_argocd_ui_v2_14_11() {
+	recipe_argocd_ui "$1" 2 argocd-ui-v2.14.11 "${@:2}"
+}
+recipe_argocd_ui_v3_6_1() {
+	recipe_argocd_ui "$1" 3 argocd-ui-v3.6.1 "${@:2}"
 }
 
 [ $# -gt 0 ] || set -- etcd kubernetes argocd-v3.6.1 argocd-v3.0.23 argocd-v2.14.11 \
