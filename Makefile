@@ -24,7 +24,11 @@ export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES
 # kustomize its repo-server runs (lab/modules/argocd-VERSION/repo-server-tools).
 LAB_ARGOCD_VERSIONS := v3.6.1 v3.0.23 v2.14.11
 repo_server_tools = $(strip $(shell sed 's/\#.*//' lab/modules/argocd-$(1)/repo-server-tools 2>/dev/null))
-LAB_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_VERSIONS),argocd-$(v) $(call repo_server_tools,$(v)))
+# And the releases whose own UI the browser tests drive, built from their sources with that UI
+# embedded (lab/build.sh: argocd-ui-VERSION; the other lines' UI tests use the host page).
+LAB_OWN_UI_VERSIONS := v2.14.11
+LAB_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_VERSIONS),argocd-$(v) $(call repo_server_tools,$(v))) \
+	$(foreach v,$(LAB_OWN_UI_VERSIONS),argocd-ui-$(v))
 # Every release line the lab builds, which `make test-matrix` (only) builds and runs. v3.3–v3.5 cannot
 # be built from the module proxy: hack/matrix shows them as not built, with the reason.
 LAB_ARGOCD_MATRIX := v3.6.1 v3.2.11 v3.1.16 v3.0.23 v2.14.11

@@ -193,6 +193,9 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 		return nil, err
 	}
 	dir := bins.ArgoCD[cfg.Version]
+	if d := bins.ArgoCDUI[cfg.Version]; cfg.UI && d != "" {
+		dir = d
+	}
 	if dir == "" {
 		return nil, fmt.Errorf("argocd %s was not built", cfg.Version)
 	}
@@ -378,7 +381,9 @@ func startServer(ctx context.Context, st *State, a *ArgoCD, bin, home string, en
 		"--redis=" + redisAddr,
 		"--repo-server=" + fmt.Sprintf("127.0.0.1:%d", a.RepoServerPort),
 		"--repo-server-plaintext",
-		// The UI is compiled into the binary; an empty folder stands for the image's /shared/app.
+		// Argo CD's UI is compiled into the binary (with UI=1, the release's own: lab/build.sh's
+		// argocd-ui-VERSION; index.html is served only from there). This folder stands for the
+		// image's /shared/app, the additional static assets: with UI=1 the host page.
 		"--staticassets=" + filepath.Join(home, "static"),
 		"--loglevel=info",
 	}

@@ -142,11 +142,11 @@ func Up(ctx context.Context, root string, cfg Config) (*State, error) {
 	}
 	components := []string{"etcd", "kubernetes"}
 	if cfg.ArgoCD != nil {
-		tools, err := RepoServerTools(root, cfg.ArgoCD.Version)
+		argocd, _, err := argocdComponents(root, *cfg.ArgoCD)
 		if err != nil {
 			return nil, err
 		}
-		components = append(append(components, "argocd-"+cfg.ArgoCD.Version), tools...)
+		components = append(components, argocd...)
 	}
 	bins, err := Build(ctx, root, components...)
 	if err != nil {
@@ -190,11 +190,11 @@ func (s *State) AddArgoCD(ctx context.Context, root string, cfg ArgoCDConfig) (*
 			return nil, fmt.Errorf("an Argo CD is already installed in namespace %s", cfg.Namespace)
 		}
 	}
-	tools, err := RepoServerTools(root, cfg.Version)
+	components, tools, err := argocdComponents(root, cfg)
 	if err != nil {
 		return nil, err
 	}
-	bins, err := Build(ctx, root, append([]string{"argocd-" + cfg.Version}, tools...)...)
+	bins, err := Build(ctx, root, components...)
 	if err != nil {
 		return nil, err
 	}
@@ -251,11 +251,28 @@ func describe(c Config) string {
 		a.Version, a.Tracking, a.InstanceLabelKey, a.InstallationID, a.AppNamespaces, a.Server, a.UI, c.KCM, c.Remote)
 }
 
+// argocdComponents are the lab/build.sh components an installation runs: its release (built with
+// its own UI embedded when the installation runs unprune's UI and the lab can build that release's
+// UI: OwnUI) and its repo-server's tools, which it returns apart too.
+func argocdComponents(root string, cfg ArgoCDConfig) (components, tools []string, err error) {
+	tools, err = RepoServerTools(root, cfg.Version)
+	if err != nil {
+		return nil, nil, err
+	}
+	argocd := "argocd-" + cfg.Version
+	if cfg.UI && OwnUI(root, cfg.Version) {
+		argocd = "argocd-ui-" + cfg.Version
+	}
+	return append([]string{argocd}, tools...), tools, nil
+}
+
 // binaries are the folders holding each built component.
 type binaries struct {
 	Etcd       string
 	Kubernetes string
 	ArgoCD     map[string]string // by version
+	// ArgoCDUI are the builds of a release with its own UI embedded (argocd-ui-VERSION), by version.
+	ArgoCDUI map[string]string
 	// Tools are the other components (helm-v3.17.1, kustomize-v5.6.0 …), by component name.
 	Tools map[string]string
 }
@@ -269,7 +286,7 @@ func Build(ctx context.Context, root string, components ...string) (binaries, er
 	if err != nil {
 		return binaries{}, fmt.Errorf("lab/build.sh %s: %w", strings.Join(components, " "), err)
 	}
-	b := binaries{ArgoCD: map[string]string{}, Tools: map[string]string{}}
+	b := binaries{ArgoCD: map[string]string{}, ArgoCDUI: map[string]string{}, Tools: map[string]string{}}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		name, path, ok := strings.Cut(line, "=")
 		if !ok {
@@ -280,6 +297,8 @@ func Build(ctx context.Context, root string, components ...string) (binaries, er
 			b.Etcd = path
 		case name == "kubernetes":
 			b.Kubernetes = path
+		case strings.HasPrefix(name, "argocd-ui-"):
+			b.ArgoCDUI[strings.TrimPrefix(name, "argocd-ui-")] = path
 		case strings.HasPrefix(name, "argocd-"):
 			b.ArgoCD[strings.TrimPrefix(name, "argocd-")] = path
 		default:

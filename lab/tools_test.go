@@ -92,3 +92,51 @@ func TestRepoServerToolsRefusesBadLists(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnUIOfEveryRelease: each release the lab builds with its own UI names one argo-ui commit
+// (which lab/build.sh checks against the release's pin, or the pin it stands in for), has a recipe,
+// and is the Makefile's
+// LAB_OWN_UI_VERSIONS, which `make test` builds for the browser tests.
+func TestOwnUIOfEveryRelease(t *testing.T) {
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile(filepath.Join(root, "lab", "build.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := OwnUIVersions(root)
+	if len(own) == 0 {
+		t.Fatal("the lab builds no release with its own UI")
+	}
+	for _, v := range own {
+		b, err := os.ReadFile(filepath.Join(root, "lab", "modules", "argocd-"+v, "argo-ui"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var commits []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				commits = append(commits, line)
+			}
+		}
+		// The commit built with, then, where it is not the release's own pin, "instead-of <pin>".
+		if len(commits) == 0 || len(commits) > 2 || !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(commits[0]) ||
+			len(commits) == 2 && !regexp.MustCompile(`^instead-of [0-9a-f]{40}$`).MatchString(commits[1]) {
+			t.Errorf("lab/modules/argocd-%s/argo-ui names %q; want one argo-ui commit, and \"instead-of <the release's pin>\" where that differs", v, commits)
+		}
+		recipe := "recipe_argocd_ui_" + strings.NewReplacer(".", "_").Replace(v) + "() {\n"
+		if !strings.Contains(string(script), "\n"+recipe) {
+			t.Errorf("lab/build.sh has no %q", strings.TrimSpace(recipe))
+		}
+	}
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^LAB_OWN_UI_VERSIONS := (.*)$`).FindSubmatch(makefile)
+	if m == nil || !slices.Equal(strings.Fields(string(m[1])), own) {
+		t.Errorf("the Makefile's LAB_OWN_UI_VERSIONS line is %q, want the releases built with their own UI, %v", m, own)
+	}
+}

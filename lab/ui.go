@@ -29,13 +29,17 @@ var extensionsLock = filepath.Join(ExtensionsDir, ".unprune-lab.json")
 // labVersion is the version the lab stamps on the extension and the backend it builds.
 const labVersion = "lab"
 
-// UI is the UI extension of an installation with Config.UI: argocd-server serves the host page
-// (extension/host, standing in for Argo CD's UI, which cannot be built here) from its static assets
-// and the extension from /extensions.js; the backend runs as a process with the least-privilege
-// RBAC of deploy/components/ui-extension.
+// UI is the UI extension of an installation with Config.UI: argocd-server serves the extension from
+// /extensions.js, installed in ExtensionsDir as argocd-extension-installer lays a release's bundle
+// out, with Argo CD's own UI where the lab builds it (OwnUI) and the host page (extension/host,
+// standing in for the UI) from its static assets; the backend runs as a process with the
+// least-privilege RBAC of deploy/components/ui-extension.
 type UI struct {
 	// URL is the host page on argocd-server.
 	URL string `json:"url"`
+	// ArgoCDURL is Argo CD's own UI (its index.html at /, sign-in form and app pages), when the
+	// lab built this release with it (OwnUI); empty otherwise.
+	ArgoCDURL string `json:"argocdURL,omitempty"`
 	// BackendURL is `unprune extension`, which argocd-server proxies /extensions/unprune/ to.
 	BackendURL string `json:"backendURL"`
 	// Token is what argocd-server sends the backend (argocd-secret's unprune.extension.token).
@@ -106,8 +110,52 @@ func releaseExtensions(dir string) {
 	if json.Unmarshal(data, &holder) != nil || holder.Dir != dir {
 		return
 	}
+	_ = os.RemoveAll(extensionInstalled)
+	// Where labs before the installer's layout put it.
 	_ = os.RemoveAll(filepath.Join(ExtensionsDir, "unprune"))
 	_ = os.Remove(extensionsLock)
+}
+
+// extensionInstalled is where argocd-extension-installer leaves unprune's bundle: it extracts the
+// release's extension-unprune.tar (resources/unprune/extension-unprune.js) into /tmp/extensions/.
+var extensionInstalled = filepath.Join(ExtensionsDir, "resources", "unprune")
+
+// installExtension extracts the tarball a release ships into ExtensionsDir, as the installer does,
+// replacing what an earlier run left there.
+func installExtension(ctx context.Context, tarball string) error {
+	if err := os.RemoveAll(extensionInstalled); err != nil {
+		return err
+	}
+	// Where labs before the installer's layout put it: argocd-server would serve it twice.
+	if err := os.RemoveAll(filepath.Join(ExtensionsDir, "unprune")); err != nil {
+		return err
+	}
+	if out, err := exec.CommandContext(ctx, "tar", "-xf", tarball, "-C", ExtensionsDir).CombinedOutput(); err != nil {
+		return fmt.Errorf("tar -xf %s -C %s: %w: %s", tarball, ExtensionsDir, err, out)
+	}
+	if _, err := os.Stat(filepath.Join(extensionInstalled, "extension-unprune.js")); err != nil {
+		return fmt.Errorf("%s holds no resources/unprune/extension-unprune.js: %w", tarball, err)
+	}
+	return nil
+}
+
+// OwnUI reports whether the lab builds this release with its own UI (lab/build.sh's
+// argocd-ui-VERSION): its UI's argo-ui pin, named in lab/modules/argocd-VERSION/argo-ui, is among
+// the commits ../shared/third_party/argo-ui holds.
+func OwnUI(root, version string) bool {
+	_, err := os.Stat(filepath.Join(root, "lab", "modules", "argocd-"+version, "argo-ui"))
+	return err == nil
+}
+
+// OwnUIVersions are the releases of ArgoCDVersions that OwnUI builds.
+func OwnUIVersions(root string) []string {
+	var own []string
+	for _, v := range ArgoCDVersions {
+		if OwnUI(root, v) {
+			own = append(own, v)
+		}
+	}
+	return own
 }
 
 // serverUIEnv is argocd-server's environment with the UI: the proxy extension is off by default
@@ -136,10 +184,7 @@ func prepareUI(ctx context.Context, st *State, a *ArgoCD, home string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(ExtensionsDir, "unprune"), 0o755); err != nil {
-		return err
-	}
-	if err := copyFile(filepath.Join(dist, "extension-unprune.js"), filepath.Join(ExtensionsDir, "unprune", "extension-unprune.js")); err != nil {
+	if err := installExtension(ctx, filepath.Join(dist, "extension-unprune.tar")); err != nil {
 		return err
 	}
 	for _, f := range []string{"host.html", "unprune-host.js", "unprune-host.css"} {
@@ -222,6 +267,9 @@ func startUIBackend(ctx context.Context, st *State, a *ArgoCD, home string) erro
 		return err
 	}
 	ui.URL = a.ServerURL + "/host.html"
+	if OwnUI(root, cfg.Version) {
+		ui.ArgoCDURL = a.ServerURL + "/"
+	}
 	return nil
 }
 

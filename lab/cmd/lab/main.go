@@ -7,7 +7,7 @@
 // Configuration comes from the environment, as `make lab-up VAR=…` passes it: ARGOCD_VERSION
 // (v3.6.1, v3.2.11, v3.1.16, v3.0.23, v2.14.11 or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES,
 // KCM, REMOTE (a second cluster, registered with the installation), SERVER (argocd-server), UI
-// (unprune's UI extension, with SERVER), APPSET_POLICY and APPSET_POLICY_OVERRIDE (the
+// (unprune's UI extension, with SERVER; in Argo CD's own UI for the releases lab.OwnUI names), APPSET_POLICY and APPSET_POLICY_OVERRIDE (the
 // ApplicationSet controller's policy), NOTIFICATIONS (Argo CD's notifications controller), LAB_DIR.
 package main
 
@@ -83,8 +83,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				fmt.Fprintf(stderr, "lab:   %-8s %s\n", u.Name, u.Role)
 				fmt.Fprintf(stderr, "lab:            argocd login 127.0.0.1:%d --plaintext --username %s --password %s\n", a.ServerPort, u.Name, u.Password)
 			}
+			if ui := a.UI; ui != nil && ui.ArgoCDURL != "" {
+				fmt.Fprintf(stderr, "lab: Argo CD %s's own UI with unprune's extension: open %s and sign in as one of the users above; the status panel item is on every app's page, the Unprune tab in each resource's panel\n", a.Config.Version, ui.ArgoCDURL)
+				fmt.Fprintf(stderr, "lab:   the host page of the fast tests: %s\n", ui.URL)
+			} else if ui != nil {
+				fmt.Fprintf(stderr, "lab: unprune's UI extension in Argo CD's API: open %s and sign in as one of the users above (the host page stands in for Argo CD's UI, which the lab builds only for %s; see docs/ui.md)\n", ui.URL, strings.Join(lab.OwnUIVersions(root), ", "))
+			}
 			if ui := a.UI; ui != nil {
-				fmt.Fprintf(stderr, "lab: unprune's UI extension in Argo CD's API: open %s and sign in as one of the users above (the host page stands in for Argo CD's UI; see docs/ui.md)\n", ui.URL)
 				fmt.Fprintf(stderr, "lab:   backend %s (unprune extension); journals of UI releases: unprune undo --journal-dir configmaps:%s --list\n", ui.BackendURL, ui.JournalNamespace)
 			}
 			fmt.Fprintf(stderr, "lab:   or: curl -s %s/api/v1/session -H 'Content-Type: application/json' -d '{\"username\":\"admin\",\"password\":\"%s\"}'  (a JWT for Authorization: Bearer)\n",
