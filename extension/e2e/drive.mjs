@@ -1,9 +1,11 @@
-// Drives the host page on a real argocd-server in headless Chromium, one scenario per run, for
-// test/e2e/ui_test.go, which checks the cluster between the scenarios. Every step leaves a
-// screenshot in the artifacts directory. The last stdout line is a JSON document of what the page
-// showed; console errors and page errors are part of it (the Go test requires none).
+// Drives unprune's extension on a real argocd-server in headless Chromium, one scenario per run,
+// for test/e2e/ui_test.go, which checks the cluster between the scenarios: in Argo CD's own UI
+// ("ui": "argocd", the release built from its sources by the lab) or in the host page that stands
+// in for it ("ui": "host", the default). Every step leaves a screenshot in the artifacts directory.
+// The last stdout line is a JSON document of what the page showed; console errors and page errors
+// are part of it (the Go test requires none).
 //
-//   node drive.mjs '{"url":..., "user":..., "password":..., "app":"NS/NAME", "resource":"Namespace//NAME", "scenario":"release|refused|undo", "artifacts":DIR}'
+//   node drive.mjs '{"url":..., "ui":"argocd|host", "user":..., "password":..., "app":"NS/NAME", "resource":"Namespace//NAME", "scenario":"release|refused|undo|guard", "artifacts":DIR}'
 import {join} from 'node:path';
 import {mkdirSync, readdirSync} from 'node:fs';
 import {launch} from '../test/browser.mjs';
@@ -11,7 +13,7 @@ import {launch} from '../test/browser.mjs';
 const opts = JSON.parse(process.argv[2]);
 mkdirSync(opts.artifacts, {recursive: true});
 const {browser, page, problems} = await launch();
-const out = {scenario: opts.scenario};
+const out = {scenario: opts.scenario, ui: opts.ui || 'host'};
 // Numbered after what earlier runs of the same test left, so that the files read in order.
 let shot = readdirSync(opts.artifacts).length;
 const snap = async name => {
@@ -22,17 +24,65 @@ const snap = async name => {
 };
 const text = async testid => (await page.getByTestId(testid).first().innerText()).trim();
 const long = {timeout: 120000};
+const [appNamespace, appName] = opts.app.split('/');
+
+// cssString quotes s for a CSS attribute selector (a title holds newlines).
+const cssString = s => '"' + s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\A ') + '"';
+
+// What differs between the two pages: how one signs in, opens the app, a resource's tab, closes the
+// flyout and reads the sync status. Everything the extension renders is found the same way in both.
+const pages = {
+    // The host page: extension/host, its own sign-in form and a list of the app's resources.
+    host: {
+        async signIn() {
+            await page.goto(opts.url);
+            await page.getByTestId('username').fill(opts.user);
+            await page.getByTestId('password').fill(opts.password);
+            await page.getByTestId('login').click();
+            await page.getByTestId('user').waitFor();
+        },
+        openApp: () => page.goto(`${opts.url}#/applications/${appNamespace}/${appName}`),
+        user: () => text('user'),
+        async openTab(resource) {
+            await page.locator(`[data-testid="resource-row"][data-resource="${resource}"]`).click();
+            await page.getByTestId('tab-Unprune').click();
+        },
+        closeFlyout: () => page.getByTestId('close-flyout').click(),
+        syncStatus: status => page.locator('[data-testid="sync-status"]', {hasText: status})
+    },
+    // Argo CD's own UI: its login form, the app's page with the resource tree, the sliding panels.
+    argocd: {
+        async signIn() {
+            await page.goto(opts.url);
+            out.title = await page.title();
+            const form = page.locator('.login__box form');
+            await form.locator('input:not([type="password"])').first().fill(opts.user);
+            await form.locator('input[type="password"]').fill(opts.password);
+            await form.locator('button[type="submit"]').click();
+            await page.waitForURL(/\/applications/, long);
+        },
+        openApp: () => page.goto(`${opts.url}applications/${appNamespace}/${appName}`),
+        // The UI shows who is signed in only on its user-info page; its API says the same.
+        user: () => page.evaluate(() => fetch('api/v1/session/userinfo', {credentials: 'same-origin'}).then(r => r.json()).then(u => u.username)),
+        async openTab(resource) {
+            // A tree node's title is "Kind: K\nNamespace: NS or (global)\nName: N" (describeNode).
+            const [kind, ns, name] = resource.split('/');
+            const title = `Kind: ${kind}\nNamespace: ${ns || '(global)'}\nName: ${name}`;
+            await page.locator(`.application-resource-tree__node[title=${cssString(title)}] .application-resource-tree__node__top-part`).click();
+            await page.locator('.sliding-panel--opened .tabs__nav a', {hasText: 'Unprune'}).click();
+        },
+        closeFlyout: () => page.locator('.sliding-panel--opened .sliding-panel__close').click(),
+        syncStatus: status =>
+            page.locator('.application-status-panel__item', {hasText: 'SYNC STATUS'}).locator('.application-status-panel__item-value', {hasText: status})
+    }
+};
+const ui = pages[out.ui];
 
 try {
-    await page.goto(opts.url);
-    await page.getByTestId('username').fill(opts.user);
-    await page.getByTestId('password').fill(opts.password);
-    await page.getByTestId('login').click();
-    await page.getByTestId('user').waitFor();
-    const [ns, name] = opts.app.split('/');
-    await page.goto(`${opts.url}#/applications/${ns}/${name}`);
+    await ui.signIn();
+    await ui.openApp();
     await page.getByTestId('panel-summary').waitFor(long);
-    out.user = await text('user');
+    out.user = await ui.user();
     out.react = await page.evaluate(() => window.React.version);
 
     if (opts.scenario === 'release' || opts.scenario === 'refused') {
@@ -43,9 +93,8 @@ try {
         await page.getByTestId('prune-item').first().waitFor(long);
         out.flyout = {summary: await text('flyout-summary'), item: await text('prune-item'), cascade: await text('flyout-cascade')};
         await snap('flyout');
-        await page.getByTestId('close-flyout').click();
-        await page.locator(`[data-testid="resource-row"][data-resource="${opts.resource}"]`).click();
-        await page.getByTestId('tab-Unprune').click();
+        await ui.closeFlyout();
+        await ui.openTab(opts.resource);
         await page.getByTestId('diff').waitFor(long);
         out.plan = {changes: await text('changes'), diff: await text('diff')};
         await snap('release-plan');
@@ -58,8 +107,8 @@ try {
             out.released = await text('released');
             out.undoCommand = await text('undo-command');
             await snap('released');
-            await page.locator('[data-testid="sync-status"]', {hasText: 'Synced'}).waitFor(long);
-            out.syncStatus = await text('sync-status');
+            await ui.syncStatus('Synced').first().waitFor(long);
+            out.syncStatus = (await ui.syncStatus('Synced').first().innerText()).trim();
             await page.getByTestId('panel-summary').filter({hasText: 'Nothing requires pruning'}).waitFor(long);
             out.panelAfter = await text('panel-summary');
             await snap('synced');
@@ -71,8 +120,7 @@ try {
     }
 
     if (opts.scenario === 'guard') {
-        await page.locator(`[data-testid="resource-row"][data-resource="${opts.resource}"]`).click();
-        await page.getByTestId('tab-Unprune').click();
+        await ui.openTab(opts.resource);
         await page.getByTestId('confirm-guard').waitFor(long);
         out.guardPlan = await text('confirm-guard');
         await snap('guard-plan');

@@ -26,7 +26,11 @@ import (
 
 // uiShown is what extension/e2e/drive.mjs read off the page.
 type uiShown struct {
-	Scenario string   `json:"scenario"`
+	Scenario string `json:"scenario"`
+	// UI is the page driven: "argocd" (Argo CD's own UI) or "host" (the host page).
+	UI string `json:"ui"`
+	// Title is Argo CD's own UI's document title.
+	Title    string   `json:"title"`
 	Problems []string `json:"problems"`
 	// ExpectedRefusals are Argo CD's refusals the scenario is about, as Chromium logged them.
 	ExpectedRefusals []string `json:"expectedRefusals"`
@@ -49,10 +53,15 @@ type uiShown struct {
 	Guarded          string `json:"guarded"`
 }
 
-// drive runs one scenario of the host page in headless Chromium against the real argocd-server.
+// drive runs one scenario in headless Chromium against the real argocd-server: in Argo CD's own UI
+// where the lab built it (lab.OwnUI), else in the host page standing in for it.
 func drive(t *testing.T, install *labtest.Install, user lab.ServerUser, app *labtest.App, scenario, resource, label, artifacts string) uiShown {
 	t.Helper()
-	args, _ := json.Marshal(map[string]string{"url": install.State.UI.URL, "user": user.Name, "password": user.Password,
+	url, ui := install.State.UI.URL, "host"
+	if install.State.UI.ArgoCDURL != "" {
+		url, ui = install.State.UI.ArgoCDURL, "argocd"
+	}
+	args, _ := json.Marshal(map[string]string{"url": url, "ui": ui, "user": user.Name, "password": user.Password,
 		"app": app.Namespace + "/" + app.Name, "resource": resource, "resourceLabel": label, "scenario": scenario, "artifacts": artifacts})
 	cmd := exec.Command("node", filepath.Join(install.Env.Root, "extension", "e2e", "drive.mjs"), string(args))
 	cmd.Dir = filepath.Join(install.Env.Root, "extension")
@@ -72,6 +81,12 @@ func drive(t *testing.T, install *labtest.Install, user lab.ServerUser, app *lab
 	}
 	if len(shown.Problems) > 0 {
 		t.Errorf("%s as %s: the page logged errors: %v", scenario, user.Name, shown.Problems)
+	}
+	if shown.UI != ui || ui == "argocd" && shown.Title != "Argo CD" {
+		t.Errorf("%s as %s: drove %q titled %q, want %q (Argo CD's own UI is titled \"Argo CD\")", scenario, user.Name, shown.UI, shown.Title, ui)
+	}
+	if !strings.Contains(shown.User, user.Name) || ui == "argocd" && shown.User != user.Name {
+		t.Errorf("%s: signed in as %q, want %s", scenario, shown.User, user.Name)
 	}
 	return shown
 }
@@ -105,27 +120,36 @@ func uiJournals(t *testing.T, env *labtest.Env, namespace string) []journal.Summ
 	return sums
 }
 
-// TestUIExtension: in the host page on the real argocd-server v3.6.1, with the extension served by
-// its /extensions.js and the backend behind its proxy extension, the viewer sees the stuck
+// TestUIExtension: in Argo CD v2.14.11's own UI, built from its sources (React 16.14.0), and in the
+// host page on the real argocd-server v3.6.1 and v3.0.23, with the extension served by its
+// /extensions.js and the backend behind its proxy extension, the viewer sees the stuck
 // Namespace, its risk and contents, and Argo CD's RBAC refuses the viewer's release (journaled as
 // failed, nothing changed); the admin sees the plan and the diff, releases, and sees the app Synced
 // with the Namespace and its contents intact; the undo in the UI is refused by Argo CD (its API
 // patches only an app's resources) with the command that undoes it, and that command, reading the
 // UI's journal from its ConfigMap, restores the tracking exactly. No page logs an error.
 //
-// It runs on v3.6.1 (the host page with React 19.2.6) and v3.0.23 (React 16.14.0), each with the
-// React its UI pins: the same bundle, unchanged.
+// It runs on v3.6.1 (the host page with React 19.2.6), v3.0.23 (React 16.14.0) and v2.14.11 (Argo
+// CD's own UI, whose React is 16.14.0), each with the React its UI pins: the same bundle, unchanged.
+// v2.14.11 tracks by annotation here, as the two others do by default.
 func TestUIExtension(t *testing.T) {
-	for _, tc := range []struct{ version, namespace, react string }{{"v3.6.1", "argocd-ui", "19.2.6"}, {"v3.0.23", "argocd-ui-v30", "16.14.0"}} {
+	for _, tc := range []struct{ version, namespace, react string }{{"v3.6.1", "argocd-ui", "19.2.6"}, {"v3.0.23", "argocd-ui-v30", "16.14.0"}, {"v2.14.11", "argocd-ui-v214", "16.14.0"}} {
 		t.Run(tc.version, func(t *testing.T) { uiExtension(t, tc.version, tc.namespace, tc.react) })
 	}
 }
 
 func uiExtension(t *testing.T, version, namespace, react string) {
 	env := labtest.Get(t)
-	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Namespace: namespace, Server: true, UI: true})
+	cfg := lab.ArgoCDConfig{Version: version, Namespace: namespace, Server: true, UI: true}
+	if version == "v2.14.11" {
+		cfg.Tracking = "annotation"
+	}
+	install := env.ArgoCD(t, cfg)
 	if install.State.UI == nil {
 		t.Fatal("the lab started no UI extension")
+	}
+	if own := lab.OwnUI(env.Root, version); own != (install.State.UI.ArgoCDURL != "") {
+		t.Fatalf("Argo CD %s: the lab builds its own UI: %t; argocd-server serves it: %q", version, own, install.State.UI.ArgoCDURL)
 	}
 	artifacts := uiArtifacts(t)
 	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true})
@@ -147,7 +171,7 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 	// The viewer sees the same answers, and Argo CD refuses the release.
 	viewer := drive(t, install, lab.ServerViewer, app, "refused", row, label, artifacts)
 	if viewer.React != react {
-		t.Errorf("the host page runs React %s; Argo CD %s's UI pins %s", viewer.React, version, react)
+		t.Errorf("the %s page runs React %s; Argo CD %s's UI pins %s", viewer.UI, viewer.React, version, react)
 	}
 	mustContain(t, "the viewer's panel", viewer.Panel.Summary, "1 resource requires pruning", "1 high-risk", "1 unguarded")
 	mustContain(t, "the viewer's panel", viewer.Panel.First, label, "HIGH RISK")
