@@ -26,7 +26,7 @@ LAB_ARGOCD_VERSIONS := v3.6.1 v3.0.23 v2.14.11
 repo_server_tools = $(strip $(shell sed 's/\#.*//' lab/modules/argocd-$(1)/repo-server-tools 2>/dev/null))
 # And the releases whose own UI the browser tests drive, built from their sources with that UI
 # embedded (lab/build.sh: argocd-ui-VERSION; the other lines' UI tests use the host page).
-LAB_OWN_UI_VERSIONS := v2.14.11
+LAB_OWN_UI_VERSIONS :=
 LAB_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_VERSIONS),argocd-$(v) $(call repo_server_tools,$(v))) \
 	$(foreach v,$(LAB_OWN_UI_VERSIONS),argocd-ui-$(v))
 # Every release line the lab builds, which `make test-matrix` (only) builds and runs. v3.3–v3.5 cannot

@@ -107,9 +107,6 @@ func TestOwnUIOfEveryRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	own := OwnUIVersions(root)
-	if len(own) == 0 {
-		t.Fatal("the lab builds no release with its own UI")
-	}
 	for _, v := range own {
 		b, err := os.ReadFile(filepath.Join(root, "lab", "modules", "argocd-"+v, "argo-ui"))
 		if err != nil {
@@ -135,7 +132,7 @@ func TestOwnUIOfEveryRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^LAB_OWN_UI_VERSIONS := (.*)$`).FindSubmatch(makefile)
+	m := regexp.MustCompile(`(?m)^LAB_OWN_UI_VERSIONS :=(.*)$`).FindSubmatch(makefile)
 	if m == nil || !slices.Equal(strings.Fields(string(m[1])), own) {
 		t.Errorf("the Makefile's LAB_OWN_UI_VERSIONS line is %q, want the releases built with their own UI, %v", m, own)
 	}
