@@ -143,3 +143,57 @@ metadata: {name: untracked}
 		t.Errorf("skipped %q; want only the excluded Deployment", rep.Skipped)
 	}
 }
+
+// TestRunNamesRecreation: an app that syncs with Replace=true deletes and recreates what it adopts
+// at a forced sync (at every sync with Force=true), Prune=false notwithstanding; a Namespace it
+// updates instead (argocd.Recreated). The adoption says so.
+func TestRunNamesRecreation(t *testing.T) {
+	v := argocd.Version{Major: 3, Minor: 6, Patch: 1}
+	s := cluster.Settings{Settings: argocd.NewSettings(map[string]string{argocd.SettingTrackingMethod: "annotation"}, &v), FilterKnown: true}
+	c := clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer)
+	c.Add("", "Namespace", "", "shared", nil, map[string]string{argocd.AnnotationTrackingID: "other:/Namespace:dest/shared"})
+	c.Add("", "ConfigMap", "dest", "settings", nil, map[string]string{argocd.AnnotationTrackingID: "other:/ConfigMap:dest/settings", argocd.AnnotationSyncOptions: "Prune=false"})
+	c.Add("", "ConfigMap", "dest", "always", nil, nil)
+	argo := clustertest.NewArgoCD("argocd", c, s.Settings)
+	app := argocd.Application{Namespace: "argocd", Name: "web", Project: "default", Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "dest"},
+		SyncOptions: []string{"Replace=true"}}
+	manifests, err := ReadManifests("-", strings.NewReader(`
+apiVersion: v1
+kind: Namespace
+metadata: {name: shared}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, annotations: {argocd.argoproj.io/sync-options: Prune=false}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: always, annotations: {argocd.argoproj.io/sync-options: "Force=true"}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), argo, s, app, manifests, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"shared": "", "settings": "a sync of this app with FORCE ticked deletes it", "always": "every sync of this app deletes it"}
+	for _, it := range rep.Items {
+		w, ok := want[it.Resource.Name]
+		if !ok || it.Kind != Adoption {
+			t.Errorf("unexpected item %s %s", it.Kind, it.Resource)
+			continue
+		}
+		delete(want, it.Resource.Name)
+		notes := strings.Join(it.Notes, "\n")
+		switch {
+		case w == "" && strings.Contains(notes, "Replace=true"):
+			t.Errorf("%s: %q; a Namespace is updated, never replaced", it.Resource, notes)
+		case w != "" && !strings.Contains(notes, w):
+			t.Errorf("%s: %q; want %q", it.Resource, notes, w)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no adoption of %v", want)
+	}
+}
