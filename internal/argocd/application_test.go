@@ -146,3 +146,16 @@ func TestParseApplicationSourceHydrator(t *testing.T) {
 		t.Errorf("an app without spec.sourceHydrator: %+v", plain.SourceHydrator)
 	}
 }
+
+func TestHydratorOf(t *testing.T) {
+	if HydratorOf(map[string]any{"source": map[string]any{}}) != nil {
+		t.Error("an app without sourceHydrator")
+	}
+	h := HydratorOf(map[string]any{"sourceHydrator": map[string]any{"drySource": map[string]any{"path": "chart", "plugin": map[string]any{"name": "p"}}}})
+	if h == nil || h.DrySource.Path != "chart" || len(h.DrySource.Plugin) == 0 {
+		t.Errorf("%+v", h)
+	}
+	if HydratorOf(map[string]any{"sourceHydrator": "odd"}) == nil {
+		t.Error("a sourceHydrator that does not parse is still one")
+	}
+}

@@ -61,3 +61,23 @@ func (d DrySource) HelmReleaseName() string {
 	_ = json.Unmarshal(d.Helm, &helm)
 	return helm.ReleaseName
 }
+
+// HydratorOf reads spec.sourceHydrator from an Application's spec as a map (a live object or a
+// manifest); nil when there is none.
+func HydratorOf(spec map[string]any) *SourceHydrator {
+	raw, ok := spec["sourceHydrator"]
+	if !ok || raw == nil {
+		return nil
+	}
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return nil
+	}
+	var h SourceHydrator
+	if json.Unmarshal(data, &h) != nil {
+		// A sourceHydrator that is not an object is still one: the caller must not take the app
+		// for an ordinary one.
+		return &SourceHydrator{}
+	}
+	return &h
+}
