@@ -17,8 +17,9 @@ UI ?=
 APPSET_POLICY ?=
 APPSET_POLICY_OVERRIDE ?=
 NOTIFICATIONS ?=
+HYDRATOR ?=
 LAB_DIR ?= $(CURDIR)/.lab
-export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES KCM REMOTE SERVER UI APPSET_POLICY APPSET_POLICY_OVERRIDE NOTIFICATIONS LAB_DIR
+export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES KCM REMOTE SERVER UI APPSET_POLICY APPSET_POLICY_OVERRIDE NOTIFICATIONS HYDRATOR LAB_DIR
 
 # Components `make test` needs: the control plane and CI's Argo CD lines, each with the helm and
 # kustomize its repo-server runs (lab/modules/argocd-VERSION/repo-server-tools).
@@ -75,7 +76,7 @@ docs: ## regenerate the command reference, docs/commands/*.md, from the command 
 lab-build: deps-lab ## build the lab's binaries (or find them in the cache)
 	@bash lab/build.sh $(LAB_COMPONENTS) >/dev/null
 
-lab-up: deps-lab ## start the lab (ARGOCD_VERSION, TRACKING, REMOTE=1, SERVER=1, UI=1, APPSET_POLICY=sync, NOTIFICATIONS=1, …); last line: KUBECONFIG=<path>
+lab-up: deps-lab ## start the lab (ARGOCD_VERSION, TRACKING, REMOTE=1, SERVER=1, UI=1, APPSET_POLICY=sync, NOTIFICATIONS=1, HYDRATOR=1, …); last line: KUBECONFIG=<path>
 	@$(GO) run ./lab/cmd/lab up
 
 lab-down: ## stop exactly what lab-up started

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +46,10 @@ type ArgoCDConfig struct {
 	// Notifications also runs Argo CD's notifications controller (lab/notifications.go) with an
 	// empty argocd-notifications-cm and argocd-notifications-secret, as install.yaml ships them.
 	Notifications bool `json:"notifications,omitempty"`
+	// Hydrator also runs Argo CD's commit-server (lab/hydrator.go) and enables the source hydrator
+	// (hydrator.enabled in argocd-cmd-params-cm), as install-with-hydrator.yaml does: apps with
+	// spec.sourceHydrator are rendered from their dry source and committed to their hydrated branch.
+	Hydrator bool `json:"hydrator,omitempty"`
 	// ResourceSelectors is argocd-cm's resource.selectors (v3.6+): label selectors that keep objects
 	// out of the controller's cache.
 	ResourceSelectors string `json:"resourceSelectors,omitempty"`
@@ -124,7 +129,7 @@ func (c ArgoCDConfig) Validate() error {
 	if err := c.validateAppSet(); err != nil {
 		return err
 	}
-	return nil
+	return c.validateHydrator()
 }
 
 // component names the processes of one installation; the namespace keeps installations apart.
@@ -304,6 +309,14 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 		return nil, err
 	}
 
+	// The commit-server runs before the controller, which is told where it is.
+	var hydratorEnv []string
+	if cfg.Hydrator {
+		if hydratorEnv, err = startCommitServer(ctx, st, cfg, argocdBin, home, env); err != nil {
+			return nil, err
+		}
+	}
+
 	// The controller acts with its ServiceAccount's rights, as in a real installation; the
 	// in-cluster destination resolves to KUBECONFIG (ARGOCD_FAKE_IN_CLUSTER), so it must be the same.
 	ctrlArgs := []string{
@@ -322,7 +335,7 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 		Name: cfg.component("application-controller"),
 		Path: argocdBin,
 		Args: ctrlArgs,
-		Env:  append([]string{"ARGOCD_BINARY_NAME=argocd-application-controller"}, withEnv(env, "KUBECONFIG", ctrlKubeconfig)...),
+		Env:  append(append([]string{"ARGOCD_BINARY_NAME=argocd-application-controller"}, withEnv(env, "KUBECONFIG", ctrlKubeconfig)...), hydratorEnv...),
 		Dir:  home,
 	}
 	if _, err := ctrl.start(st.Dir); err != nil {
@@ -340,7 +353,7 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 		}
 	}
 	if cfg.Server {
-		if err := startServerOnFreePorts(ctx, st, a, argocdBin, home, env, redisAddr); err != nil {
+		if err := startServerOnFreePorts(ctx, st, a, argocdBin, home, append(slices.Clone(env), serverHydratorEnv(hydratorEnv)...), redisAddr); err != nil {
 			return nil, err
 		}
 	}
@@ -433,7 +446,7 @@ func hashPasswords(ctx context.Context, bin, home string) (map[string]string, er
 
 func stopArgoCD(st *State, a ArgoCD) error {
 	var errs []string
-	for _, role := range []string{"unprune-extension", "server", "notifications-controller", "applicationset-controller", "application-controller", "repo-server", "redis"} {
+	for _, role := range []string{"unprune-extension", "server", "notifications-controller", "applicationset-controller", "application-controller", "commit-server", "repo-server", "redis"} {
 		if err := stopProcess(st.Dir, a.Config.component(role), 10*time.Second); err != nil {
 			errs = append(errs, err.Error())
 		}

@@ -8,7 +8,8 @@
 // (v3.6.1, v3.2.11, v3.1.16, v3.0.23, v2.14.11 or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES,
 // KCM, REMOTE (a second cluster, registered with the installation), SERVER (argocd-server), UI
 // (unprune's UI extension, with SERVER), APPSET_POLICY and APPSET_POLICY_OVERRIDE (the
-// ApplicationSet controller's policy), NOTIFICATIONS (Argo CD's notifications controller), LAB_DIR.
+// ApplicationSet controller's policy), NOTIFICATIONS (Argo CD's notifications controller), HYDRATOR
+// (Argo CD's commit-server, with the source hydrator enabled), LAB_DIR.
 package main
 
 import (
@@ -72,6 +73,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			if a.NotificationsMetricsURL != "" {
 				fmt.Fprintf(stderr, "lab: Argo CD's notifications controller of %s (metrics %s) reads argocd-notifications-cm there; unprune's trigger and template: deploy/components/argocd-notifications (docs/watch.md)\n",
 					a.Config.Namespace, a.NotificationsMetricsURL)
+			}
+		}
+		for _, a := range st.ArgoCD {
+			if a.Config.Hydrator {
+				fmt.Fprintf(stderr, "lab: Argo CD's commit-server of %s runs, and the source hydrator is on (hydrator.enabled in argocd-cmd-params-cm): an app with "+
+					"spec.sourceHydrator gets its dry source rendered and pushed to its syncSource branch (file:// repositories need no write credentials)\n", a.Config.Namespace)
 			}
 		}
 		for _, a := range st.ArgoCD {
@@ -153,6 +160,10 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	hydrator, err := onOff(getenv, "HYDRATOR", false)
+	if err != nil {
+		return cfg, err
+	}
 	version := getenv("ARGOCD_VERSION")
 	if version == "" {
 		version = "v3.6.1"
@@ -163,6 +174,9 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 		}
 		if notifications {
 			return cfg, fmt.Errorf("NOTIFICATIONS=1 needs an Argo CD: set ARGOCD_VERSION to one of %s", strings.Join(lab.ArgoCDVersions, ", "))
+		}
+		if hydrator {
+			return cfg, fmt.Errorf("HYDRATOR=1 needs an Argo CD: set ARGOCD_VERSION to one of %s", strings.Join(lab.ArgoCDVersions, ", "))
 		}
 		return cfg, nil
 	}
@@ -186,6 +200,7 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 		AppSetPolicy:         getenv("APPSET_POLICY"),
 		AppSetPolicyOverride: getenv("APPSET_POLICY_OVERRIDE"),
 		Notifications:        notifications,
+		Hydrator:             hydrator,
 	}
 	return cfg, cfg.ArgoCD.Validate()
 }
