@@ -170,7 +170,7 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 	if uid2 != uid {
 		t.Fatalf("the namespace was recreated")
 	}
-	sums := uiJournals(t, env, install.Namespace())
+	sums := uiJournals(t, env, install.State.UI.JournalNamespace)
 	if len(sums) != 1 || sums[0].Failed != 1 || sums[0].Applied != 0 {
 		t.Fatalf("after the viewer's refused release, want one journal with one failed entry: %+v", sums)
 	}
@@ -195,12 +195,12 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 		t.Fatalf("the namespace's contents: %v", err)
 	}
 	var released journal.Summary
-	for _, s := range uiJournals(t, env, install.Namespace()) {
+	for _, s := range uiJournals(t, env, install.State.UI.JournalNamespace) {
 		if s.Applied == 1 {
 			released = s
 		}
 	}
-	if released.ID == "" || !strings.Contains(admin.UndoCommand, released.ID) || !strings.Contains(admin.UndoCommand, "--journal-dir configmaps:"+install.Namespace()) {
+	if released.ID == "" || !strings.Contains(admin.UndoCommand, released.ID) || !strings.Contains(admin.UndoCommand, "--journal-dir configmaps:"+install.State.UI.JournalNamespace) {
 		t.Fatalf("the page names %q; the applied journal is %q", admin.UndoCommand, released.ID)
 	}
 
@@ -210,7 +210,7 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 	mustContain(t, "the undo plan", undo.UndoPlan, label, "restore", argocd.AnnotationTrackingID)
 	mustContain(t, "the undo through Argo CD", undo.UndoResult, "no longer lists", "undo with a kubeconfig")
 	fields := strings.Fields(undo.UndoCommand)
-	if len(fields) < 5 || fields[0] != "unprune" || fields[1] != "undo" || fields[2] != "--journal-dir" || fields[3] != "configmaps:"+install.Namespace() {
+	if len(fields) < 5 || fields[0] != "unprune" || fields[1] != "undo" || fields[2] != "--journal-dir" || fields[3] != "configmaps:"+install.State.UI.JournalNamespace {
 		t.Fatalf("the page's undo command %q", undo.UndoCommand)
 	}
 	r := cmdtest.Run(t, env.State.Kubeconfig, fields[3], append([]string{"undo"}, fields[4:]...)...)
@@ -296,13 +296,13 @@ func TestUIUndoThroughArgoCD(t *testing.T) {
 	sameExcept(t, "labels after the undo", before.Labels, restored.Labels, nil, nil)
 	sameExcept(t, "annotations after the undo", before.Annotations, restored.Annotations, nil, nil)
 	undone := false
-	for _, s := range uiJournals(t, env, install.Namespace()) {
+	for _, s := range uiJournals(t, env, install.State.UI.JournalNamespace) {
 		for _, a := range s.Applications {
 			undone = undone || a.Name == app.Name && s.Undone == 1
 		}
 	}
 	if !undone {
-		t.Fatalf("no journal of %s says undone: %+v", app.Name, uiJournals(t, env, install.Namespace()))
+		t.Fatalf("no journal of %s says undone: %+v", app.Name, uiJournals(t, env, install.State.UI.JournalNamespace))
 	}
 	app.WaitStatus(t, 90*time.Second, "to require pruning of "+name+" again", labtest.RequiresPruningAt(reverted, "ConfigMap", name))
 }
