@@ -6,7 +6,7 @@
 //	go run ./hack/dist [-platforms linux/amd64,…] [-version v1.2.3] [-out dist]
 //	go run ./hack/dist -krew-only -checksums dist/checksums.txt -version v1.2.3   # after goreleaser
 //	go run ./hack/dist -list -version v1.2.3                                       # the archive names
-//	go run ./hack/dist -pin-image -version v1.2.3     # deploy/base runs that release's image (before tagging)
+//	go run ./hack/dist -pin-image -version v1.2.3     # deploy/ runs that release's image and bundle (before tagging)
 //	go run ./hack/dist -check-image -version v1.2.3   # fails unless it does (the release's before hook)
 package main
 
@@ -44,8 +44,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	krewOnly := fs.Bool("krew-only", false, "build nothing: render the krew manifest from -checksums")
 	checksums := fs.String("checksums", "", "with -krew-only: the checksums file of the archives (goreleaser's or dist's)")
 	list := fs.Bool("list", false, "build nothing: print each platform's archive name")
-	pinImage := fs.Bool("pin-image", false, "build nothing: pin deploy/base's image to -version")
-	checkImage := fs.Bool("check-image", false, "build nothing: fail unless deploy/base's image is pinned to -version")
+	pinImage := fs.Bool("pin-image", false, "build nothing: pin deploy/'s image (and so the UI extension's bundle) to -version")
+	checkImage := fs.Bool("check-image", false, "build nothing: fail unless deploy/'s image is pinned to -version")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,14 +61,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if *tag == "" {
 			return errors.New("-pin-image and -check-image need -version, the release's tag")
 		}
-		path := filepath.Join(root, imageKustomization)
-		if *checkImage {
-			return CheckImage(path, *tag)
+		for _, k := range imageKustomizations {
+			path := filepath.Join(root, k)
+			if *checkImage {
+				if err := CheckImage(path, *tag); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := PinImage(path, *tag); err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, path)
 		}
-		if err := PinImage(path, *tag); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, path)
 		return nil
 	}
 	rel, err := release(root, *tag, *commit, *commitTime)
