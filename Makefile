@@ -60,14 +60,17 @@ build: ## build bin/unprune, bin/kubectl-unprune (and its kubectl_complete-unpru
 	install -m 0755 plugins/kubectl_complete-unprune $(BIN_DIR)/kubectl_complete-unprune
 
 # The release archives of .goreleaser.yaml built with the go command alone: every platform, the
-# same ldflags, sha256 checksums and the krew manifest. VERSION defaults to `git describe`.
+# same ldflags, sha256 checksums and the krew manifest; and the UI extension's bundle, built with
+# node as the release builds it, copied beside them and listed in checksums.txt. VERSION defaults to
+# `git describe`.
 VERSION ?=
-dist: ## cross-compile the release archives into dist/ with checksums and the krew manifest (VERSION=v1.2.3)
+dist: ## cross-compile the release archives into dist/ with checksums, the krew manifest and the UI extension's bundle (VERSION=v1.2.3)
 	rm -rf dist
-	$(GO) run ./hack/dist -out dist $(if $(VERSION),-version $(VERSION))
+	$(MAKE) extension VERSION=$$($(GO) run ./hack/dist -print-version $(if $(VERSION),-version $(VERSION)))
+	$(GO) run ./hack/dist -out dist -extra-files $(if $(VERSION),-version $(VERSION))
 
-extension: ## build the Argo CD UI extension into extension/dist (bundle, installer tarball, host page)
-	cd extension && npm ci --no-audit --no-fund && node build.mjs
+extension: ## build the Argo CD UI extension into extension/dist (bundle, installer tarball, host page; VERSION=v1.2.3 stamps it)
+	cd extension && npm ci --no-audit --no-fund && $(if $(VERSION),UNPRUNE_VERSION=$(VERSION) )node build.mjs
 
 docs: ## regenerate the command reference, docs/commands/*.md, from the command tree
 	$(GO) run ./hack/gendocs -dir docs/commands

@@ -3,9 +3,10 @@
 // checksums file, and the krew manifest rendered from plugins/unprune.yaml. `make dist` runs it;
 // its tests keep .goreleaser.yaml honest.
 //
-//	go run ./hack/dist [-platforms linux/amd64,…] [-version v1.2.3] [-out dist]
+//	go run ./hack/dist [-platforms linux/amd64,…] [-version v1.2.3] [-out dist] [-extra-files]
 //	go run ./hack/dist -krew-only -checksums dist/checksums.txt -version v1.2.3   # after goreleaser
 //	go run ./hack/dist -list -version v1.2.3                                       # the archive names
+//	go run ./hack/dist -print-version                                              # the version a build stamps
 //	go run ./hack/dist -pin-image -version v1.2.3     # deploy/ runs that release's image and bundle (before tagging)
 //	go run ./hack/dist -check-image -version v1.2.3   # fails unless it does (the release's before hook)
 package main
@@ -46,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	list := fs.Bool("list", false, "build nothing: print each platform's archive name")
 	pinImage := fs.Bool("pin-image", false, "build nothing: pin deploy/'s image (and so the UI extension's bundle) to -version")
 	checkImage := fs.Bool("check-image", false, "build nothing: fail unless deploy/'s image is pinned to -version")
+	withExtras := fs.Bool("extra-files", false, "copy the release's extra files (the UI extension's bundle, built before: make extension VERSION=…) into -out and list them in the checksums file")
+	printVersion := fs.Bool("print-version", false, "build nothing: print the version a build would stamp (-version, else git describe)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -83,6 +86,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if *list {
 		return listArchives(c, rel, stdout)
 	}
+	if *printVersion {
+		fmt.Fprintln(stdout, rel.Tag)
+		return nil
+	}
 	manifest := filepath.Join(*out, filepath.Base(*krewTmpl))
 	if *krewOnly {
 		if *checksums == "" {
@@ -108,13 +115,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		partial = len(platforms) < len(c.Platforms())
 	}
-	d := &Dist{Config: c, Root: root, Out: *out, Release: rel, Log: stderr}
+	d := &Dist{Config: c, Root: root, Out: *out, Release: rel, Log: stderr, ExtraFiles: *withExtras}
 	arts, sumsFile, err := d.Run(platforms)
 	if err != nil {
 		return err
 	}
 	for _, a := range arts {
 		fmt.Fprintln(stdout, filepath.Join(*out, a.Name))
+	}
+	for _, e := range d.Extras {
+		fmt.Fprintln(stdout, e)
 	}
 	fmt.Fprintln(stdout, sumsFile)
 	if partial {
