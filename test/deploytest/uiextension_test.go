@@ -504,3 +504,67 @@ func TestUIExtensionNetworkPolicy(t *testing.T) {
 		t.Errorf("ports %s", ports)
 	}
 }
+
+// TestDocumentedHelmValues: the argo-helm values docs/ui.md gives run the component's installer and
+// check — the same images, the same securityContext (Pod Security restricted), the same bundle of
+// the release, in that order — and configure the proxy extension exactly as the component does.
+func TestDocumentedHelmValues(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(Dir(), "..", "docs", "ui.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	i := strings.Index(doc, "```yaml\nserver:\n  extensions:")
+	if i < 0 {
+		t.Fatal("docs/ui.md shows no argo-helm values")
+	}
+	block := doc[i+len("```yaml\n"):]
+	block = block[:strings.Index(block, "```")]
+	objs := buildUIExtension(t)
+	tag := containerImageTag(t, objs, "unprune-extension")
+	var values struct {
+		Server struct {
+			Extensions     struct{ Enabled bool }
+			InitContainers []map[string]any `json:"initContainers"`
+		}
+		Configs struct {
+			Params map[string]any
+			CM     map[string]any `json:"cm"`
+			RBAC   map[string]any `json:"rbac"`
+		}
+	}
+	if err := yaml.Unmarshal([]byte(strings.ReplaceAll(block, "vX.Y.Z", tag)), &values); err != nil {
+		t.Fatalf("the documented values: %v", err)
+	}
+	if !values.Server.Extensions.Enabled {
+		t.Error("server.extensions.enabled: the chart's extensions volume is what the init containers mount")
+	}
+	component := asSlice(podSpec(named(objs, "Deployment", "argocd-server"))["initContainers"])
+	if len(values.Server.InitContainers) != len(component) {
+		t.Fatalf("%d init containers documented, the component has %d", len(values.Server.InitContainers), len(component))
+	}
+	for n, c := range component {
+		want, got := c.(map[string]any), values.Server.InitContainers[n]
+		if got["name"] != want["name"] || got["image"] != want["image"] || fmt.Sprint(got["securityContext"]) != fmt.Sprint(want["securityContext"]) {
+			t.Errorf("documented init container %d: %v %v %v; the component's: %v %v %v", n, got["name"], got["image"], got["securityContext"], want["name"], want["image"], want["securityContext"])
+		}
+	}
+	installer := envOf(values.Server.InitContainers[0])
+	for k, v := range envOf(component[0].(map[string]any)) {
+		if installer[k] != v {
+			t.Errorf("documented %s = %q, the component's %q", k, installer[k], v)
+		}
+	}
+	if check := fmt.Sprint(values.Server.InitContainers[1]["command"]); !strings.Contains(check, "test -s /tmp/extensions/resources/unprune/extension-unprune.js") || !strings.Contains(check, "exit 1") {
+		t.Errorf("the documented check %s does not fail without the bundle", check)
+	}
+	if fmt.Sprint(values.Configs.Params["server.enable.proxy.extension"]) != "true" {
+		t.Errorf("configs.params %v", values.Configs.Params)
+	}
+	if got, want := values.Configs.CM["extension.config.unprune"], data(t, objs, "argocd-cm")["extension.config.unprune"]; got != want {
+		t.Errorf("configs.cm extension.config.unprune:\n%v\nthe component's:\n%v", got, want)
+	}
+	if got, want := values.Configs.RBAC["policy.unprune.csv"], data(t, objs, "argocd-rbac-cm")["policy.unprune.csv"]; got != want {
+		t.Errorf("configs.rbac policy.unprune.csv %q, the component's %q", got, want)
+	}
+}
