@@ -127,6 +127,7 @@ func (o *ExtensionOptions) Complete() error {
 			cms.RequestedBy, cms.FieldManager = requestedBy, o.FieldManager
 			return journal.NewBackedStore(cms, o.Now)
 		},
+		JournalNamespace: ns,
 		UndoCommand: func(id string) string {
 			return fmt.Sprintf("%s undo --journal-dir %s%s %s --yes", o.program, cmstore.Scheme, ns, id)
 		},

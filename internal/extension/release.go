@@ -150,6 +150,9 @@ func (s *server) journalAndPatch(r *request, it *engine.Item, command, strategy,
 			Namespace: it.Ref.Namespace, Name: it.Ref.Name, UID: it.Live.UID, ResourceVersion: it.Live.ResourceVersion},
 		Changes: it.Plan.Changes,
 	})
+	if ns := s.cfg.JournalNamespace; ns != "" && ns == r.argo.Namespace() {
+		return fail(http.StatusInternalServerError, "JournalsInArgoCDNamespace", "this backend journals in namespace %s, Argo CD's: it journals nothing there, since it would have to be able to write argocd-cm and argocd-rbac-cm; give it a namespace of its own (docs/ui.md). Nothing was changed", ns)
+	}
 	s.creating.Lock()
 	defer s.creating.Unlock()
 	store := s.cfg.Journals(r.user)

@@ -44,6 +44,10 @@ type Config struct {
 	Session session.Session
 	// Journals returns the store of UI releases, recording who asked (as Argo CD names them).
 	Journals func(requestedBy string) *journal.Store
+	// JournalNamespace is the namespace of a ConfigMap store, when Journals is one: the backend
+	// journals nothing when it turns out to be Argo CD's (the backend would need to be able to
+	// write ConfigMaps there, argocd-cm and argocd-rbac-cm among them).
+	JournalNamespace string
 	// UndoCommand is the command line that undoes a journal with a kubeconfig, for the UI to show.
 	UndoCommand func(journalID string) string
 	// Token is what HeaderToken must hold; TokenFile, when set, holds it instead, and is read again

@@ -449,3 +449,19 @@ func TestTokenFollowsItsFile(t *testing.T) {
 		t.Error("a backend whose token file is missing starts")
 	}
 }
+
+// TestNoJournalsInArgoCDsNamespace: a backend whose journals would go to Argo CD's namespace (Argo
+// CD's found at run time, not named by a flag) writes none there and says why.
+func TestNoJournalsInArgoCDsNamespace(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.JournalNamespace = "argocd" })
+	var ans ResourceAnswer
+	f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans)
+	var e Error
+	req := ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion}
+	if code := f.call("POST", "/releases", "argocd:guestbook", req, &e); code != http.StatusInternalServerError || e.Reason != "JournalsInArgoCDNamespace" {
+		t.Fatalf("%d %+v", code, e)
+	}
+	if sums, _ := f.store.List(); len(sums) != 0 {
+		t.Fatalf("journals written: %+v", sums)
+	}
+}
