@@ -137,6 +137,11 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Create(ctx, data, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The backend counts no ConfigMaps or Pods (it may not list them cluster-wide): a kind it counts.
+	reader := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "data-reader", Namespace: ns}}
+	if _, err := env.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, reader, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	labels, annotations, uid := metadataOf(t, env, ns)
 	tracking := annotations[argocd.AnnotationTrackingID]
 	if tracking == "" {
@@ -152,7 +157,7 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 	mustContain(t, "the viewer's panel", viewer.Panel.Summary, "1 resource requires pruning", "1 high-risk", "1 unguarded")
 	mustContain(t, "the viewer's panel", viewer.Panel.First, label, "HIGH RISK")
 	mustContain(t, "the viewer's flyout", viewer.Flyout.Item, label, "deleting a namespace deletes everything in it", "Nothing guards this deletion")
-	// What the prune takes with it (the ConfigMap "data" at least), and the app's cascade: it has no
+	// What the prune takes with it (the ServiceAccount "data-reader" at least), and the app's cascade: it has no
 	// resources finalizer, so deleting it deletes none of its resources.
 	if m := regexp.MustCompile(`A prune deletes it with ([0-9]+) objects? in it`).FindStringSubmatch(viewer.Flyout.Item); m == nil || m[1] == "0" {
 		t.Errorf("the viewer's flyout: %q does not name the objects in the namespace", viewer.Flyout.Item)
