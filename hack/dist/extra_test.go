@@ -136,8 +136,10 @@ func TestReleaseShipsTheExtension(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(raw), "- make extension VERSION={{ .Tag }}\n") {
-		t.Error("the release does not build the bundle with its tag (before: hooks: make extension VERSION={{ .Tag }})")
+	hooks := string(raw)
+	build, check := strings.Index(hooks, "- make extension VERSION={{ .Tag }}\n"), strings.Index(hooks, "- go run ./hack/dist -check-extension -version {{ .Tag }}\n")
+	if build < 0 || check < build {
+		t.Error("the release does not build the bundle with its tag, then check it (before: hooks: make extension VERSION={{ .Tag }}, go run ./hack/dist -check-extension -version {{ .Tag }})")
 	}
 	for file, names := range map[string][]string{
 		"extension/build.mjs":                               {"'" + extensionTar + "'", "'" + extensionChecksum + "'", "'resources/unprune/extension-unprune.js'", "unprune's Argo CD UI extension ${v} ("},

@@ -7,6 +7,7 @@
 //	go run ./hack/dist -krew-only -checksums dist/checksums.txt -version v1.2.3   # after goreleaser
 //	go run ./hack/dist -list -version v1.2.3                                       # the archive names
 //	go run ./hack/dist -print-version                                              # the version a build stamps
+//	go run ./hack/dist -check-extension -version v1.2.3  # extension/dist holds that release's bundle (the release's before hook)
 //	go run ./hack/dist -pin-image -version v1.2.3     # deploy/ runs that release's image and bundle (before tagging)
 //	go run ./hack/dist -check-image -version v1.2.3   # fails unless it does (the release's before hook)
 package main
@@ -49,6 +50,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	checkImage := fs.Bool("check-image", false, "build nothing: fail unless deploy/'s image is pinned to -version")
 	withExtras := fs.Bool("extra-files", false, "copy the release's extra files (the UI extension's bundle, built before: make extension VERSION=…) into -out and list them in the checksums file")
 	printVersion := fs.Bool("print-version", false, "build nothing: print the version a build would stamp (-version, else git describe)")
+	checkExtension := fs.Bool("check-extension", false, "build nothing: fail unless extension/dist holds the UI extension's bundle of -version, as the installer expects it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -89,6 +91,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if *printVersion {
 		fmt.Fprintln(stdout, rel.Tag)
 		return nil
+	}
+	if *checkExtension {
+		return CheckExtension(filepath.Join(root, "extension", "dist"), rel.Tag)
 	}
 	manifest := filepath.Join(*out, filepath.Base(*krewTmpl))
 	if *krewOnly {
