@@ -100,8 +100,8 @@ func restricted(t *testing.T, tmpl corev1.PodTemplateSpec) string {
 	return agg.ForbiddenReason() + ": " + agg.ForbiddenDetail()
 }
 
-// argoCDReleases are the install.yaml excerpts in testdata: the oldest release line the extension
-// supports and the newest the lab runs.
+// argoCDReleases are the releases whose install.yaml the tests read: the oldest release line the
+// extension supports and the newest the lab runs.
 var argoCDReleases = []string{"v2.14.11", "v3.6.1"}
 
 // TestArgoCDServerWithTheExtensionIsRestricted: argocd-server as Argo CD's own manifests ship it is
@@ -111,7 +111,7 @@ var argoCDReleases = []string{"v2.14.11", "v3.6.1"}
 func TestArgoCDServerWithTheExtensionIsRestricted(t *testing.T) {
 	for _, release := range argoCDReleases {
 		t.Run(release, func(t *testing.T) {
-			install := filepath.Join(here(), "testdata", "argocd-"+release+".yaml")
+			install := installOf(t, release)
 			plain := build(t, "argocd", []string{install}, nil)["argocd-server"]
 			if why := restricted(t, plain.Spec.Template); why != "" {
 				t.Fatalf("argocd-server of %s without the extension is refused (the stand-in is wrong): %s", release, why)
@@ -139,7 +139,7 @@ func TestArgoCDServerWithTheExtensionIsRestricted(t *testing.T) {
 // allowPrivilegeEscalation alone), which the component shipped before, is refused — so the test
 // above would catch an init container that drops back to it.
 func TestTheCheckBites(t *testing.T) {
-	install := filepath.Join(here(), "testdata", "argocd-v3.6.1.yaml")
+	install := installOf(t, "v3.6.1")
 	server := build(t, "argocd", []string{install}, []string{filepath.Join(deploy(), "components", "ui-extension")})["argocd-server"]
 	user, no := int64(1000), false
 	server.Spec.Template.Spec.InitContainers[0].SecurityContext = &corev1.SecurityContext{RunAsUser: &user, AllowPrivilegeEscalation: &no}
