@@ -61,14 +61,17 @@ build: ## build bin/unprune, bin/kubectl-unprune (and its kubectl_complete-unpru
 	install -m 0755 plugins/kubectl_complete-unprune $(BIN_DIR)/kubectl_complete-unprune
 
 # The release archives of .goreleaser.yaml built with the go command alone: every platform, the
-# same ldflags, sha256 checksums and the krew manifest. VERSION defaults to `git describe`.
+# same ldflags, sha256 checksums and the krew manifest; and the UI extension's bundle, built with
+# node as the release builds it, copied beside them and listed in checksums.txt. VERSION defaults to
+# `git describe`.
 VERSION ?=
-dist: ## cross-compile the release archives into dist/ with checksums and the krew manifest (VERSION=v1.2.3)
+dist: ## cross-compile the release archives into dist/ with checksums, the krew manifest and the UI extension's bundle (VERSION=v1.2.3)
 	rm -rf dist
-	$(GO) run ./hack/dist -out dist $(if $(VERSION),-version $(VERSION))
+	$(MAKE) extension VERSION=$$($(GO) run ./hack/dist -print-version $(if $(VERSION),-version $(VERSION)))
+	$(GO) run ./hack/dist -out dist -extra-files $(if $(VERSION),-version $(VERSION))
 
-extension: ## build the Argo CD UI extension into extension/dist (bundle, installer tarball, host page)
-	cd extension && npm ci --no-audit --no-fund && node build.mjs
+extension: ## build the Argo CD UI extension into extension/dist (bundle, installer tarball, host page; VERSION=v1.2.3 stamps it)
+	cd extension && npm ci --no-audit --no-fund && $(if $(VERSION),UNPRUNE_VERSION=$(VERSION) )node build.mjs
 
 docs: ## regenerate the command reference, docs/commands/*.md, from the command tree
 	$(GO) run ./hack/gendocs -dir docs/commands
@@ -90,16 +93,18 @@ vet: ## go vet, with and without the lab build tag
 	$(GO) vet -tags lab ./...
 	cd test/krew && $(GO) vet ./...
 	cd test/prometheus && $(GO) vet ./...
+	cd test/podsecurity && $(GO) vet ./...
 
-# test/krew and test/prometheus are modules of their own (krew's and Prometheus's requirements would
-# replace the tool's client-go).
+# test/krew, test/prometheus and test/podsecurity are modules of their own (krew's and Prometheus's
+# requirements would replace the tool's client-go; pod-security-admission's stay out of its go.mod).
 # -timeout 30m: on a cold build cache hack/dist's test compiles the release binaries with -trimpath,
 # which took over go test's default 10 minutes on a busy 2-core machine.
-test-unit: deps ## pure and command tests (no lab), the UI extension's (node, headless Chromium), the krew manifest checked by krew, the alerts by Prometheus
+test-unit: deps ## pure and command tests (no lab), the UI extension's (node, headless Chromium), the krew manifest checked by krew, the alerts by Prometheus, the pods by Pod Security
 	$(GO) test -count=1 -timeout 30m ./...
 	cd extension && npm ci --no-audit --no-fund && npm test
 	cd test/krew && $(GO) test -count=1 ./...
 	cd test/prometheus && $(GO) test -count=1 ./...
+	cd test/podsecurity && $(GO) test -count=1 ./...
 
 # TestWatch keeps what the watch served in the lab; test/prometheus then evaluates the alerts on
 # that very scrape (and checks the committed fixture it uses without the lab still has its shape).

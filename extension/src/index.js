@@ -6,7 +6,7 @@ import {StatusPanel, Flyout, ResourceTab} from './components.js';
 ((window) => {
     const api = window.extensionsAPI;
     if (!api || !api.registerStatusPanelExtension || !api.registerResourceExtension) {
-        console.warn('unprune: this Argo CD UI has no status panel or resource tab extensions (Argo CD v2.10 or later is needed)');
+        console.warn('unprune: this Argo CD UI has no status panel or resource tab extensions (unprune supports Argo CD v2.14 and later)');
         return;
     }
     api.registerStatusPanelExtension(StatusPanel, 'Prune risk (unprune)', 'unprune', Flyout);

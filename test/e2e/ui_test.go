@@ -137,6 +137,11 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Create(ctx, data, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The backend counts no ConfigMaps or Pods (it may not list them cluster-wide): a kind it counts.
+	reader := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "data-reader", Namespace: ns}}
+	if _, err := env.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, reader, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	labels, annotations, uid := metadataOf(t, env, ns)
 	tracking := annotations[argocd.AnnotationTrackingID]
 	if tracking == "" {
@@ -152,7 +157,7 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 	mustContain(t, "the viewer's panel", viewer.Panel.Summary, "1 resource requires pruning", "1 high-risk", "1 unguarded")
 	mustContain(t, "the viewer's panel", viewer.Panel.First, label, "HIGH RISK")
 	mustContain(t, "the viewer's flyout", viewer.Flyout.Item, label, "deleting a namespace deletes everything in it", "Nothing guards this deletion")
-	// What the prune takes with it (the ConfigMap "data" at least), and the app's cascade: it has no
+	// What the prune takes with it (the ServiceAccount "data-reader" at least), and the app's cascade: it has no
 	// resources finalizer, so deleting it deletes none of its resources.
 	if m := regexp.MustCompile(`A prune deletes it with ([0-9]+) objects? in it`).FindStringSubmatch(viewer.Flyout.Item); m == nil || m[1] == "0" {
 		t.Errorf("the viewer's flyout: %q does not name the objects in the namespace", viewer.Flyout.Item)
@@ -170,7 +175,7 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 	if uid2 != uid {
 		t.Fatalf("the namespace was recreated")
 	}
-	sums := uiJournals(t, env, install.Namespace())
+	sums := uiJournals(t, env, install.State.UI.JournalNamespace)
 	if len(sums) != 1 || sums[0].Failed != 1 || sums[0].Applied != 0 {
 		t.Fatalf("after the viewer's refused release, want one journal with one failed entry: %+v", sums)
 	}
@@ -195,12 +200,12 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 		t.Fatalf("the namespace's contents: %v", err)
 	}
 	var released journal.Summary
-	for _, s := range uiJournals(t, env, install.Namespace()) {
+	for _, s := range uiJournals(t, env, install.State.UI.JournalNamespace) {
 		if s.Applied == 1 {
 			released = s
 		}
 	}
-	if released.ID == "" || !strings.Contains(admin.UndoCommand, released.ID) || !strings.Contains(admin.UndoCommand, "--journal-dir configmaps:"+install.Namespace()) {
+	if released.ID == "" || !strings.Contains(admin.UndoCommand, released.ID) || !strings.Contains(admin.UndoCommand, "--journal-dir configmaps:"+install.State.UI.JournalNamespace) {
 		t.Fatalf("the page names %q; the applied journal is %q", admin.UndoCommand, released.ID)
 	}
 
@@ -210,7 +215,7 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 	mustContain(t, "the undo plan", undo.UndoPlan, label, "restore", argocd.AnnotationTrackingID)
 	mustContain(t, "the undo through Argo CD", undo.UndoResult, "no longer lists", "undo with a kubeconfig")
 	fields := strings.Fields(undo.UndoCommand)
-	if len(fields) < 5 || fields[0] != "unprune" || fields[1] != "undo" || fields[2] != "--journal-dir" || fields[3] != "configmaps:"+install.Namespace() {
+	if len(fields) < 5 || fields[0] != "unprune" || fields[1] != "undo" || fields[2] != "--journal-dir" || fields[3] != "configmaps:"+install.State.UI.JournalNamespace {
 		t.Fatalf("the page's undo command %q", undo.UndoCommand)
 	}
 	r := cmdtest.Run(t, env.State.Kubeconfig, fields[3], append([]string{"undo"}, fields[4:]...)...)
@@ -296,13 +301,13 @@ func TestUIUndoThroughArgoCD(t *testing.T) {
 	sameExcept(t, "labels after the undo", before.Labels, restored.Labels, nil, nil)
 	sameExcept(t, "annotations after the undo", before.Annotations, restored.Annotations, nil, nil)
 	undone := false
-	for _, s := range uiJournals(t, env, install.Namespace()) {
+	for _, s := range uiJournals(t, env, install.State.UI.JournalNamespace) {
 		for _, a := range s.Applications {
 			undone = undone || a.Name == app.Name && s.Undone == 1
 		}
 	}
 	if !undone {
-		t.Fatalf("no journal of %s says undone: %+v", app.Name, uiJournals(t, env, install.Namespace()))
+		t.Fatalf("no journal of %s says undone: %+v", app.Name, uiJournals(t, env, install.State.UI.JournalNamespace))
 	}
 	app.WaitStatus(t, 90*time.Second, "to require pruning of "+name+" again", labtest.RequiresPruningAt(reverted, "ConfigMap", name))
 }
