@@ -26,9 +26,9 @@ export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES
 LAB_ARGOCD_VERSIONS := v3.6.1 v3.0.23 v2.14.11
 repo_server_tools = $(strip $(shell sed 's/\#.*//' lab/modules/argocd-$(1)/repo-server-tools 2>/dev/null))
 LAB_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_VERSIONS),argocd-$(v) $(call repo_server_tools,$(v)))
-# Every release line the lab builds, which `make test-matrix` (only) builds and runs. v3.3–v3.5 cannot
-# be built from the module proxy: hack/matrix shows them as not built, with the reason.
-LAB_ARGOCD_MATRIX := v3.6.1 v3.2.11 v3.1.16 v3.0.23 v2.14.11
+# Every release line the lab builds, which `make test-matrix` (only) builds and runs. v3.3–v3.5 take
+# their in-tree gitops-engine from ../shared/third_party beside the repository root (lab/build.sh).
+LAB_ARGOCD_MATRIX := v3.6.1 v3.5.1 v3.4.7 v3.3.14 v3.2.11 v3.1.16 v3.0.23 v2.14.11
 MATRIX_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_MATRIX),argocd-$(v) $(call repo_server_tools,$(v)))
 # What `make demo` needs: the control plane and the one Argo CD version it runs, with its repo-server's tools.
 DEMO_COMPONENTS = etcd kubernetes argocd-$(ARGOCD_VERSION) $(call repo_server_tools,$(ARGOCD_VERSION))

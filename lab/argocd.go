@@ -56,22 +56,15 @@ type ArgoCDConfig struct {
 }
 
 // ArgoCDVersions are the Argo CD releases the lab can build: CI's three lines (the Makefile's
-// LAB_ARGOCD_VERSIONS) and the lines only `make test-matrix` runs (LAB_ARGOCD_MATRIX).
-var ArgoCDVersions = []string{"v3.6.1", "v3.2.11", "v3.1.16", "v3.0.23", "v2.14.11"}
+// LAB_ARGOCD_VERSIONS) and the lines only `make test-matrix` runs (LAB_ARGOCD_MATRIX). v3.3.14,
+// v3.4.7 and v3.5.1 take their in-tree gitops-engine from ../shared/third_party (lab/build.sh).
+var ArgoCDVersions = []string{"v3.6.1", "v3.5.1", "v3.4.7", "v3.3.14", "v3.2.11", "v3.1.16", "v3.0.23", "v2.14.11"}
 
 // CIArgoCDVersions are the lines `make test` builds and runs.
 var CIArgoCDVersions = []string{"v3.6.1", "v3.0.23", "v2.14.11"}
 
-// MatrixOnlyArgoCDVersions are built and run only by `make test-matrix`. v3.3.x–v3.5.x are not
-// among them: their go.mod replaces gitops-engine with the in-tree ./gitops-engine, a nested module
-// that is not in the argo-cd/v3 module zip and that the proxy refuses (NotBuiltArgoCDLines).
-var MatrixOnlyArgoCDVersions = []string{"v3.2.11", "v3.1.16"}
-
-// NotBuiltArgoCDLines are the supported release lines the lab cannot build faithfully, with why.
-var NotBuiltArgoCDLines = map[string]string{"v3.3": inTreeGitopsEngine, "v3.4": inTreeGitopsEngine, "v3.5": inTreeGitopsEngine}
-
-const inTreeGitopsEngine = "their go.mod replaces gitops-engine with ./gitops-engine, a nested module missing from the " +
-	"argo-cd/v3 module zip, and the module proxy refuses github.com/argoproj/argo-cd/gitops-engine"
+// MatrixOnlyArgoCDVersions are built and run only by `make test-matrix`.
+var MatrixOnlyArgoCDVersions = []string{"v3.5.1", "v3.4.7", "v3.3.14", "v3.2.11", "v3.1.16"}
 
 // ServerUser is a local user of argocd-server, with its password and what its role allows.
 type ServerUser struct {
@@ -155,9 +148,10 @@ type ArgoCD struct {
 }
 
 // repoServerTakesClientCAPath: v3.6.1's repo-server insists on a client CA file for mTLS unless
-// --client-ca-path is given empty; v3.2.11's, v3.1.16's, v3.0.23's and v2.14.11's have no such
-// flag (an unknown flag stops them; cmd/argocd-repo-server/commands/argocd_repo_server.go).
-func repoServerTakesClientCAPath(version string) bool { return !newerVersion("v3.6.0", version) }
+// --client-ca-path is given empty; v3.5.1's has the flag too (it skips mTLS when the default file is
+// missing; given empty, both run alike); v3.4.7's and older have no such flag (an unknown flag
+// stops them; cmd/argocd-repo-server/commands/argocd_repo_server.go).
+func repoServerTakesClientCAPath(version string) bool { return !newerVersion("v3.5.0", version) }
 
 // RepoServerTools names the lab/build.sh components an Argo CD release's repo-server runs with: the
 // helm and the kustomize its image carries, at the versions the release pins in hack/tool-versions.sh.

@@ -289,11 +289,10 @@ func applyExtensionRBAC(ctx context.Context, st *State, root, namespace, journal
 	return st.ServiceAccountKubeconfig(ctx, namespace, account, clusterRole, kubeconfig)
 }
 
-// hostPage is the host page with the React the release's UI pins: 19.2.6 for v3.6
-// (ui/pnpm-lock.yaml), 16.14.0 for v2.14.11, v3.0.23, v3.1.16 and v3.2.11 (ui/yarn.lock). The lab
-// builds no release of v3.3–v3.5, so where the change falls among them is not decided here.
+// hostPage is the host page with the React the release's UI pins: 19.2.6 for v3.5.1 and v3.6.1
+// (ui/pnpm-lock.yaml), 16.14.0 for v2.14.11 through v3.4.7 (ui/yarn.lock; package.json's ^16.9.3).
 func hostPage(version string) string {
-	if newerVersion("v3.6.0", version) {
+	if newerVersion("v3.5.0", version) {
 		return "host-react16"
 	}
 	return "host"

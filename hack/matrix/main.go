@@ -1,7 +1,7 @@
 // Command matrix turns the `go test -json` output of the lab tests whose outcome depends on Argo
 // CD's release into a matrix, release line × capability: pass, fail or n/a (the test ran no subtest
 // for that line, or skipped it). `make test-matrix` runs the tests on every line the lab builds
-// (UNPRUNE_LAB_MATRIX) and pipes them here; the lines the lab cannot build are shown with the reason.
+// (UNPRUNE_LAB_MATRIX) and pipes them here.
 //
 //	matrix -run-pattern            the -run regexp naming every test the matrix reads
 //	matrix -lines "v3.6.1 …" <json  the matrix, as a Markdown table; exit 1 when a cell failed
@@ -210,13 +210,9 @@ func (m *matrix) failed() bool {
 func (m *matrix) print(w io.Writer) {
 	fmt.Fprintf(w, "`make test-matrix`, %s UTC, %s wall\n\n", m.start.UTC().Format("2006-01-02 15:04"), m.end.Sub(m.start).Round(time.Second))
 	header := []string{"capability"}
-	var notBuilt []string
 	for _, line := range lines {
 		if v, ok := m.releases[line]; ok {
 			header = append(header, v)
-		} else if _, ok := lab.NotBuiltArgoCDLines[line]; ok {
-			header = append(header, line+".x")
-			notBuilt = append(notBuilt, line)
 		}
 	}
 	fmt.Fprintln(w, "| "+strings.Join(header, " | ")+" |")
@@ -226,26 +222,9 @@ func (m *matrix) print(w io.Writer) {
 		for _, line := range lines {
 			if _, ok := m.releases[line]; ok {
 				row = append(row, string(m.cells[c.Name][line]))
-			} else if _, ok := lab.NotBuiltArgoCDLines[line]; ok {
-				row = append(row, "not built")
 			}
 		}
 		fmt.Fprintln(w, "| "+strings.Join(row, " | ")+" |")
-	}
-	if len(notBuilt) > 0 {
-		fmt.Fprintln(w)
-		reasons := map[string][]string{}
-		var order []string
-		for _, line := range notBuilt {
-			r := lab.NotBuiltArgoCDLines[line]
-			if _, ok := reasons[r]; !ok {
-				order = append(order, r)
-			}
-			reasons[r] = append(reasons[r], line+".x")
-		}
-		for _, r := range order {
-			fmt.Fprintf(w, "%s not built: %s.\n", strings.Join(reasons[r], ", "), r)
-		}
 	}
 	if len(m.packagesFail) > 0 {
 		fmt.Fprintf(w, "\nfailed packages: %s\n", strings.Join(m.packagesFail, ", "))

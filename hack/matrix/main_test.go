@@ -49,9 +49,8 @@ func TestMatrixFoldsSubtestsPerRelease(t *testing.T) {
 	m.print(&out)
 	for _, want := range []string{
 		"`make test-matrix`, 2026-12-02 12:00 UTC, 1m30s wall",
-		"| capability | v2.14.11 | v3.2.11 | v3.3.x | v3.4.x | v3.5.x |",
-		"| tracking `annotation`: scan, detach, Synced | n/a | **FAIL** | not built | not built | not built |",
-		"v3.3.x, v3.4.x, v3.5.x not built: their go.mod replaces gitops-engine",
+		"| capability | v2.14.11 | v3.2.11 |\n",
+		"| tracking `annotation`: scan, detach, Synced | n/a | **FAIL** |\n",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the matrix lacks %q:\n%s", want, out.String())

@@ -5,7 +5,7 @@
 //	lab status   list the lab's processes and whether each is alive
 //
 // Configuration comes from the environment, as `make lab-up VAR=…` passes it: ARGOCD_VERSION
-// (v3.6.1, v3.2.11, v3.1.16, v3.0.23, v2.14.11 or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES,
+// (one of lab.ArgoCDVersions, v3.6.1 … v2.14.11, or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES,
 // KCM, REMOTE (a second cluster, registered with the installation), SERVER (argocd-server), UI
 // (unprune's UI extension, with SERVER), APPSET_POLICY and APPSET_POLICY_OVERRIDE (the
 // ApplicationSet controller's policy), NOTIFICATIONS (Argo CD's notifications controller), HYDRATOR
