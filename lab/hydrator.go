@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -27,7 +26,7 @@ const hydratorSince = "v2.14.0"
 // names it there. Read in v3.6.1, v3.0.23 and v2.14.11 alike: the controller's --hydrator-enabled
 // (ARGOCD_HYDRATOR_ENABLED) and --commit-server (ARGOCD_APPLICATION_CONTROLLER_COMMIT_SERVER),
 // argocd-server's --hydrator-enabled (cmd/argocd-application-controller, cmd/argocd-server).
-var hydratorParams = []struct{ key, env string }{
+var hydratorParams = []cmdParam{
 	{"hydrator.enabled", "ARGOCD_HYDRATOR_ENABLED"},
 	{"commit.server", "ARGOCD_APPLICATION_CONTROLLER_COMMIT_SERVER"},
 }
@@ -101,23 +100,8 @@ func hydratorEnvironment(ctx context.Context, st *State, cfg ArgoCDConfig, commi
 	if err != nil {
 		return nil, err
 	}
-	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "argocd-cmd-params-cm", "namespace": cfg.Namespace},
-		"data": map[string]any{hydratorParams[0].key: "true", hydratorParams[1].key: commitServer}}
-	if err := applyAs(ctx, dyn, gvrConfigMap, cm, hydratorFieldManager); err != nil {
-		return nil, err
-	}
-	live, err := dyn.Resource(gvrConfigMap).Namespace(cfg.Namespace).Get(ctx, "argocd-cmd-params-cm", metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	have, _ := live.Object["data"].(map[string]any)
-	var out []string
-	for _, p := range hydratorParams {
-		if v, ok := have[p.key].(string); ok {
-			out = append(out, p.env+"="+v)
-		}
-	}
-	return out, nil
+	data := map[string]any{hydratorParams[0].key: "true", hydratorParams[1].key: commitServer}
+	return applyParams(ctx, dyn, cfg.Namespace, data, hydratorFieldManager, hydratorParams)
 }
 
 // serverHydratorEnv is the part of the hydrator's environment argocd-server gets: hydrator.enabled.
