@@ -216,6 +216,7 @@ func newMoveCaseWith(t *testing.T, env *labtest.Env, cfg lab.ArgoCDConfig, b lab
 	}
 	c.b.WaitSynced(t, rev)
 	c.objects = []object{{kind: "ConfigMap", namespace: ns, name: cm}, {kind: "Deployment", namespace: ns, name: dep}}
+	waitDeploymentSettled(t, env.Cluster, c.objects[1])
 	return c
 }
 
