@@ -262,14 +262,14 @@ func TestLongInstanceAnnotationLabel(t *testing.T) {
 	}
 }
 
-// TestAppLevelPruneOption: before v3.4 (v2.14.11 in CI) the app's syncOptions Prune=false does not
-// stop a prune; audit --fail-on high says so (exit 1), and a prune sync indeed deletes the
-// namespace. From v3.4.0 (gitops-engine pkg/sync/sync_context.go, WithDefaultPruneOption) the option
-// guards a sync that carries it, as argocd-server's and auto-sync's do: audit names the app-level
-// guard as soft (not guarded), the prune sync keeps the namespace, and a sync request with an option
-// list of its own prunes it.
+// TestAppLevelPruneOption: before v3.4 (v2.14.11 in CI; v3.3.14 the last line in the matrix) the
+// app's syncOptions Prune=false does not stop a prune; audit --fail-on high says so (exit 1), and a
+// prune sync indeed deletes the namespace. From v3.4.0 (v3.5.1 in CI; gitops-engine
+// pkg/sync/sync_context.go, WithDefaultPruneOption) the option guards a sync that carries it, as
+// argocd-server's and auto-sync's do: audit names the app-level guard as soft (not guarded), the
+// prune sync keeps the namespace, and a sync request with an option list of its own prunes it.
 func TestAppLevelPruneOption(t *testing.T) {
-	onEachLine(t, appLevelPruneHonoured, appLevelPruneOption, "v2.14.11")
+	onEachLine(t, appLevelPruneHonoured, appLevelPruneOption, "v2.14.11", "v3.5.1")
 }
 
 // onEachLine runs prove in parallel on each release line (defaults when no matrix is asked for),
