@@ -23,7 +23,7 @@ export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES
 
 # Components `make test` needs: the control plane and CI's Argo CD lines, each with the helm and
 # kustomize its repo-server runs (lab/modules/argocd-VERSION/repo-server-tools).
-LAB_ARGOCD_VERSIONS := v3.6.1 v3.0.23 v2.14.11
+LAB_ARGOCD_VERSIONS := v3.6.1 v3.5.1 v2.14.11
 repo_server_tools = $(strip $(shell sed 's/\#.*//' lab/modules/argocd-$(1)/repo-server-tools 2>/dev/null))
 LAB_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_VERSIONS),argocd-$(v) $(call repo_server_tools,$(v)))
 # Every release line the lab builds, which `make test-matrix` (only) builds and runs. v3.3–v3.5 take

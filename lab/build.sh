@@ -4,9 +4,9 @@
 #   lab/build.sh COMPONENT...        prints "COMPONENT=<dir>" for each, the folder holding its binaries
 #   lab/build.sh --key COMPONENT...  prints "COMPONENT=<key>" for each, its cache key, and builds nothing
 #
-# Components: etcd, kubernetes (kube-apiserver + kube-controller-manager), argocd-v3.6.1, argocd-v3.0.23,
-# argocd-v2.14.11 (CI's lines), argocd-v3.5.1, argocd-v3.4.7, argocd-v3.3.14, argocd-v3.2.11,
-# argocd-v3.1.16 (built only for `make test-matrix`), and the helm and kustomize each Argo CD
+# Components: etcd, kubernetes (kube-apiserver + kube-controller-manager), argocd-v3.6.1, argocd-v3.5.1,
+# argocd-v2.14.11 (CI's lines), argocd-v3.4.7, argocd-v3.3.14, argocd-v3.2.11, argocd-v3.1.16,
+# argocd-v3.0.23 (built only for `make test-matrix`), and the helm and kustomize each Argo CD
 # release's repo-server runs with (lab/modules/argocd-*/repo-server-tools names them): helm-v4.3.1,
 # helm-v4.2.1, helm-v3.19.4, helm-v3.18.4, helm-v3.17.1, helm-v3.16.3, kustomize-v5.8.2,
 # kustomize-v5.8.1, kustomize-v5.7.0, kustomize-v5.6.0, kustomize-v5.4.3. Each has its module in
@@ -279,8 +279,8 @@ build_one() {
 	echo "$comp=$out"
 }
 
-[ $# -gt 0 ] || set -- etcd kubernetes argocd-v3.6.1 argocd-v3.0.23 argocd-v2.14.11 \
-	helm-v4.3.1 helm-v3.17.1 helm-v3.16.3 kustomize-v5.8.2 kustomize-v5.6.0 kustomize-v5.4.3
+[ $# -gt 0 ] || set -- etcd kubernetes argocd-v3.6.1 argocd-v3.5.1 argocd-v2.14.11 \
+	helm-v4.3.1 helm-v4.2.1 helm-v3.16.3 kustomize-v5.8.2 kustomize-v5.8.1 kustomize-v5.4.3
 for c in "$@"; do
 	require_local_replacements "$c" || exit 2
 done

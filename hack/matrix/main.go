@@ -21,36 +21,41 @@ import (
 	"strings"
 	"time"
 
+	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/lab"
 )
 
-// capability is one row: what it proves, and the subtests that prove it, {v} standing for the
-// release.
+// capability is one row: what it proves, the subtests that prove it, {v} standing for the release,
+// and the rules of internal/argocd/rules.go it puts to the test — applied to the wrong line, a rule
+// makes unprune disagree with that line's Argo CD, and the row fails there.
 type capability struct {
 	Name  string
 	Tests []string
+	Rules []string
 }
 
 // capabilities are the matrix's rows: every behaviour of Argo CD that unprune models and that
-// differs, or could differ, between release lines.
+// differs, or could differ, between release lines. Every rule of argocd.Rules has a row.
 var capabilities = []capability{
-	{"tracking `label`: scan, detach, Synced", []string{"TestDetach/{v}/label"}},
-	{"tracking `annotation`: scan, detach, Synced", []string{"TestDetach/{v}/annotation"}},
-	{"tracking `annotation+label`: scan, detach, Synced", []string{"TestDetach/{v}/annotation+label"}},
-	{"default tracking method of the release", []string{"TestDetach/{v}/default-tracking"}},
-	{"foreign installation-id, none configured", []string{"TestForeignInstallationID/{v}"}},
-	{"hooks listed as requiring pruning, left alone", []string{"TestHooksAreLeftAlone/{v}"}},
-	{"app-level `Prune=false` on a prune sync", []string{"TestAppLevelPruneOption/{v}"}},
-	{"app-level `Delete=false` on a cascade", []string{"TestAppLevelDeleteOption/{v}"}},
-	{"refresh request consumed, nothing left on the app", []string{"TestRefreshIsConsumed/{v}"}},
-	{"stale tracking-id: Synced or a diff (#28770)", []string{"TestStaleTrackingID/{v}"}},
-	{"cascade: `--strategy keep` survives, the rest goes", []string{"TestKeepSurvivesCascadeDeletion/{v}"}},
-	{"ApplicationSets: 39 sets, Argo CD's controller and unprune generate the same", []string{"TestDifferentialApplicationSets/{v}"}},
-	{"move: prepare, commit, move", []string{"TestMoveThroughPrepare/{v}"}},
-	{"check predicts the incident", []string{"TestCheckPredictsTheIncident/{v}"}},
-	{"watch: counts, announces, releases", []string{"TestWatchAcrossReleases/{v}"}},
-	{"repo-server: its helm and kustomize", []string{"TestHelmAndKustomize/{v}"}},
-	{"`resource.selectors` hide objects from the cascade (v3.6+)", []string{"TestResourceSelectorsHideACopy/{v}"}},
+	{"tracking `label`: scan, detach, Synced", []string{"TestDetach/{v}/label"}, nil},
+	{"tracking `annotation`: scan, detach, Synced", []string{"TestDetach/{v}/annotation"}, nil},
+	{"tracking `annotation+label`: scan, detach, Synced", []string{"TestDetach/{v}/annotation+label"}, nil},
+	{"default tracking method of the release", []string{"TestDetach/{v}/default-tracking"}, []string{argocd.RuleAnnotationDefault.ID}},
+	{"foreign installation-id, none configured", []string{"TestForeignInstallationID/{v}"},
+		[]string{argocd.RuleInstallationIDMustEqual.ID, argocd.RuleInstallationIDWhenConfigured.ID}},
+	{"hooks listed as requiring pruning, left alone", []string{"TestHooksAreLeftAlone/{v}"}, nil},
+	{"app-level `Prune=false` on a prune sync", []string{"TestAppLevelPruneOption/{v}"}, []string{argocd.RuleAppLevelPrune.ID}},
+	{"app-level `Delete=false` on a cascade", []string{"TestAppLevelDeleteOption/{v}"}, []string{argocd.RuleAppLevelDelete.ID}},
+	{"refresh request consumed, nothing left on the app", []string{"TestRefreshIsConsumed/{v}"}, []string{argocd.RuleRefreshTimestamp.ID}},
+	{"stale tracking-id: Synced or a diff (#28770)", []string{"TestStaleTrackingID/{v}"}, []string{argocd.RuleStaleTrackingIsDiff.ID}},
+	{"cascade: `--strategy keep` survives, the rest goes", []string{"TestKeepSurvivesCascadeDeletion/{v}"}, nil},
+	{"ApplicationSets: 39 sets, Argo CD's controller and unprune generate the same", []string{"TestDifferentialApplicationSets/{v}"},
+		[]string{argocd.RuleAppSetFlattenStringMaps.ID, argocd.RuleAppSetMatrixValuesPreResolved.ID, argocd.RuleAppSetFilesExclude.ID}},
+	{"move: prepare, commit, move", []string{"TestMoveThroughPrepare/{v}"}, nil},
+	{"check predicts the incident", []string{"TestCheckPredictsTheIncident/{v}"}, nil},
+	{"watch: counts, announces, releases", []string{"TestWatchAcrossReleases/{v}"}, nil},
+	{"repo-server: its helm and kustomize", []string{"TestHelmAndKustomize/{v}"}, nil},
+	{"`resource.selectors` hide objects from the cascade (v3.6+)", []string{"TestResourceSelectorsHideACopy/{v}"}, []string{argocd.RuleResourceSelectors.ID}},
 }
 
 // lines are the release lines the matrix shows, oldest first; built ones carry the release.

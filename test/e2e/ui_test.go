@@ -113,17 +113,24 @@ func uiJournals(t *testing.T, env *labtest.Env, namespace string) []journal.Summ
 // patches only an app's resources) with the command that undoes it, and that command, reading the
 // UI's journal from its ConfigMap, restores the tracking exactly. No page logs an error.
 //
-// It runs on v3.6.1 (the host page with React 19.2.6) and v3.0.23 (React 16.14.0), each with the
-// React its UI pins: the same bundle, unchanged.
+// It runs on v3.6.1 (the host page with React 19.2.6) and v2.14.11 (React 16.14.0, which every
+// line before v3.5 pins; v2.14.11 is the one CI builds), each with the React its UI pins: the same
+// bundle, unchanged. Both track by annotation (v3.6.1 by default, v2.14.11 by setting), so that both
+// show the same diff.
 func TestUIExtension(t *testing.T) {
-	for _, tc := range []struct{ version, namespace, react string }{{"v3.6.1", "argocd-ui", "19.2.6"}, {"v3.0.23", "argocd-ui-v30", "16.14.0"}} {
-		t.Run(tc.version, func(t *testing.T) { uiExtension(t, tc.version, tc.namespace, tc.react) })
+	for _, tc := range []struct{ version, tracking, namespace, react string }{
+		{"v3.6.1", "", "argocd-ui", "19.2.6"}, {"v2.14.11", "annotation", "argocd-ui-v214", "16.14.0"},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			uiExtension(t, lab.ArgoCDConfig{Version: tc.version, Tracking: tc.tracking, Namespace: tc.namespace, Server: true, UI: true}, tc.react)
+		})
 	}
 }
 
-func uiExtension(t *testing.T, version, namespace, react string) {
+func uiExtension(t *testing.T, cfg lab.ArgoCDConfig, react string) {
 	env := labtest.Get(t)
-	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Namespace: namespace, Server: true, UI: true})
+	version := cfg.Version
+	install := env.ArgoCD(t, cfg)
 	if install.State.UI == nil {
 		t.Fatal("the lab started no UI extension")
 	}
