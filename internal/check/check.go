@@ -252,7 +252,7 @@ func adoptions(ctx context.Context, objects cluster.Objects, s cluster.Settings,
 // recreation says when a sync of the app deletes the live object it adopts and creates it anew
 // (argocd.Recreated): what no Prune= or Delete= option stops.
 func recreation(t target, app argocd.Application, live *cluster.Object) string {
-	const stops = "Prune=false and Delete=false do not stop that; unprune's admission policy on a protected object does"
+	const stops = "Prune=false and Delete=false do not stop that; only an admission policy that denies its DELETE does"
 	switch argocd.Recreated(t.ref.Group, t.ref.Kind, app.SyncOptions, t.syncOptions, live.Annotations[argocd.AnnotationSyncOptions]) {
 	case argocd.OnForce:
 		return "synced with Replace=true: a sync of this app with FORCE ticked deletes it and creates it anew (a forced kubectl replace: DELETE, then CREATE); " + stops

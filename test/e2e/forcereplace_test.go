@@ -3,12 +3,17 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/unprune/unprune/internal/audit"
+	"github.com/unprune/unprune/internal/cli"
+	"github.com/unprune/unprune/internal/printer"
 	"github.com/unprune/unprune/lab"
 	"github.com/unprune/unprune/lab/labtest"
 )
@@ -25,7 +30,8 @@ import (
 // kind goes to `kubectl replace --force`, which deletes it and creates it anew. Prune=false guards
 // only prunes. So the Namespace and what is in it survive (the report does not reproduce for
 // Namespaces) while the shared ConfigMap is deleted and recreated: a new UID, whatever its own
-// sync options say. This test fails if either changes.
+// sync options say. This test fails if either changes, or if audit, asked before the forced sync,
+// does not name exactly the ConfigMap as B's to recreate (audit.WhenForceSynced).
 func TestForceReplaceOfASharedObject(t *testing.T) {
 	env := labtest.Get(t)
 	for _, version := range labtest.Lines("v3.6.1", "v2.14.11") {
@@ -73,6 +79,26 @@ func TestForceReplaceOfASharedObject(t *testing.T) {
 				_, ok := s.Find("Namespace", ns)
 				return s.Revision == brev && ok
 			})
+			// What audit says before the forced sync: the shared ConfigMap is B's to delete and
+			// recreate, unguarded whatever its Prune=false; the Namespace B would update is no row.
+			r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+install.Namespace(), "audit", "-o", "json")
+			if r.Code != cli.ExitOK {
+				t.Fatalf("audit: exit %d", r.Code)
+			}
+			var doc printer.AuditReport
+			if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
+				t.Fatal(err)
+			}
+			var replaced []string
+			for _, it := range doc.Items {
+				if it.Deleted == string(audit.WhenForceSynced) && (it.Application.Name == a.Name || it.Application.Name == b.Name) {
+					replaced = append(replaced, fmt.Sprintf("%s %s guarded=%t", it.Application.Name, it.Resource, it.Guarded))
+				}
+			}
+			if want := []string{fmt.Sprintf("%s ConfigMap/%s/shared guarded=false", b.Name, a.DestNamespace)}; !slices.Equal(replaced, want) {
+				t.Errorf("audit's rows of a forced sync: %q, want %q", replaced, want)
+			}
+
 			op := b.ForceSync(t, false)
 			t.Logf("B's forced sync with Replace=true: %s %s; %s", op.Phase, op.Message, resultMessages(op))
 			if op.Phase != "Succeeded" {
