@@ -33,7 +33,7 @@ MATRIX_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_MATRIX),argocd-$(v)
 # What `make demo` needs: the control plane and the one Argo CD version it runs, with its repo-server's tools.
 DEMO_COMPONENTS = etcd kubernetes argocd-$(ARGOCD_VERSION) $(call repo_server_tools,$(ARGOCD_VERSION))
 
-.PHONY: help deps deps-lab build dist docs extension lab-build lab-up lab-down lab-status test test-unit test-lab test-matrix demo bench fuzz vet
+.PHONY: help deps deps-lab build dist docs extension lab-build lab-up lab-down lab-status test test-unit test-lab test-matrix test-mutants demo bench fuzz vet
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -127,6 +127,12 @@ test-matrix: deps ## every release line × the capabilities that differ by relea
 	set -o pipefail; UNPRUNE_LAB_MATRIX="$(LAB_ARGOCD_MATRIX)" $(GO) test -count=1 -p 1 -tags lab -timeout 90m -json \
 		-run "$$($(GO) run ./hack/matrix -run-pattern)" ./lab/labtest/ ./test/e2e/ | tee $(MATRIX_JSON) | \
 		$(GO) run ./hack/matrix -lines "$(LAB_ARGOCD_MATRIX)"
+
+# Each rule of internal/argocd/rules.go moved to the wrong side of a line's boundary must fail that
+# line's matrix row (hack/mutants): one lab run per release, with a go build overlay of rules.go.
+test-mutants: deps ## every release rule on the wrong line fails its matrix row (builds the lines it needs)
+	@bash lab/build.sh $(MATRIX_COMPONENTS) >/dev/null
+	$(GO) run ./hack/mutants
 
 demo: deps-lab build ## reproduce the incident in the lab and resolve it with unprune (builds only the lab parts it runs)
 	@bash lab/build.sh $(DEMO_COMPONENTS) >/dev/null
