@@ -129,7 +129,7 @@ const (
 // Run compares the desired manifests with the live objects of the app's destination and with what
 // the app tracks today, under Argo CD's rules. oracle, when not nil, is argocd-server, which then
 // generates the ApplicationSets the manifests change.
-func Run(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, app argocd.Application, manifests []Manifest, oracle Oracle) (Report, error) {
+func Run(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, app argocd.Application, manifests []Manifest, oracle cluster.Oracle) (Report, error) {
 	rep := Report{App: app, Instance: app.Instance(argo.Namespace()), Answers: []Answer{{Question: QuestionDeletions, By: ByOffline}}, Version: s.Version}
 	objects, err := argo.Destination(ctx, app)
 	if err != nil {

@@ -86,7 +86,7 @@ deploy/components/ui-extension.`,
 
 // Complete reads the token and builds the session and the journal store.
 func (o *ExtensionOptions) Complete() error {
-	if o.Via == ViaArgoCD {
+	if !o.can().KubernetesAPI {
 		return usageError("unprune extension reads Argo CD through the Kubernetes API: --via argocd is not supported (the browser talks to argocd-server)")
 	}
 	if err := o.GlobalOptions.Complete(); err != nil {

@@ -91,7 +91,7 @@ func errGuardViaAPI(what string) error {
 
 // Validate checks the policy can be built and the flags fit together.
 func (o *GuardPolicyOptions) Validate(cmd *cobra.Command) error {
-	if o.Via == ViaArgoCD {
+	if !o.can().KubernetesAPI {
 		return errGuardViaAPI("guard policy")
 	}
 	if _, err := guard.Policy(o.Policy); err != nil {
@@ -198,7 +198,7 @@ Without --yes this is a preview; --dry-run=server asks the API server. Every cha
 
 // Validate checks arguments.
 func (o *GuardChangeOptions) Validate(args []string) error {
-	if o.Via == ViaArgoCD {
+	if !o.can().KubernetesAPI {
 		return errGuardViaAPI("guard " + o.Verb)
 	}
 	if err := o.output.validate(); err != nil {

@@ -113,7 +113,7 @@ func (o *RenameOptions) Validate(args []string) error {
 		return usageError("name the APP and its NEW name")
 	case o.Timeout <= 0:
 		return usageError("--timeout must be positive")
-	case o.Via == ViaArgoCD:
+	case !o.can().Preconditions:
 		return usageError("rename needs to create, patch and delete Application objects with preconditions, which Argo CD's API cannot do " +
 			"(no dry run, no uid precondition on delete): use your kubeconfig")
 	}
