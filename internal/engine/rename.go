@@ -279,13 +279,23 @@ func zeroPolicy(p map[string]any) bool {
 // controller (status, operation, uid, resourceVersion, a pending refresh, kubectl's copy of the old
 // object).
 func newApplication(old map[string]any, name string) map[string]any {
-	obj := withoutServerFields(old)
+	obj := withoutRequests(withoutServerFields(old))
 	meta := obj["metadata"].(map[string]any)
 	meta["name"] = name
 	if annotations, ok := meta["annotations"].(map[string]any); ok {
-		for _, k := range []string{argocd.AnnotationRefresh, argocd.AnnotationRefreshTimestamp, argocd.AnnotationLastAppliedConfiguration} {
-			delete(annotations, k)
-		}
+		delete(annotations, argocd.AnnotationLastAppliedConfiguration)
+	}
+	return obj
+}
+
+// withoutRequests drops a refresh request from a copy of an Application. The request was for the
+// object copied, and the controller consumes it with the comparison it asks for: on a new object it
+// is stale, and a check's own request then meets an annotation already set — a patch that changes
+// nothing and starts no comparison (v3.6 removes the request by the timestamp it was read with).
+func withoutRequests(obj map[string]any) map[string]any {
+	if annotations, ok := obj["metadata"].(map[string]any)["annotations"].(map[string]any); ok {
+		delete(annotations, argocd.AnnotationRefresh)
+		delete(annotations, argocd.AnnotationRefreshTimestamp)
 	}
 	return obj
 }

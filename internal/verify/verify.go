@@ -109,6 +109,12 @@ func judgeAdopted(app argocd.Application, moved []argocd.Resource, patchedAt tim
 	return o
 }
 
+// StaleRequest is how long a refresh request may stay pending with no comparison after the change
+// before it is asked again: the controller may have taken it without the comparison it asks for,
+// or it may never have reached the controller (a request set again unchanged sends no watch event;
+// the backends' Refresh renew it with a change).
+const StaleRequest = 15 * time.Second
+
 // DefaultPoll is how often an app is read while waiting for Argo CD.
 const DefaultPoll = 100 * time.Millisecond
 
@@ -141,17 +147,29 @@ func Wait(ctx context.Context, argo cluster.ArgoCD, app argocd.Application, rele
 	if err != nil {
 		return Outcome{App: app}, err
 	}
-	asked := time.Time{}
+	var asked, pending time.Time
 	for {
 		o := Judge(current, released, want, patchedAt)
-		if o.Verified || !now().Before(deadline) {
+		t := now()
+		if o.Verified || !t.Before(deadline) {
 			return o, nil
 		}
-		if current.Refresh == "" && !o.Fresh && now().Sub(asked) >= opts.Reask {
+		ask := false
+		switch {
+		case o.Fresh:
+		case current.Refresh == "":
+			pending = time.Time{}
+			ask = t.Sub(asked) >= opts.Reask
+		case pending.IsZero():
+			pending = t
+		default:
+			ask = t.Sub(pending) >= StaleRequest && t.Sub(asked) >= StaleRequest
+		}
+		if ask {
 			if err := argo.Refresh(ctx, current, false); err != nil {
 				return o, err
 			}
-			asked = now()
+			asked, pending = t, time.Time{}
 		}
 		select {
 		case <-ctx.Done():
