@@ -16,7 +16,9 @@ const (
 func (g *GlobalOptions) can() session.Capabilities { return session.Via(g.Via).Capabilities() }
 
 // errNoServerDryRun refuses --dry-run=server where the backend cannot send one.
-var errNoServerDryRun = usageError("--dry-run=server: Argo CD's API cannot send a patch as a dry run; preview with --dry-run=client, or use your kubeconfig")
+func errNoServerDryRun() error {
+	return usageError("--dry-run=server: Argo CD's API cannot send a patch as a dry run; preview with --dry-run=client, or use your kubeconfig")
+}
 
 // addArgoCDAPIFlags adds the options of argocd-server's API. As the argocd plugin they carry the
 // argocd CLI's own names (--server, --auth-token, …); as unprune or the kubectl plugin, where

@@ -135,7 +135,7 @@ func (o *DetachOptions) Validate(args []string) error {
 	case o.Scrub && !o.can().StoredObjects:
 		return usageError("--scrub-last-applied needs the object as the cluster stores it; Argo CD's API masks Secrets' data: leave it out, or use your kubeconfig")
 	case o.change.dryRun == engine.DryRunServer && !o.can().DryRun:
-		return errNoServerDryRun
+		return errNoServerDryRun()
 	}
 	r := engine.DetachRequest{All: o.All, Force: o.Force, Strategy: strategy, ScrubLastApplied: o.Scrub, KeepManagedFields: o.KeepManagedFields}
 	if o.selection.any() {

@@ -110,7 +110,7 @@ func (o *MoveOptions) Validate(args []string) error {
 	case o.Timeout <= 0:
 		return usageError("--timeout must be positive")
 	case o.change.dryRun == engine.DryRunServer && !o.can().DryRun:
-		return errNoServerDryRun
+		return errNoServerDryRun()
 	}
 	apps, err := parseApps([]string{args[0], o.To}, o.GlobalOptions)
 	if err != nil {
