@@ -85,11 +85,7 @@ func startApplicationSetController(ctx context.Context, st *State, cfg ArgoCDCon
 // appSetEnvironment writes cfg's controller parameters into argocd-cmd-params-cm and returns the
 // environment the Deployment would give the controller from the ConfigMap as it now is.
 func appSetEnvironment(ctx context.Context, st *State, cfg ArgoCDConfig) ([]string, error) {
-	restCfg, err := st.RESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(restCfg)
+	dyn, err := st.Dynamic()
 	if err != nil {
 		return nil, err
 	}

@@ -694,11 +694,7 @@ func (s *State) InstallCRDs(ctx context.Context, root, version string) error {
 	if err != nil {
 		return err
 	}
-	restCfg, err := s.RESTConfig()
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(restCfg)
+	dyn, err := s.Dynamic()
 	if err != nil {
 		return err
 	}

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"k8s.io/client-go/dynamic"
 )
 
 // hydratorSince is the first release line with the source hydrator: the controller's
@@ -92,11 +90,7 @@ func startCommitServer(ctx context.Context, st *State, cfg ArgoCDConfig, bin, ho
 // returns the environment Argo CD's manifests give the controller from the ConfigMap as it now is
 // (argocd-server reads hydrator.enabled alone).
 func hydratorEnvironment(ctx context.Context, st *State, cfg ArgoCDConfig, commitServer string) ([]string, error) {
-	restCfg, err := st.RESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(restCfg)
+	dyn, err := st.Dynamic()
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 )
 
 // ExtensionsDir is where argocd-server reads UI extensions from: a fixed path in its code
@@ -165,11 +164,7 @@ func prepareUI(ctx context.Context, st *State, a *ArgoCD, home string) error {
 	}
 	ui := &UI{BackendURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), Token: hex.EncodeToString(token), JournalNamespace: journalNamespace(cfg.Namespace), Unprune: bin}
 	a.UI = ui
-	restCfg, err := st.RESTConfig()
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(restCfg)
+	dyn, err := st.Dynamic()
 	if err != nil {
 		return err
 	}
@@ -243,11 +238,7 @@ func applyExtensionRBAC(ctx context.Context, st *State, root, namespace, journal
 	if err != nil {
 		return err
 	}
-	restCfg, err := st.RESTConfig()
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(restCfg)
+	dyn, err := st.Dynamic()
 	if err != nil {
 		return err
 	}
