@@ -27,7 +27,7 @@ func TestRun(t *testing.T) {
 	argo := clustertest.NewArgoCD("argocd", c, s.Settings)
 	app := argocd.Application{Namespace: "argocd", Name: "web", Project: "default", Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "dest"},
 		Resources: []argocd.Resource{{Version: "v1", Kind: "Namespace", Name: "mine"}, {Version: "v1", Kind: "Namespace", Name: "leaving"}}}
-	manifests, err := ReadManifests("-", strings.NewReader(`
+	rep := runYAML(t, argo, s, app, `
 apiVersion: v1
 kind: Namespace
 metadata: {name: untracked}
@@ -58,14 +58,7 @@ items:
 - apiVersion: v1
   kind: ConfigMap
   metadata: {name: hook, annotations: {helm.sh/hook: pre-install}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(context.Background(), argo, s, app, manifests, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	got := map[string]string{}
 	for _, it := range rep.Items {
 		got[it.Resource.Name] = string(it.Kind) + "/" + string(it.Reason)
@@ -115,7 +108,7 @@ func TestRunGlobExclusions(t *testing.T) {
 			{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "dest", Name: "leaving"},
 			{Group: "batch", Version: "v1", Kind: "Job", Namespace: "dest", Name: "leaving"},
 		}}
-	manifests, err := ReadManifests("-", strings.NewReader(`
+	rep := runYAML(t, argo, s, app, `
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: untracked}
@@ -123,14 +116,7 @@ metadata: {name: untracked}
 apiVersion: batch/v1
 kind: Job
 metadata: {name: untracked}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(context.Background(), argo, s, app, manifests, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	got := map[string]bool{}
 	for _, it := range rep.Items {
 		got[it.Resource.Kind+"/"+it.Resource.Name+" "+string(it.Kind)] = true
@@ -157,7 +143,7 @@ func TestRunNamesRecreation(t *testing.T) {
 	argo := clustertest.NewArgoCD("argocd", c, s.Settings)
 	app := argocd.Application{Namespace: "argocd", Name: "web", Project: "default", Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "dest"},
 		SyncOptions: []string{"Replace=true"}}
-	manifests, err := ReadManifests("-", strings.NewReader(`
+	rep := runYAML(t, argo, s, app, `
 apiVersion: v1
 kind: Namespace
 metadata: {name: shared}
@@ -169,14 +155,7 @@ metadata: {name: settings, annotations: {argocd.argoproj.io/sync-options: Prune=
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: always, annotations: {argocd.argoproj.io/sync-options: "Force=true"}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(context.Background(), argo, s, app, manifests, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	want := map[string]string{"shared": "", "settings": "a sync of this app with FORCE ticked deletes it", "always": "every sync of this app deletes it"}
 	for _, it := range rep.Items {
 		w, ok := want[it.Resource.Name]
@@ -196,4 +175,18 @@ metadata: {name: always, annotations: {argocd.argoproj.io/sync-options: "Force=t
 	if len(want) > 0 {
 		t.Errorf("no adoption of %v", want)
 	}
+}
+
+// runYAML checks app against the manifests in yaml, as `check --manifests -` reads them.
+func runYAML(t *testing.T, argo cluster.ArgoCD, s cluster.Settings, app argocd.Application, yaml string) Report {
+	t.Helper()
+	manifests, err := ReadManifests("-", strings.NewReader(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), argo, s, app, manifests, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
