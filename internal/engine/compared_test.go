@@ -8,6 +8,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
+	"github.com/unprune/unprune/internal/verify"
 )
 
 // deafController is an Argo CD whose controller took a refresh request without the comparison it
@@ -38,7 +39,7 @@ func (d *deafController) Refresh(_ context.Context, _ argocd.Application, _ bool
 }
 
 // TestComparedRenewsAStaleRequest: a refresh request that stays pending with no comparison after
-// the last change is asked again once it has been pending for staleRequest — not before — and the
+// the last change is asked again once it has been pending for verify.StaleRequest — not before — and the
 // comparison it then gets counts.
 func TestComparedRenewsAStaleRequest(t *testing.T) {
 	w := newWorld(t, "team-a")
@@ -61,7 +62,7 @@ func TestComparedRenewsAStaleRequest(t *testing.T) {
 	if d.renewed != 1 {
 		t.Fatalf("the request was renewed %d times, want once", d.renewed)
 	}
-	if waited := now.Sub(start); waited < staleRequest || waited > staleRequest+5*time.Second {
-		t.Fatalf("renewed after %s, want after %s pending", waited, staleRequest)
+	if waited := now.Sub(start); waited < verify.StaleRequest || waited > verify.StaleRequest+5*time.Second {
+		t.Fatalf("renewed after %s, want after %s pending", waited, verify.StaleRequest)
 	}
 }

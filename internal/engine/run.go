@@ -398,13 +398,12 @@ func (r *runner) unseen(m *Mismatch) bool {
 // compared asks for a refresh of app and polls it until a comparison that started after after is
 // in its status, or the deadline passes (fresh false). A request the controller took without a
 // comparison that started late enough (one arriving mid-comparison is taken by it) is asked again,
-// a second apart; a pending one is not asked again until it has stayed pending for staleRequest
+// a second apart; a pending one is not asked again until it has stayed pending for verify.StaleRequest
 // with no such comparison — one that can stay so is a request the controller took before it was
 // renewed, or one whose renewal changed nothing on the object and so reached no controller (see
 // the backends' Refresh) — and a pending hard refresh is never downgraded.
 func (e *Engine) compared(ctx context.Context, name AppName, after, deadline time.Time) (argocd.Application, bool, error) {
-	const reask = time.Second
-	var asked, pending time.Time
+	ask := verify.Asker{Reask: time.Second}
 	for {
 		app, err := e.ArgoCD.GetApplication(ctx, e.namespaceOf(name), name.Name)
 		if err != nil {
@@ -417,21 +416,11 @@ func (e *Engine) compared(ctx context.Context, name AppName, after, deadline tim
 		if !now.Before(deadline) {
 			return app, false, nil
 		}
-		ask := false
-		switch {
-		case app.Refresh == "":
-			pending = time.Time{}
-			ask = now.Sub(asked) >= reask
-		case pending.IsZero():
-			pending = now
-		default:
-			ask = now.Sub(pending) >= staleRequest && now.Sub(asked) >= staleRequest
-		}
-		if ask {
+		if ask.Due(now, app.Refresh) {
 			if err := e.ArgoCD.Refresh(ctx, app, false); err != nil {
 				return app, false, err
 			}
-			asked, pending = now, time.Time{}
+			ask.Asked(now)
 		}
 		select {
 		case <-ctx.Done():
@@ -440,10 +429,6 @@ func (e *Engine) compared(ctx context.Context, name AppName, after, deadline tim
 		}
 	}
 }
-
-// staleRequest is how long a refresh request may stay pending, with no comparison after the last
-// change, before it is asked again.
-const staleRequest = verify.StaleRequest
 
 func (e *Engine) namespaceOf(a AppName) string {
 	if a.Namespace == "" && e.ArgoCD != nil {
