@@ -12,12 +12,14 @@ func TestGoldenGuard(t *testing.T) {
 		// guard policy: printed for review (exit 0), previewed with --apply (exit 1), applied.
 		{name: "guard-policy", args: []string{"guard", "policy"}},
 		{name: "guard-policy-kinds", args: []string{"guard", "policy", "--kinds", "namespaces,crds,pvs", "--name", "namespaces/team-a", "--break-glass-group", "platform-admins"}},
+		// A kind beyond namespaces, crds and pvs is looked up in the cluster, and named with its namespace.
+		{name: "guard-policy-configmaps", args: []string{"guard", "policy", "--kinds", "namespaces,configmaps", "--name", "configmaps/platform/settings"}},
 		{name: "guard-policy-apply-preview", args: []string{"guard", "policy", "--apply"}},
 		{name: "guard-policy-apply-yes", args: []string{"guard", "policy", "--apply", "--yes"}},
 		{name: "guard-policy-apply-dry-run-server", args: []string{"guard", "policy", "--apply", "--dry-run=server", "--cluster", "prod-eu"}},
 		// Exit 2: bad input.
 		{name: "guard-policy-yes-without-apply", args: []string{"guard", "policy", "--yes"}},
-		{name: "guard-policy-bad-kind", args: []string{"guard", "policy", "--kinds", "pods"}},
+		{name: "guard-policy-bad-kind", args: []string{"guard", "policy", "--kinds", "widgets"}},
 		{name: "guard-policy-unknown-cluster", args: []string{"guard", "policy", "--apply", "--yes", "--cluster", "prod-us"}},
 
 		// guard protect and confirm: previews (exit 1), changes (exit 0), nothing to change (exit 0).

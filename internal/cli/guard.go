@@ -23,7 +23,8 @@ func NewGuardCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobr
 		Long: `Guards stop a prune from deleting an object even when someone syncs with PRUNE ticked:
 
   guard policy    a ValidatingAdmissionPolicy denying DELETE of protected Namespaces (and optionally
-                  CRDs and PersistentVolumes), for every user, Argo CD included, but a break-glass group
+                  CRDs, PersistentVolumes or any other kind), for every user, Argo CD included, but a
+                  break-glass group
   guard protect   label objects unprune.dev/protected=true, which that policy protects
   guard confirm   merge Prune=confirm into the objects' argocd.argoproj.io/sync-options, so Argo CD
                   prunes them only after the deletion is approved on the Application (Argo CD v2.14+)
@@ -57,12 +58,18 @@ operator what to do. Members of --break-glass-group are exempt. Admission polici
 system:masters and Argo CD's controller included. A new policy takes about a second to be enforced:
 check with "unprune audit --probe".
 
+--kinds knows namespaces, crds and pvs by itself; any other kind is named as kubectl names it (pvc,
+configmaps, statefulsets.apps) and looked up in the cluster: an object two apps declare, which a forced
+sync with Replace=true deletes and creates anew whatever its sync options say, is kept only by such a
+policy (see "unprune audit"). Name a namespaced object RESOURCE/NAMESPACE/NAME.
+
 By default the YAML is printed for review or GitOps; --apply creates or updates it (server-side
 apply) in the current context's cluster, after a preview, with --yes.
 
 ` + exitCodesHelp,
 		Example: `  unprune guard policy --kinds namespaces,crds --break-glass-group platform-admins > guard.yaml
-  unprune guard policy --apply --yes`,
+  unprune guard policy --apply --yes
+  unprune guard policy --kinds namespaces,configmaps --name configmaps/shop/settings --apply --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Complete(); err != nil {
@@ -74,8 +81,8 @@ apply) in the current context's cluster, after a preview, with --yes.
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringSliceVar(&o.Policy.Kinds, "kinds", []string{"namespaces"}, "kinds to protect: namespaces, crds, pvs")
-	cmd.Flags().StringArrayVar(&o.Policy.Names, "name", nil, "also protect this object by name, as KIND/NAME (e.g. namespaces/team-a); repeatable")
+	cmd.Flags().StringSliceVar(&o.Policy.Kinds, "kinds", []string{"namespaces"}, "kinds to protect: namespaces, crds, pvs, or any other as kubectl names it (pvc, statefulsets.apps), looked up in the cluster")
+	cmd.Flags().StringArrayVar(&o.Policy.Names, "name", nil, "also protect this object by name, as RESOURCE/NAME or RESOURCE/NAMESPACE/NAME (e.g. namespaces/team-a, configmaps/shop/settings); repeatable")
 	cmd.Flags().StringVar(&o.Policy.BreakGlassGroup, "break-glass-group", "", "group whose members may still delete protected objects")
 	cmd.Flags().BoolVar(&o.Apply, "apply", false, "create or update the policy in the cluster (with --yes)")
 	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "apply it in this destination cluster of Argo CD (its name or server URL) instead of the current context's")
@@ -94,8 +101,11 @@ func (o *GuardPolicyOptions) Validate(cmd *cobra.Command) error {
 	if !o.can().KubernetesAPI {
 		return errGuardViaAPI("guard policy")
 	}
-	if _, err := guard.Policy(o.Policy); err != nil {
-		return usageError("%v", err)
+	// Kinds beyond the built-in ones are looked up in the cluster when the command runs.
+	if o.Policy.Builtin() {
+		if _, err := guard.Policy(o.Policy); err != nil {
+			return usageError("%v", err)
+		}
 	}
 	if !o.Apply && (flagChanged(cmd.Flags(), "yes") || flagChanged(cmd.Flags(), "dry-run")) {
 		return usageError("--yes and --dry-run go with --apply")
@@ -105,7 +115,25 @@ func (o *GuardPolicyOptions) Validate(cmd *cobra.Command) error {
 
 // Run prints or applies the policy.
 func (o *GuardPolicyOptions) Run(ctx context.Context) error {
-	objs, _ := guard.Policy(o.Policy)
+	var objects cluster.Objects
+	if !o.Policy.Builtin() {
+		var err error
+		if objects, err = o.target(ctx, o.Cluster); err != nil {
+			return err
+		}
+		o.Policy.Resolve = func(name string) (guard.Kind, error) {
+			kind, group, _ := strings.Cut(name, ".")
+			ref, err := objects.Resolve(ctx, group, kind, "", "", "")
+			if err != nil {
+				return guard.Kind{}, err
+			}
+			return guard.Kind{Group: ref.Group, Resource: ref.Resource, Kind: ref.Kind, Namespaced: ref.Namespaced}, nil
+		}
+	}
+	objs, err := guard.Policy(o.Policy)
+	if err != nil {
+		return usageError("%v", err)
+	}
 	var docs []string
 	for _, obj := range objs {
 		b, err := yaml.Marshal(obj)
@@ -122,9 +150,10 @@ func (o *GuardPolicyOptions) Run(ctx context.Context) error {
 		}
 		return nil
 	}
-	objects, err := o.target(ctx, o.Cluster)
-	if err != nil {
-		return err
+	if objects == nil {
+		if objects, err = o.target(ctx, o.Cluster); err != nil {
+			return err
+		}
 	}
 	applier, ok := objects.(cluster.Applier)
 	if !ok {

@@ -17,8 +17,9 @@ const PolicyGuard risk.Guard = "AdmissionPolicy"
 // Installed is what unprune knows of its own admission policy (Policy) in a cluster, when it is
 // installed, bound and denies: audit and check count what it covers as guarded.
 type Installed struct {
-	resources map[string]bool // group/resource
-	names     map[string]bool // resource/name
+	resources map[string]bool   // group/resource
+	names     map[string]bool   // resource/name, resource/namespace/name
+	kinds     map[string]string // group/Kind → resource, from KindsAnnotation
 }
 
 // Covers reports whether the installed policy protects the resource, given its live labels.
@@ -26,12 +27,22 @@ func (p *Installed) Covers(r argocd.Resource, labels map[string]string) bool {
 	if p == nil {
 		return false
 	}
-	for _, k := range Kinds {
-		if k.Group == r.Group && k.Kind == r.Kind && p.resources[k.Group+"/"+k.Resource] {
-			return labels[ProtectLabel] == "true" || p.names[k.Resource+"/"+r.Name]
+	resource, ok := p.kinds[r.Group+"/"+r.Kind]
+	if !ok {
+		for _, k := range Kinds {
+			if k.Group == r.Group && k.Kind == r.Kind {
+				resource, ok = k.Resource, true
+			}
 		}
 	}
-	return false
+	if !ok || !p.resources[r.Group+"/"+resource] {
+		return false
+	}
+	name := resource + "/" + r.Name
+	if r.Namespace != "" {
+		name = resource + "/" + r.Namespace + "/" + r.Name
+	}
+	return labels[ProtectLabel] == "true" || p.names[name]
 }
 
 // ReadInstalled recognises the policy `unprune guard policy` installs. Other admission policies are not
@@ -57,7 +68,12 @@ func ReadInstalled(ctx context.Context, objects cluster.Objects) (*Installed, st
 	if !hasVerb(actions, "Deny") {
 		return nil, fmt.Sprintf("cluster %s: binding %s does not Deny (actions %v): it enforces nothing", where, PolicyName, actions)
 	}
-	info := &Installed{resources: map[string]bool{}, names: map[string]bool{}}
+	return installedFrom(pol), ""
+}
+
+// installedFrom reads what the policy protects from its rules and annotations.
+func installedFrom(pol map[string]any) *Installed {
+	info := &Installed{resources: map[string]bool{}, names: map[string]bool{}, kinds: map[string]string{}}
 	spec, _ := pol["spec"].(map[string]any)
 	constraints, _ := spec["matchConstraints"].(map[string]any)
 	rules, _ := constraints["resourceRules"].([]any)
@@ -77,7 +93,23 @@ func ReadInstalled(ctx context.Context, objects cluster.Objects) (*Installed, st
 			info.names[n] = true
 		}
 	}
-	return info, ""
+	kinds, _ := annotations[KindsAnnotation].(string)
+	info.kinds = parseKindsAnnotation(kinds)
+	return info
+}
+
+// parseKindsAnnotation reads KindsAnnotation: RESOURCE[.GROUP]=KIND, comma-separated.
+func parseKindsAnnotation(v string) map[string]string {
+	out := map[string]string{}
+	for _, entry := range strings.Split(v, ",") {
+		rg, kind, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		if !ok || rg == "" || kind == "" {
+			continue
+		}
+		resource, group, _ := strings.Cut(rg, ".")
+		out[group+"/"+kind] = resource
+	}
+	return out
 }
 
 func stringSlice(m map[string]any, path ...string) []string {

@@ -78,3 +78,48 @@ func TestHasVerb(t *testing.T) {
 		}
 	}
 }
+
+// TestInstalledCoversWhatPolicyProtects reads back the policy Policy builds, as audit reads the
+// installed one: a kind resolved through discovery is matched by its Kind and group, a namespaced
+// object by its namespace and name.
+func TestInstalledCoversWhatPolicyProtects(t *testing.T) {
+	policy, _ := mustPolicy(t, PolicyOptions{Kinds: []string{"namespaces", "cm", "sts"}, Resolve: lookup,
+		Names: []string{"namespaces/team-a", "configmaps/shop/settings"}})
+	if got, want := dig(t, policy, "metadata", "annotations", KindsAnnotation), "namespaces=Namespace,configmaps=ConfigMap,statefulsets.apps=StatefulSet"; got != want {
+		t.Errorf("annotation %s = %q, want %q", KindsAnnotation, got, want)
+	}
+	installed := installedFrom(policy)
+	protected := map[string]string{ProtectLabel: "true"}
+	cm := func(ns, name string) argocd.Resource {
+		return argocd.Resource{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: name}
+	}
+	sts := argocd.Resource{Group: "apps", Version: "v1", Kind: "StatefulSet", Namespace: "db", Name: "postgres"}
+	tests := []struct {
+		name   string
+		res    argocd.Resource
+		labels map[string]string
+		want   bool
+	}{
+		{name: "named namespace", res: argocd.Resource{Version: "v1", Kind: "Namespace", Name: "team-a"}, want: true},
+		{name: "named ConfigMap", res: cm("shop", "settings"), want: true},
+		{name: "same name, other namespace", res: cm("staging", "settings"), want: false},
+		{name: "labelled ConfigMap", res: cm("staging", "settings"), labels: protected, want: true},
+		{name: "labelled StatefulSet", res: sts, labels: protected, want: true},
+		{name: "StatefulSet kind of another group", res: argocd.Resource{Group: "example.com", Kind: "StatefulSet", Namespace: "db", Name: "postgres"}, labels: protected, want: false},
+		{name: "labelled Secret, not a kind of the policy", res: argocd.Resource{Version: "v1", Kind: "Secret", Namespace: "shop", Name: "settings"}, labels: protected, want: false},
+	}
+	for _, tt := range tests {
+		if got := installed.Covers(tt.res, tt.labels); got != tt.want {
+			t.Errorf("%s: Covers(%s) = %v, want %v", tt.name, tt.res, got, tt.want)
+		}
+	}
+	// A policy of the built-in kinds alone carries no kinds annotation, as before: audit reads its
+	// rules by the built-in table.
+	builtinOnly, _ := mustPolicy(t, PolicyOptions{Kinds: []string{"namespaces", "pvs"}})
+	if _, ok := dig(t, builtinOnly, "metadata", "annotations").(map[string]any)[KindsAnnotation]; ok {
+		t.Errorf("a policy of built-in kinds carries %s", KindsAnnotation)
+	}
+	if !installedFrom(builtinOnly).Covers(argocd.Resource{Version: "v1", Kind: "PersistentVolume", Name: "data"}, protected) {
+		t.Error("a policy of built-in kinds does not cover a labelled PersistentVolume")
+	}
+}
