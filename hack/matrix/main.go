@@ -56,6 +56,8 @@ var capabilities = []capability{
 	{"watch: counts, announces, releases", []string{"TestWatchAcrossReleases/{v}"}, nil},
 	{"repo-server: its helm and kustomize", []string{"TestHelmAndKustomize/{v}"}, nil},
 	{"`resource.selectors` hide objects from the cascade (v3.6+)", []string{"TestResourceSelectorsHideACopy/{v}"}, []string{argocd.RuleResourceSelectors.ID}},
+	{"forced sync with `Replace=true`: a shared object recreated (in the dry run too, before #623's fix), a guarded one kept",
+		[]string{"TestForceReplaceOfASharedObject/{v}"}, []string{argocd.RuleForcedReplaceDryRunIsDry.ID}},
 }
 
 // lines are the release lines the matrix shows, oldest first; built ones carry the release.

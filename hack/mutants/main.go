@@ -65,6 +65,8 @@ var mutants = []mutant{
 		[]edit{{"RuleInstallationIDMustEqual", "From:    Line{2, 13}", "From:    Line{2, 15}"}}},
 	{"annotation-tracking-default", "annotation tracking the default from v3.1", "v3.0.23", "TestDetach/{v}/default-tracking",
 		[]edit{{"RuleAnnotationDefault", "From:    Line{3, 0}", "From:    Line{3, 1}"}}},
+	{"forced-replace-dry-run-is-dry", "a forced sync's dry run left alone on every line", "v2.14.11", "TestForceReplaceOfASharedObject/{v}",
+		[]edit{{"RuleForcedReplaceDryRunIsDry", "From:    Line{3, 2}", "From:    Line{2, 14}"}}},
 	{"appset-files-exclude", "the files generator's exclude from v3.2", "v3.1.16", "TestDifferentialApplicationSets/{v}",
 		[]edit{{"RuleAppSetFilesExclude", "From:    Line{3, 1}", "From:    Line{3, 2}"}}},
 }

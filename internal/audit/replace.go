@@ -10,6 +10,7 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/deletion"
+	"github.com/unprune/unprune/internal/option"
 )
 
 // WhenForceSynced: the row is an object two apps declare, which a sync of the row's app with FORCE
@@ -121,8 +122,11 @@ func replaceRows(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, ap
 			j.row.Cluster = objects.Info()
 			j.row.Notes = append(j.row.Notes, fmt.Sprintf(
 				"also declared by %s; %s says Replace=true, so %s deletes it and creates it anew (a forced kubectl replace: a DELETE, then a CREATE with a new UID). "+
-					"Prune=false and Delete=false do not stop that; only an admission policy that denies its DELETE does. Keep the object in one app, or drop Replace=true",
-				strings.Join(b.others[i], ", "), where, when))
+					"Prune=false and Delete=false do not stop that; only an admission policy that denies its DELETE does (%v, with the kinds it protects already). Keep the object in one app, or drop Replace=true",
+				strings.Join(b.others[i], ", "), where, when, policyFor(refs[i])))
+			if note := dryRunNote(s.Version); note != "" {
+				j.row.Notes = append(j.row.Notes, note)
+			}
 			j.ref, j.live, j.objects = refs[i], live, objects
 			jobs = append(jobs, j)
 		}
@@ -139,6 +143,38 @@ func replaceRows(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, ap
 		}
 	}
 	return rows, warnings
+}
+
+// dryRunNote says when the forced sync's own dry run already recreates the object: before
+// gitops-engine #623's fix, kubectl's replace --force ran its DELETE and CREATE for real in the dry
+// run (argocd.RuleForcedReplaceDryRunIsDry), so the object is recreated even when that dry run then
+// fails on another object, and twice when the sync goes on. Unknown release: said as a possibility.
+func dryRunNote(v *argocd.Version) string {
+	const what = "the forced sync's dry run already deletes and creates it anew (kubectl's forced replace ignores the dry run: gitops-engine #623), " +
+		"so it is recreated even when the sync then fails, and twice when it succeeds"
+	switch {
+	case v == nil:
+		return "on Argo CD before v3.0.16, v3.1.4 and v3.2.0, " + what
+	case !argocd.RuleForcedReplaceDryRunIsDry.Applies(*v):
+		return "on Argo CD " + v.String() + ", " + what
+	}
+	return ""
+}
+
+// policyFor is the guard policy command that protects ref by name, beside the Namespaces the policy
+// protects by default. By name, because a label guard protect adds is gone after the replacing
+// app's next sync: Replace=true writes that app's manifest over the whole object.
+func policyFor(ref cluster.Ref) option.Command {
+	kind := ref.Resource
+	if ref.Group != "" {
+		kind += "." + ref.Group
+	}
+	name := ref.Resource + "/" + ref.Name
+	if ref.Namespace != "" {
+		name = ref.Resource + "/" + ref.Namespace + "/" + ref.Name
+	}
+	return option.Command{Path: []string{"guard", "policy"}, Options: []option.Setting{
+		{Name: option.GuardKinds, Value: "namespaces," + kind}, {Name: option.GuardName, Value: name}, option.Flag(option.Apply)}}
 }
 
 // destinationKey names the cluster an app deploys to as its spec does, the in-cluster destination

@@ -27,6 +27,9 @@ func TestReplaceRows(t *testing.T) {
 	}{
 		{name: "B replaces a shared ConfigMap", kind: "ConfigMap", bOptions: []string{"Replace=true"},
 			want: []want{{"argocd/b", "a sync of argocd/b with FORCE ticked"}}},
+		// The guard named is a policy of its kind that names the object (its namespace too).
+		{name: "the policy that keeps it", kind: "ConfigMap", bOptions: []string{"Replace=true"},
+			want: []want{{"argocd/b", "only an admission policy that denies its DELETE does (unprune guard policy <GuardKinds> namespaces,configmaps <GuardName> configmaps/team/shared <Apply>"}}},
 		{name: "Prune=false does not stop it", kind: "ConfigMap", bOptions: []string{"Replace=true"}, annotations: map[string]string{argocd.AnnotationSyncOptions: "Prune=false"},
 			want: []want{{"argocd/b", "Prune=false, Delete=false and helm.sh/resource-policy: keep do not stop a forced replace"}}},
 		{name: "a shared Namespace is updated", kind: "Namespace", bOptions: []string{"Replace=true"}},
@@ -81,5 +84,36 @@ func TestReplaceRows(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDryRunNote: before gitops-engine #623's fix (v3.0.16, v3.1.4, v3.2.0) a forced sync's dry run
+// recreates the object already, which the row says; an unknown release says it as a possibility.
+func TestDryRunNote(t *testing.T) {
+	for _, tc := range []struct {
+		version string
+		want    string // a fragment; "" for no note
+	}{
+		{"v2.14.11", "on Argo CD v2.14.11, the forced sync's dry run already deletes and creates it anew"},
+		{"v3.0.15", "on Argo CD v3.0.15, the forced sync's dry run"},
+		{"v3.0.16", ""},
+		{"v3.1.3", "on Argo CD v3.1.3, the forced sync's dry run"},
+		{"v3.1.4", ""},
+		{"v3.2.0", ""},
+		{"v3.6.1", ""},
+		{"", "on Argo CD before v3.0.16, v3.1.4 and v3.2.0, the forced sync's dry run"},
+	} {
+		var v *argocd.Version
+		if tc.version != "" {
+			parsed, err := argocd.ParseVersion(tc.version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v = &parsed
+		}
+		got := dryRunNote(v)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%q: note %q, want %q", tc.version, got, tc.want)
+		}
 	}
 }

@@ -135,7 +135,7 @@ func TestEachVerbRunsUnderItsRole(t *testing.T) {
 	}
 
 	policy := as("unprune-guard-policy")
-	ok(policy("guard", "policy", "--kinds=namespaces,crds", "--break-glass-group=lab-break-glass", "--apply", "--yes"),
+	ok(policy(policyArgs...),
 		"guard policy --apply as unprune-guard-policy", cli.ExitOK)
 
 	renamed := labtest.NewRepo(t)
