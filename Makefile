@@ -4,6 +4,14 @@
 SHELL := /bin/bash
 GO ?= go
 
+# Everything this module compiles — vet, the tests, the binaries — builds with the release's flags
+# (.goreleaser.yaml: CGO off, -trimpath), so that a cold build cache compiles each package once:
+# hack/dist's test builds the release binaries, which took 166 s more after a default build of the
+# module and 3 s after one with these flags (2026-12-05). lab/build.sh builds the lab's binaries
+# with the toolchain's own default, whatever this says (their cache key does not cover it).
+export CGO_ENABLED := 0
+export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
+
 # Lab configuration, passed to `lab up` through the environment.
 ARGOCD_VERSION ?= v3.6.1
 TRACKING ?=

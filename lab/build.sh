@@ -22,6 +22,10 @@
 # with: change any of them and the binary is rebuilt, never reused stale.
 set -euo pipefail
 
+# The binaries build with the toolchain's default cgo setting, whatever the caller exports (the
+# Makefile turns cgo off for this module's own builds): the cache key does not cover the environment.
+unset CGO_ENABLED
+
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${UNPRUNE_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/unprune/lab}
 kube_version=v1.35.4

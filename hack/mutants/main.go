@@ -168,7 +168,7 @@ func run(dir, release string, src []byte, ms []mutant) (map[string]string, error
 	defer stream.Close()
 	cmd := exec.Command("go", "test", "-count=1", "-tags", "lab", "-timeout", "40m", "-json",
 		"-run", "^("+strings.Join(tops, "|")+")$/^"+strings.ReplaceAll(release, ".", `\.`)+"$", "./test/e2e/")
-	cmd.Env = append(os.Environ(), "GOFLAGS=-overlay="+overlay, "UNPRUNE_LAB_MATRIX="+release)
+	cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+overlay), "UNPRUNE_LAB_MATRIX="+release)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -17,10 +16,14 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// here is this package's directory.
+// here is this package's directory: a test runs in it (the source file's path is not kept by
+// -trimpath builds).
 func here() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Dir(file)
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	return dir
 }
 
 // deploy is the repository's deploy/.
