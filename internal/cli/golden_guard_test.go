@@ -36,6 +36,10 @@ func TestGoldenGuard(t *testing.T) {
 		{name: "guard-confirm-reverted", args: []string{"guard", "confirm", "Deployment.apps/guestbook/guestbook-ui", "--yes"}, setup: func(w *world) {
 			w.manifestSets("guestbook-ui", "argocd.argoproj.io/sync-options", "SkipDryRunOnMissingResource=true")
 		}},
+		// Exit 3: guestbook syncs with Replace=true, which writes its manifest over the label at every sync.
+		{name: "guard-protect-replaced", args: []string{"guard", "protect", "Deployment.apps/guestbook/guestbook-ui"}, setup: func(w *world) {
+			w.replaces("guestbook")
+		}},
 		// A missing object cannot be guarded: reported Gone, nothing changed (exit 0).
 		// A mark on ledger does not hold while guestbook prunes its Namespace; nor does the one it has.
 		{name: "guard-confirm-in-pruned-namespace", args: []string{"guard", "confirm", "ConfigMap/team-a/ledger"},

@@ -9,7 +9,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
-	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/guard"
@@ -257,13 +256,10 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A confirm is a mark Argo CD reads: where Argo CD can be read, the app that declares an
-	// object is asked, after the change, whether it sees the mark (it would write it over).
-	var argo cluster.ArgoCD
-	var settings argocd.Settings
-	if o.Verb == "confirm" {
-		argo, settings, _ = o.connect(ctx)
-	}
+	// Where Argo CD can be read, the app that declares an object says whether a mark holds: one that
+	// syncs with Replace=true writes its manifest over label and annotation alike, and a confirm is
+	// a mark Argo CD reads, so that app is asked, after the change, whether it sees it.
+	argo, settings, _ := o.connect(ctx)
 	e, err := o.engine(argo, settings, 32)
 	if err != nil {
 		return err

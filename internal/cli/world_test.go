@@ -241,3 +241,13 @@ func (w *world) automate(name string) {
 	app.Automated, app.AutoPrune = true, true
 	w.argo.AddApp(app)
 }
+
+// replaces gives app syncOptions [Replace=true]: each sync writes its manifests over its objects.
+func (w *world) replaces(name string) {
+	app, err := w.argo.GetApplication(context.Background(), w.argo.Ns, name)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	app.SyncOptions = append(app.SyncOptions, argocd.OptionReplace)
+	w.argo.AddApp(app)
+}

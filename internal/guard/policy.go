@@ -273,6 +273,32 @@ func ProtectPlan(t plan.Target) plan.Plan {
 	if t.Deleting {
 		return refuseDeleting(t)
 	}
+	if t.Declared && t.Replaced {
+		// Seen in the lab (TestForceReplaceOfASharedObject): the next ordinary sync of such an app
+		// takes the label off, and a forced sync after it deletes the object unguarded.
+		resource := t.Resource
+		if resource == "" {
+			resource = "RESOURCE"
+		}
+		name := resource + "/" + t.Ref.Name
+		if t.Ref.Namespace != "" {
+			name = resource + "/" + t.Ref.Namespace + "/" + t.Ref.Name
+		}
+		kinds := resource
+		if t.Ref.Group != "" {
+			kinds += "." + t.Ref.Group
+		}
+		if kinds != "namespaces" {
+			kinds = "namespaces," + kinds
+		}
+		byName := option.Command{Path: []string{"guard", "policy"}, Options: []option.Setting{
+			{Name: option.GuardKinds, Value: kinds}, {Name: option.GuardName, Value: name}, option.Flag(option.Apply)}}
+		p.Refusal = &plan.Refusal{Code: plan.RefuseReplacedBySync, Message: fmt.Sprintf(
+			"%s: its app syncs with Replace=true, which writes the whole manifest over the object at every sync and takes the label %s off. "+
+				"Protect it by name instead (%v, with the kinds and names the policy protects already), or put the label into its manifest",
+			t.Ref, ProtectLabel, byName)}
+		return p
+	}
 	switch v, ok := t.Labels[ProtectLabel]; {
 	case !ok:
 		p.Changes = []journal.Change{journal.Addition(journal.FieldLabel, ProtectLabel, "true")}
@@ -296,7 +322,7 @@ func ConfirmPlan(t plan.Target) plan.Plan {
 		return p
 	}
 	if p = plan.MarkHolds(p, argocd.AnnotationSyncOptions, argocd.OptionPruneConfirm, "Put Prune=confirm into the manifest's sync-options instead; "+
-		"or, on Argo CD v3.4+, set its app's syncPolicy.syncOptions to [Prune=confirm]", false); p.Refusal != nil {
+		"or, on Argo CD v3.4+, set its app's syncPolicy.syncOptions to [Prune=confirm]", t.Replaced); p.Refusal != nil {
 		return p
 	}
 	merged, changed := argocd.SetOption(before, argocd.OptionPruneConfirm)

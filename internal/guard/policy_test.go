@@ -508,11 +508,31 @@ func TestProtectPlan(t *testing.T) {
 			target: plan.Target{Ref: teamA, Deleting: true, Labels: map[string]string{"unprune.dev/protected": "true"}},
 			want:   planWant{refusalCode: plan.RefuseDeleting},
 		},
+		// Each sync of an app with Replace=true writes its manifest over the object: the label goes.
+		{
+			name:   "declared by an app that syncs with Replace=true",
+			target: plan.Target{Ref: teamA, Declared: true, Replaced: true},
+			want:   planWant{refusalCode: plan.RefuseReplacedBySync},
+		},
+		{
+			name:   "labelled already, by an app that syncs with Replace=true",
+			target: plan.Target{Ref: teamA, Declared: true, Replaced: true, Labels: map[string]string{"unprune.dev/protected": "true"}},
+			want:   planWant{refusalCode: plan.RefuseReplacedBySync},
+		},
+		{
+			name:   "declared by an app that applies",
+			target: plan.Target{Ref: teamA, Declared: true},
+			want:   planWant{changes: []journal.Change{journal.Addition(journal.FieldLabel, "unprune.dev/protected", "true")}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			checkPlan(t, ProtectPlan(tt.target), tt.target, tt.want)
 		})
+	}
+	p := ProtectPlan(plan.Target{Ref: teamA, Resource: "namespaces", Declared: true, Replaced: true})
+	if want := "Protect it by name instead (unprune guard policy <GuardKinds> namespaces <GuardName> namespaces/team-a <Apply>"; p.Refusal == nil || !strings.Contains(p.Refusal.Message, want) {
+		t.Errorf("refusal %+v does not say %q", p.Refusal, want)
 	}
 }
 
@@ -578,6 +598,11 @@ func TestConfirmPlan(t *testing.T) {
 			name:   "being deleted with Prune=false",
 			target: plan.Target{Ref: teamA, Deleting: true, Annotations: map[string]string{key: "Prune=false"}},
 			want:   planWant{refusalCode: plan.RefuseDeleting},
+		},
+		{
+			name:   "declared by an app that syncs with Replace=true",
+			target: plan.Target{Ref: teamA, Declared: true, Replaced: true},
+			want:   planWant{refusalCode: plan.RefuseReplacedBySync},
 		},
 	}
 	for _, tt := range tests {

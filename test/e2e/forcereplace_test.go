@@ -43,7 +43,7 @@ import (
 // Audit counts it guarded; B's forced sync fails on it (the API server denies the replace's DELETE)
 // and leaves it as it was. Then an ordinary sync of B, with Replace=true, writes B's manifest over it:
 // the label is gone and audit counts it unguarded again, which is why audit's advice protects such
-// an object by name.
+// an object by name, and why guard protect then refuses to label it.
 //
 // Before gitops-engine #623's fix (argocd.RuleForcedReplaceDryRunIsDry: v2.14, v3.0.15, v3.1.3) the
 // forced sync's dry run runs kubectl's replace --force for real: kept's DELETE is denied in the dry
@@ -191,6 +191,16 @@ func TestForceReplaceOfASharedObject(t *testing.T) {
 			}
 			if got, _ := forced(); !slices.Equal(got, []string{row("kept", false), row("shared", false)}) {
 				t.Errorf("audit's rows of a forced sync after the label went: %q, want kept and shared unguarded", got)
+			}
+			// guard protect now refuses to put back a label B's next sync would take off again.
+			r := unprune(t, env, labtest.TempDir(t), argocdNS, "guard", "protect", "ConfigMap/"+a.DestNamespace+"/kept", "--yes")
+			if r.Code != cli.ExitRefused || !strings.Contains(r.Stdout+r.Stderr, "syncs with Replace=true") {
+				t.Errorf("guard protect of an object B replaces: exit %d, want %d and the reason", r.Code, cli.ExitRefused)
+			}
+			if cm, err := env.Kube.CoreV1().ConfigMaps(a.DestNamespace).Get(labtest.Context(t), "kept", metav1.GetOptions{}); err != nil {
+				t.Error(err)
+			} else if _, ok := cm.Labels[guard.ProtectLabel]; ok {
+				t.Errorf("the refused guard protect labelled kept: %v", cm.Labels)
 			}
 		})
 	}
