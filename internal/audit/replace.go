@@ -122,7 +122,7 @@ func replaceRows(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, ap
 			j.row.Cluster = objects.Info()
 			j.row.Notes = append(j.row.Notes, fmt.Sprintf(
 				"also declared by %s; %s says Replace=true, so %s deletes it and creates it anew (a forced kubectl replace: a DELETE, then a CREATE with a new UID). "+
-					"Prune=false and Delete=false do not stop that; only an admission policy that denies its DELETE does (%v, with the kinds it protects already). Keep the object in one app, or drop Replace=true",
+					"Prune=false and Delete=false do not stop that; only an admission policy that denies its DELETE does (%v). Keep the object in one app, or drop Replace=true",
 				strings.Join(b.others[i], ", "), where, when, policyFor(refs[i])))
 			if note := dryRunNote(s.Version); note != "" {
 				j.row.Notes = append(j.row.Notes, note)
@@ -161,8 +161,8 @@ func dryRunNote(v *argocd.Version) string {
 	return ""
 }
 
-// policyFor is the guard policy command that protects ref by name, beside the Namespaces the policy
-// protects by default. By name, because a label guard protect adds is gone after the replacing
+// policyFor is the guard policy command that protects ref by name, keeping what the installed
+// policy protects (--merge) and the Namespaces it protects by default. By name, because a label guard protect adds is gone after the replacing
 // app's next sync: Replace=true writes that app's manifest over the whole object.
 func policyFor(ref cluster.Ref) option.Command {
 	kind := ref.Resource
@@ -173,7 +173,7 @@ func policyFor(ref cluster.Ref) option.Command {
 	if ref.Namespace != "" {
 		name = ref.Resource + "/" + ref.Namespace + "/" + ref.Name
 	}
-	return option.Command{Path: []string{"guard", "policy"}, Options: []option.Setting{
+	return option.Command{Path: []string{"guard", "policy"}, Options: []option.Setting{option.Flag(option.GuardMerge),
 		{Name: option.GuardKinds, Value: "namespaces," + kind}, {Name: option.GuardName, Value: name}, option.Flag(option.Apply)}}
 }
 

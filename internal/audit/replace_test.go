@@ -29,7 +29,7 @@ func TestReplaceRows(t *testing.T) {
 			want: []want{{"argocd/b", "a sync of argocd/b with FORCE ticked"}}},
 		// The guard named is a policy of its kind that names the object (its namespace too).
 		{name: "the policy that keeps it", kind: "ConfigMap", bOptions: []string{"Replace=true"},
-			want: []want{{"argocd/b", "only an admission policy that denies its DELETE does (unprune guard policy <GuardKinds> namespaces,configmaps <GuardName> configmaps/team/shared <Apply>"}}},
+			want: []want{{"argocd/b", "only an admission policy that denies its DELETE does (unprune guard policy <GuardMerge> <GuardKinds> namespaces,configmaps <GuardName> configmaps/team/shared <Apply>)"}}},
 		{name: "Prune=false does not stop it", kind: "ConfigMap", bOptions: []string{"Replace=true"}, annotations: map[string]string{argocd.AnnotationSyncOptions: "Prune=false"},
 			want: []want{{"argocd/b", "Prune=false, Delete=false and helm.sh/resource-policy: keep do not stop a forced replace"}}},
 		{name: "a shared Namespace is updated", kind: "Namespace", bOptions: []string{"Replace=true"}},

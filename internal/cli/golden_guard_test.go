@@ -14,6 +14,10 @@ func TestGoldenGuard(t *testing.T) {
 		{name: "guard-policy-kinds", args: []string{"guard", "policy", "--kinds", "namespaces,crds,pvs", "--name", "namespaces/team-a", "--break-glass-group", "platform-admins"}},
 		// A kind beyond namespaces, crds and pvs is looked up in the cluster, and named with its namespace.
 		{name: "guard-policy-configmaps", args: []string{"guard", "policy", "--kinds", "namespaces,configmaps", "--name", "configmaps/platform/settings"}},
+		// --merge keeps what the installed policy protects: its kinds, names and break-glass group.
+		{name: "guard-policy-merge", args: []string{"guard", "policy", "--merge", "--kinds", "crds"}, setup: func(w *world) {
+			w.mustRun(ExitOK, "guard", "policy", "--kinds", "namespaces,configmaps", "--name", "configmaps/platform/settings", "--break-glass-group", "platform-admins", "--apply", "--yes")
+		}},
 		{name: "guard-policy-apply-preview", args: []string{"guard", "policy", "--apply"}},
 		{name: "guard-policy-apply-yes", args: []string{"guard", "policy", "--apply", "--yes"}},
 		{name: "guard-policy-apply-dry-run-server", args: []string{"guard", "policy", "--apply", "--dry-run=server", "--cluster", "prod-eu"}},

@@ -42,8 +42,11 @@ type GuardPolicyOptions struct {
 	genericiooptions.IOStreams
 	Policy  guard.PolicyOptions
 	Apply   bool
+	Merge   bool
 	Cluster string
 	change  changeFlags
+	// keepGroup: --merge keeps the installed policy's break-glass group unless the flag names one.
+	keepGroup bool
 }
 
 func newGuardPolicyCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
@@ -84,6 +87,7 @@ apply) in the current context's cluster, after a preview, with --yes.
 	cmd.Flags().StringArrayVar(&o.Policy.Names, "name", nil, "also protect this object by name, as RESOURCE/NAME or RESOURCE/NAMESPACE/NAME (e.g. namespaces/team-a, configmaps/shop/settings); repeatable")
 	cmd.Flags().StringVar(&o.Policy.BreakGlassGroup, "break-glass-group", "", "group whose members may still delete protected objects")
 	cmd.Flags().BoolVar(&o.Apply, "apply", false, "create or update the policy in the cluster (with --yes)")
+	cmd.Flags().BoolVar(&o.Merge, "merge", false, "keep what the installed policy protects (its kinds, names and break-glass group) and add what these flags name")
 	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "apply it in this destination cluster of Argo CD (its name or server URL) instead of the current context's")
 	_ = cmd.RegisterFlagCompletionFunc("kinds", fixedCompletion("namespaces", "crds", "pvs"))
 	o.change.add(cmd)
@@ -100,8 +104,10 @@ func (o *GuardPolicyOptions) Validate(cmd *cobra.Command) error {
 	if !o.can().KubernetesAPI {
 		return errGuardViaAPI("guard policy")
 	}
-	// Kinds beyond the built-in ones are looked up in the cluster when the command runs.
-	if o.Policy.Builtin() {
+	// Kinds beyond the built-in ones are looked up in the cluster when the command runs, and so is
+	// what --merge adds.
+	o.keepGroup = !flagChanged(cmd.Flags(), "break-glass-group")
+	if o.Policy.Builtin() && !o.Merge {
 		if _, err := guard.Policy(o.Policy); err != nil {
 			return usageError("%v", err)
 		}
@@ -115,10 +121,21 @@ func (o *GuardPolicyOptions) Validate(cmd *cobra.Command) error {
 // Run prints or applies the policy.
 func (o *GuardPolicyOptions) Run(ctx context.Context) error {
 	var objects cluster.Objects
-	if !o.Policy.Builtin() {
+	if o.Merge {
 		var err error
 		if objects, err = o.target(ctx, o.Cluster); err != nil {
 			return err
+		}
+		if err := o.merge(ctx, objects); err != nil {
+			return err
+		}
+	}
+	if !o.Policy.Builtin() {
+		var err error
+		if objects == nil {
+			if objects, err = o.target(ctx, o.Cluster); err != nil {
+				return err
+			}
 		}
 		o.Policy.Resolve = func(name string) (guard.Kind, error) {
 			kind, group, _ := strings.Cut(name, ".")
@@ -175,6 +192,27 @@ func (o *GuardPolicyOptions) Run(ctx context.Context) error {
 		return Silent(ExitFindings)
 	}
 	fmt.Fprintf(o.ErrOut, "The policy is enforced within seconds; `%s audit --probe` shows when it is.\n", o.program)
+	return nil
+}
+
+// merge adds what the installed policy protects to the options (--merge); none installed adds none.
+func (o *GuardPolicyOptions) merge(ctx context.Context, objects cluster.Objects) error {
+	reader, ok := objects.(cluster.PolicyReader)
+	if !ok {
+		return usageError("cluster %s is reached through Argo CD's API, which cannot read admission policies: run --merge with a kubeconfig for that cluster", objects.Info().Name)
+	}
+	pol, err := reader.GetClusterObject(ctx, guard.PolicyGroup, guard.PolicyVersion, guard.PolicyResource, guard.PolicyName)
+	if cluster.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return failure(cluster.Explain(err, "read "+guard.PolicyResource+"/"+guard.PolicyName, objects.Info()))
+	}
+	installed := guard.ProtectedBy(pol)
+	if !o.keepGroup {
+		installed.BreakGlassGroup = ""
+	}
+	o.Policy = o.Policy.Merge(installed)
 	return nil
 }
 

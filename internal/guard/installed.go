@@ -3,6 +3,9 @@ package guard
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -96,6 +99,90 @@ func installedFrom(pol map[string]any) *Installed {
 	kinds, _ := annotations[KindsAnnotation].(string)
 	info.kinds = parseKindsAnnotation(kinds)
 	return info
+}
+
+// Protected is what a policy Policy built protects, as guard policy's options name it: the kinds (a
+// built-in name, or RESOURCE[.GROUP]), the objects by name, and the break-glass group.
+type Protected struct {
+	Kinds, Names    []string
+	BreakGlassGroup string
+}
+
+// breakGlass reads the group Policy's matchCondition exempts.
+var breakGlass = regexp.MustCompile(`^!\((".*") in request\.userInfo\.groups\)$`)
+
+// ProtectedBy reads a policy object back into the options that build it, so that another can add to
+// it (guard policy --merge).
+func ProtectedBy(pol map[string]any) Protected {
+	info := installedFrom(pol)
+	var p Protected
+	for _, rule := range sortedKeys(info.resources) {
+		group, resource, _ := strings.Cut(rule, "/")
+		kind := resource
+		if group != "" {
+			kind += "." + group
+		}
+		for _, k := range Kinds {
+			if k.Group == group && k.Resource == resource {
+				kind = k.Flag
+			}
+		}
+		p.Kinds = append(p.Kinds, kind)
+	}
+	meta, _ := pol["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	names, _ := annotations[NamesAnnotation].(string)
+	for _, n := range strings.Split(names, ",") {
+		if n != "" {
+			p.Names = append(p.Names, n)
+		}
+	}
+	spec, _ := pol["spec"].(map[string]any)
+	conds, _ := spec["matchConditions"].([]any)
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		expr, _ := m["expression"].(string)
+		if g := breakGlass.FindStringSubmatch(expr); m["name"] == "not-break-glass" && g != nil {
+			p.BreakGlassGroup, _ = strconv.Unquote(g[1])
+		}
+	}
+	return p
+}
+
+// Merge adds what an installed policy protects to the options: its kinds and names come first, the
+// options' own after them (each once); its break-glass group stays unless the options name one.
+func (o PolicyOptions) Merge(p Protected) PolicyOptions {
+	kinds := o.Kinds
+	if len(kinds) == 0 {
+		kinds = []string{"namespaces"}
+	}
+	o.Kinds = union(p.Kinds, kinds)
+	o.Names = union(p.Names, o.Names)
+	if o.BreakGlassGroup == "" {
+		o.BreakGlassGroup = p.BreakGlassGroup
+	}
+	return o
+}
+
+func union(a, b []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range append(append([]string(nil), a...), b...) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // parseKindsAnnotation reads KindsAnnotation: RESOURCE[.GROUP]=KIND, comma-separated.

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -121,5 +122,35 @@ func TestInstalledCoversWhatPolicyProtects(t *testing.T) {
 	}
 	if !installedFrom(builtinOnly).Covers(argocd.Resource{Version: "v1", Kind: "PersistentVolume", Name: "data"}, protected) {
 		t.Error("a policy of built-in kinds does not cover a labelled PersistentVolume")
+	}
+}
+
+// TestMergeKeepsWhatIsProtected: guard policy --merge reads the installed policy back into options
+// and adds the new ones, so that a policy applied for one object does not drop the Namespaces,
+// kinds, names and break-glass group protected before.
+func TestMergeKeepsWhatIsProtected(t *testing.T) {
+	installed, _ := mustPolicy(t, PolicyOptions{Kinds: []string{"namespaces", "crds", "cm"}, Resolve: lookup,
+		Names: []string{"namespaces/team-a", "configmaps/shop/settings"}, BreakGlassGroup: `O'Neil "ops"`})
+	got := ProtectedBy(installed)
+	want := Protected{Kinds: []string{"configmaps", "namespaces", "crds"}, Names: []string{"configmaps/shop/settings", "namespaces/team-a"}, BreakGlassGroup: `O'Neil "ops"`}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("ProtectedBy = %+v, want %+v", got, want)
+	}
+	merged := PolicyOptions{Kinds: []string{"namespaces", "sts"}, Names: []string{"statefulsets/db/postgres", "namespaces/team-a"}, Resolve: lookup}.Merge(got)
+	if w := []string{"configmaps", "namespaces", "crds", "sts"}; !reflect.DeepEqual(merged.Kinds, w) {
+		t.Errorf("merged kinds %q, want %q", merged.Kinds, w)
+	}
+	if w := []string{"configmaps/shop/settings", "namespaces/team-a", "statefulsets/db/postgres"}; !reflect.DeepEqual(merged.Names, w) {
+		t.Errorf("merged names %q, want %q", merged.Names, w)
+	}
+	policy, _ := mustPolicy(t, merged)
+	again := ProtectedBy(policy)
+	if w := (Protected{Kinds: []string{"configmaps", "namespaces", "crds", "statefulsets.apps"}, Names: []string{"configmaps/shop/settings", "namespaces/team-a", "statefulsets/db/postgres"},
+		BreakGlassGroup: `O'Neil "ops"`}); !reflect.DeepEqual(again, w) {
+		t.Errorf("after the merge the policy protects %+v, want %+v", again, w)
+	}
+	// Options that name a group keep theirs; without --kinds, the default Namespaces join.
+	if m := (PolicyOptions{BreakGlassGroup: "admins"}).Merge(got); m.BreakGlassGroup != "admins" || !reflect.DeepEqual(m.Kinds, []string{"configmaps", "namespaces", "crds"}) {
+		t.Errorf("merge of defaults: %+v", m)
 	}
 }

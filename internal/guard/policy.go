@@ -291,11 +291,11 @@ func ProtectPlan(t plan.Target) plan.Plan {
 		if kinds != "namespaces" {
 			kinds = "namespaces," + kinds
 		}
-		byName := option.Command{Path: []string{"guard", "policy"}, Options: []option.Setting{
+		byName := option.Command{Path: []string{"guard", "policy"}, Options: []option.Setting{option.Flag(option.GuardMerge),
 			{Name: option.GuardKinds, Value: kinds}, {Name: option.GuardName, Value: name}, option.Flag(option.Apply)}}
 		p.Refusal = &plan.Refusal{Code: plan.RefuseReplacedBySync, Message: fmt.Sprintf(
 			"%s: its app syncs with Replace=true, which writes the whole manifest over the object at every sync and takes the label %s off. "+
-				"Protect it by name instead (%v, with the kinds and names the policy protects already), or put the label into its manifest",
+				"Protect it by name instead (%v), or put the label into its manifest",
 			t.Ref, ProtectLabel, byName)}
 		return p
 	}

@@ -531,7 +531,7 @@ func TestProtectPlan(t *testing.T) {
 		})
 	}
 	p := ProtectPlan(plan.Target{Ref: teamA, Resource: "namespaces", Declared: true, Replaced: true})
-	if want := "Protect it by name instead (unprune guard policy <GuardKinds> namespaces <GuardName> namespaces/team-a <Apply>"; p.Refusal == nil || !strings.Contains(p.Refusal.Message, want) {
+	if want := "Protect it by name instead (unprune guard policy <GuardMerge> <GuardKinds> namespaces <GuardName> namespaces/team-a <Apply>)"; p.Refusal == nil || !strings.Contains(p.Refusal.Message, want) {
 		t.Errorf("refusal %+v does not say %q", p.Refusal, want)
 	}
 }

@@ -77,7 +77,7 @@ func TestGuardProtectIsUndoable(t *testing.T) {
 // kubectl names them, looked up in discovery) for real, and lets the API server enforce it: a
 // ConfigMap named with its namespace is kept, its namesake in another namespace is not; a labelled
 // Secret is kept, an unlabelled one is not. Not parallel: the policy is cluster-wide, and it is
-// gone, and no longer enforced, before the parallel tests run.
+// gone, and no longer enforced, before the parallel tests run. Then --merge adds to it.
 func TestGuardPolicyOfAnyKind(t *testing.T) {
 	env := labtest.Get(t)
 	ctx := labtest.Context(t)
@@ -133,6 +133,22 @@ func TestGuardPolicyOfAnyKind(t *testing.T) {
 			t.Errorf("%s %s/%s: DELETE %v; want it denied by the policy", c.kind, c.ns, c.name, err)
 		case !c.kept && err != nil:
 			t.Errorf("%s %s/%s: DELETE %v; want it allowed", c.kind, c.ns, c.name, err)
+		}
+	}
+
+	// --merge adds a Namespace by name and keeps what the policy protected: the ConfigMap by name,
+	// Secrets by label.
+	r = unprune(t, env.State.Kubeconfig, labtest.TempDir(t), "guard", "policy", "--merge", "--name=namespaces/anykind-b", "--apply", "--yes")
+	if r.Code != cli.ExitOK {
+		t.Fatalf("guard policy --merge --apply: exit %d", r.Code)
+	}
+	labtest.Eventually(t, 30*time.Second, "the merged policy to be enforced", func() (bool, string) {
+		err := env.Kube.CoreV1().Namespaces().Delete(ctx, "anykind-b", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsForbidden(err), fmt.Sprintf("dry-run DELETE of Namespace anykind-b: %v", err)
+	})
+	for _, c := range []struct{ ns, kind, name string }{{"anykind-a", "ConfigMap", "settings"}, {"anykind-a", "Secret", "labelled"}} {
+		if err := dryRunDelete(c.ns, c.kind, c.name); !apierrors.IsForbidden(err) {
+			t.Errorf("after --merge, %s %s/%s: DELETE %v; want it still denied", c.kind, c.ns, c.name, err)
 		}
 	}
 }
