@@ -71,7 +71,7 @@ apply) in the current context's cluster, after a preview, with --yes.
 ` + exitCodesHelp,
 		Example: `  unprune guard policy --kinds namespaces,crds --break-glass-group platform-admins > guard.yaml
   unprune guard policy --apply --yes
-  unprune guard policy --kinds namespaces,configmaps --name configmaps/shop/settings --apply --yes`,
+  unprune guard policy --merge --kinds namespaces,configmaps --name configmaps/shop/settings --apply --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Complete(); err != nil {

@@ -429,7 +429,8 @@ func guardCommand(r argocd.Resource) string {
 	for _, k := range guard.Kinds {
 		if k.Group == r.Group && k.Kind == r.Kind {
 			protect := confirmed([]string{"guard", "protect"}, r.String())
-			policy := option.Command{Path: []string{"guard", "policy"}, Options: []option.Setting{{Name: option.GuardKinds, Value: k.Flag}, option.Flag(option.Apply)}}
+			// --merge: the policy installed may protect more than this kind, which a plain apply drops.
+			policy := option.Command{Path: []string{"guard", "policy"}, Options: []option.Setting{option.Flag(option.GuardMerge), {Name: option.GuardKinds, Value: k.Flag}, option.Flag(option.Apply)}}
 			return fmt.Sprintf("%v (with %v)", protect, policy)
 		}
 	}

@@ -326,7 +326,7 @@ func checkNotification(t *testing.T, post, get delivery, ref string, namespaces 
 		for _, want := range []string{
 			"• Namespace/" + ns + " requires pruning.",
 			"unprune detach " + ref + " Namespace/" + ns + " --yes",
-			"unprune guard protect Namespace/" + ns + " --yes (with unprune guard policy --kinds namespaces --apply)",
+			"unprune guard protect Namespace/" + ns + " --yes (with unprune guard policy --merge --kinds namespaces --apply)",
 		} {
 			if !strings.Contains(get.body, want) {
 				t.Errorf("message lacks %q:\n%s", want, get.body)
