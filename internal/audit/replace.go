@@ -10,7 +10,7 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/deletion"
-	"github.com/unprune/unprune/internal/option"
+	"github.com/unprune/unprune/internal/guard"
 )
 
 // WhenForceSynced: the row is an object two apps declare, which a sync of the row's app with FORCE
@@ -123,7 +123,7 @@ func replaceRows(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, ap
 			j.row.Notes = append(j.row.Notes, fmt.Sprintf(
 				"also declared by %s; %s says Replace=true, so %s deletes it and creates it anew (a forced kubectl replace: a DELETE, then a CREATE with a new UID). "+
 					"Prune=false and Delete=false do not stop that; only an admission policy that denies its DELETE does (%v). Keep the object in one app, or drop Replace=true",
-				strings.Join(b.others[i], ", "), where, when, policyFor(refs[i])))
+				strings.Join(b.others[i], ", "), where, when, guard.ByNameCommand(refs[i].Group, refs[i].Resource, refs[i].Namespace, refs[i].Name)))
 			if note := dryRunNote(s.Version); note != "" {
 				j.row.Notes = append(j.row.Notes, note)
 			}
@@ -159,22 +159,6 @@ func dryRunNote(v *argocd.Version) string {
 		return "on Argo CD " + v.String() + ", " + what
 	}
 	return ""
-}
-
-// policyFor is the guard policy command that protects ref by name, keeping what the installed
-// policy protects (--merge) and the Namespaces it protects by default. By name, because a label guard protect adds is gone after the replacing
-// app's next sync: Replace=true writes that app's manifest over the whole object.
-func policyFor(ref cluster.Ref) option.Command {
-	kind := ref.Resource
-	if ref.Group != "" {
-		kind += "." + ref.Group
-	}
-	name := ref.Resource + "/" + ref.Name
-	if ref.Namespace != "" {
-		name = ref.Resource + "/" + ref.Namespace + "/" + ref.Name
-	}
-	return option.Command{Path: []string{"guard", "policy"}, Options: []option.Setting{option.Flag(option.GuardMerge),
-		{Name: option.GuardKinds, Value: "namespaces," + kind}, {Name: option.GuardName, Value: name}, option.Flag(option.Apply)}}
 }
 
 // destinationKey names the cluster an app deploys to as its spec does, the in-cluster destination

@@ -3,8 +3,9 @@ package guard
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -88,16 +89,10 @@ func installedFrom(pol map[string]any) *Installed {
 			}
 		}
 	}
-	meta, _ := pol["metadata"].(map[string]any)
-	annotations, _ := meta["annotations"].(map[string]any)
-	names, _ := annotations[NamesAnnotation].(string)
-	for _, n := range strings.Split(names, ",") {
-		if n != "" {
-			info.names[n] = true
-		}
+	for _, n := range annotationList(pol, NamesAnnotation) {
+		info.names[n] = true
 	}
-	kinds, _ := annotations[KindsAnnotation].(string)
-	info.kinds = parseKindsAnnotation(kinds)
+	info.kinds = parseKindsAnnotation(annotationList(pol, KindsAnnotation))
 	return info
 }
 
@@ -116,7 +111,7 @@ var breakGlass = regexp.MustCompile(`^!\((".*") in request\.userInfo\.groups\)$`
 func ProtectedBy(pol map[string]any) Protected {
 	info := installedFrom(pol)
 	var p Protected
-	for _, rule := range sortedKeys(info.resources) {
+	for _, rule := range slices.Sorted(maps.Keys(info.resources)) {
 		group, resource, _ := strings.Cut(rule, "/")
 		kind := resource
 		if group != "" {
@@ -129,14 +124,7 @@ func ProtectedBy(pol map[string]any) Protected {
 		}
 		p.Kinds = append(p.Kinds, kind)
 	}
-	meta, _ := pol["metadata"].(map[string]any)
-	annotations, _ := meta["annotations"].(map[string]any)
-	names, _ := annotations[NamesAnnotation].(string)
-	for _, n := range strings.Split(names, ",") {
-		if n != "" {
-			p.Names = append(p.Names, n)
-		}
-	}
+	p.Names = annotationList(pol, NamesAnnotation)
 	spec, _ := pol["spec"].(map[string]any)
 	conds, _ := spec["matchConditions"].([]any)
 	for _, c := range conds {
@@ -176,20 +164,25 @@ func union(a, b []string) []string {
 	return out
 }
 
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// annotationList reads one of the policy's comma-separated annotations, in its order.
+func annotationList(pol map[string]any, key string) []string {
+	meta, _ := pol["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	v, _ := annotations[key].(string)
+	var out []string
+	for _, entry := range strings.Split(v, ",") {
+		if entry = strings.TrimSpace(entry); entry != "" {
+			out = append(out, entry)
+		}
 	}
-	sort.Strings(out)
 	return out
 }
 
-// parseKindsAnnotation reads KindsAnnotation: RESOURCE[.GROUP]=KIND, comma-separated.
-func parseKindsAnnotation(v string) map[string]string {
+// parseKindsAnnotation reads KindsAnnotation's entries: RESOURCE[.GROUP]=KIND.
+func parseKindsAnnotation(entries []string) map[string]string {
 	out := map[string]string{}
-	for _, entry := range strings.Split(v, ",") {
-		rg, kind, ok := strings.Cut(strings.TrimSpace(entry), "=")
+	for _, entry := range entries {
+		rg, kind, ok := strings.Cut(entry, "=")
 		if !ok || rg == "" || kind == "" {
 			continue
 		}

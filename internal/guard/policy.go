@@ -261,6 +261,22 @@ func Policy(o PolicyOptions) ([]map[string]any, error) {
 	return []map[string]any{policy, binding}, nil
 }
 
+// ByNameCommand is the guard policy command that protects one object by name, keeping what the
+// installed policy protects (--merge) and the Namespaces it protects by default.
+func ByNameCommand(group, resource, namespace, name string) option.Command {
+	k := Kind{Group: group, Resource: resource}
+	kinds := "namespaces"
+	if k.String() != kinds {
+		kinds += "," + k.String()
+	}
+	named := resource + "/" + name
+	if namespace != "" {
+		named = resource + "/" + namespace + "/" + name
+	}
+	return option.Command{Path: []string{"guard", "policy"}, Options: []option.Setting{option.Flag(option.GuardMerge),
+		{Name: option.GuardKinds, Value: kinds}, {Name: option.GuardName, Value: named}, option.Flag(option.Apply)}}
+}
+
 // refuseDeleting is the plan for an object that is going already: no guard can keep it.
 func refuseDeleting(t plan.Target) plan.Plan {
 	return plan.Plan{Target: t, Refusal: &plan.Refusal{Code: plan.RefuseDeleting,
@@ -280,19 +296,7 @@ func ProtectPlan(t plan.Target) plan.Plan {
 		if resource == "" {
 			resource = "RESOURCE"
 		}
-		name := resource + "/" + t.Ref.Name
-		if t.Ref.Namespace != "" {
-			name = resource + "/" + t.Ref.Namespace + "/" + t.Ref.Name
-		}
-		kinds := resource
-		if t.Ref.Group != "" {
-			kinds += "." + t.Ref.Group
-		}
-		if kinds != "namespaces" {
-			kinds = "namespaces," + kinds
-		}
-		byName := option.Command{Path: []string{"guard", "policy"}, Options: []option.Setting{option.Flag(option.GuardMerge),
-			{Name: option.GuardKinds, Value: kinds}, {Name: option.GuardName, Value: name}, option.Flag(option.Apply)}}
+		byName := ByNameCommand(t.Ref.Group, resource, t.Ref.Namespace, t.Ref.Name)
 		p.Refusal = &plan.Refusal{Code: plan.RefuseReplacedBySync, Message: fmt.Sprintf(
 			"%s: its app syncs with Replace=true, which writes the whole manifest over the object at every sync and takes the label %s off. "+
 				"Protect it by name instead (%v), or put the label into its manifest",
