@@ -134,7 +134,7 @@ func (e *events) observe(key string, s Summary) {
 	next := eventState{pruning: map[string]argocd.Resource{}, unguarded: map[string]bool{}}
 	app := appRef{Namespace: s.Namespace, Name: s.Name, UID: types.UID(s.UID)}
 	var found []transition
-	for _, k := range sortedKeys(s.HighRiskPruning) {
+	for _, k := range slices.Sorted(maps.Keys(s.HighRiskPruning)) {
 		f := s.HighRiskPruning[k]
 		next.pruning[k] = f.Resource
 		_, wasPruning := prev.pruning[k]
