@@ -15,7 +15,7 @@ import (
 // The ApplicationSet controller's parameters in argocd-cmd-params-cm, and the environment variables
 // its Deployment maps them to (manifests/base/applicationset-controller/
 // argocd-applicationset-controller-deployment.yaml: configMapKeyRef, optional).
-var appSetParams = []struct{ key, env string }{
+var appSetParams = []cmdParam{
 	{"applicationsetcontroller.policy", "ARGOCD_APPLICATIONSET_CONTROLLER_POLICY"},
 	{"applicationsetcontroller.enable.policy.override", "ARGOCD_APPLICATIONSET_CONTROLLER_ENABLE_POLICY_OVERRIDE"},
 	{"applicationsetcontroller.enable.new.git.file.globbing", "ARGOCD_APPLICATIONSET_CONTROLLER_ENABLE_NEW_GIT_FILE_GLOBBING"},
@@ -85,11 +85,7 @@ func startApplicationSetController(ctx context.Context, st *State, cfg ArgoCDCon
 // appSetEnvironment writes cfg's controller parameters into argocd-cmd-params-cm and returns the
 // environment the Deployment would give the controller from the ConfigMap as it now is.
 func appSetEnvironment(ctx context.Context, st *State, cfg ArgoCDConfig) ([]string, error) {
-	restCfg, err := st.RESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(restCfg)
+	dyn, err := st.Dynamic()
 	if err != nil {
 		return nil, err
 	}
@@ -100,17 +96,28 @@ func appSetEnvironment(ctx context.Context, st *State, cfg ArgoCDConfig) ([]stri
 	if cfg.AppSetPolicyOverride != "" {
 		data[appSetParams[1].key] = cfg.AppSetPolicyOverride
 	}
-	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "argocd-cmd-params-cm", "namespace": cfg.Namespace}, "data": data}
-	if err := applyAs(ctx, dyn, gvrConfigMap, cm, appSetFieldManager); err != nil {
+	return applyParams(ctx, dyn, cfg.Namespace, data, appSetFieldManager, appSetParams)
+}
+
+// cmdParam is a key of argocd-cmd-params-cm and the environment variable Argo CD's manifests map it
+// to for a component.
+type cmdParam struct{ key, env string }
+
+// applyParams server-side applies data into argocd-cmd-params-cm as manager, and returns the
+// environment params give a component from the ConfigMap as it now is (other managers' values
+// included, as the Deployment's configMapKeyRef would read them).
+func applyParams(ctx context.Context, dyn dynamic.Interface, namespace string, data map[string]any, manager string, params []cmdParam) ([]string, error) {
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "argocd-cmd-params-cm", "namespace": namespace}, "data": data}
+	if err := applyAs(ctx, dyn, gvrConfigMap, cm, manager); err != nil {
 		return nil, err
 	}
-	live, err := dyn.Resource(gvrConfigMap).Namespace(cfg.Namespace).Get(ctx, "argocd-cmd-params-cm", metav1.GetOptions{})
+	live, err := dyn.Resource(gvrConfigMap).Namespace(namespace).Get(ctx, "argocd-cmd-params-cm", metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
 	have, _ := live.Object["data"].(map[string]any)
 	var out []string
-	for _, p := range appSetParams {
+	for _, p := range params {
 		if v, ok := have[p.key].(string); ok {
 			out = append(out, p.env+"="+v)
 		}

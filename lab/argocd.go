@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,28 +46,27 @@ type ArgoCDConfig struct {
 	// Notifications also runs Argo CD's notifications controller (lab/notifications.go) with an
 	// empty argocd-notifications-cm and argocd-notifications-secret, as install.yaml ships them.
 	Notifications bool `json:"notifications,omitempty"`
+	// Hydrator also runs Argo CD's commit-server (lab/hydrator.go) and enables the source hydrator
+	// (hydrator.enabled in argocd-cmd-params-cm), as install-with-hydrator.yaml does: apps with
+	// spec.sourceHydrator are rendered from their dry source and committed to their hydrated branch.
+	Hydrator bool `json:"hydrator,omitempty"`
 	// ResourceSelectors is argocd-cm's resource.selectors (v3.6+): label selectors that keep objects
 	// out of the controller's cache.
 	ResourceSelectors string `json:"resourceSelectors,omitempty"`
 }
 
 // ArgoCDVersions are the Argo CD releases the lab can build: CI's three lines (the Makefile's
-// LAB_ARGOCD_VERSIONS) and the lines only `make test-matrix` runs (LAB_ARGOCD_MATRIX).
-var ArgoCDVersions = []string{"v3.6.1", "v3.2.11", "v3.1.16", "v3.0.23", "v2.14.11"}
+// LAB_ARGOCD_VERSIONS) and the lines only `make test-matrix` runs (LAB_ARGOCD_MATRIX). v3.3.14,
+// v3.4.7 and v3.5.1 take their in-tree gitops-engine from ../shared/third_party (lab/build.sh).
+var ArgoCDVersions = []string{"v3.6.1", "v3.5.1", "v3.4.7", "v3.3.14", "v3.2.11", "v3.1.16", "v3.0.23", "v2.14.11"}
 
-// CIArgoCDVersions are the lines `make test` builds and runs.
-var CIArgoCDVersions = []string{"v3.6.1", "v3.0.23", "v2.14.11"}
+// CIArgoCDVersions are the lines `make test` builds and runs: the newest, the newest with
+// gitops-engine in tree and the settings of the v3.4/v3.5 lines, and the incident's v2.14 with its
+// label tracking — three Argo CD builds at most.
+var CIArgoCDVersions = []string{"v3.6.1", "v3.5.1", "v2.14.11"}
 
-// MatrixOnlyArgoCDVersions are built and run only by `make test-matrix`. v3.3.x–v3.5.x are not
-// among them: their go.mod replaces gitops-engine with the in-tree ./gitops-engine, a nested module
-// that is not in the argo-cd/v3 module zip and that the proxy refuses (NotBuiltArgoCDLines).
-var MatrixOnlyArgoCDVersions = []string{"v3.2.11", "v3.1.16"}
-
-// NotBuiltArgoCDLines are the supported release lines the lab cannot build faithfully, with why.
-var NotBuiltArgoCDLines = map[string]string{"v3.3": inTreeGitopsEngine, "v3.4": inTreeGitopsEngine, "v3.5": inTreeGitopsEngine}
-
-const inTreeGitopsEngine = "their go.mod replaces gitops-engine with ./gitops-engine, a nested module missing from the " +
-	"argo-cd/v3 module zip, and the module proxy refuses github.com/argoproj/argo-cd/gitops-engine"
+// MatrixOnlyArgoCDVersions are built and run only by `make test-matrix`.
+var MatrixOnlyArgoCDVersions = []string{"v3.4.7", "v3.3.14", "v3.2.11", "v3.1.16", "v3.0.23"}
 
 // ServerUser is a local user of argocd-server, with its password and what its role allows.
 type ServerUser struct {
@@ -124,7 +124,7 @@ func (c ArgoCDConfig) Validate() error {
 	if err := c.validateAppSet(); err != nil {
 		return err
 	}
-	return nil
+	return c.validateHydrator()
 }
 
 // component names the processes of one installation; the namespace keeps installations apart.
@@ -150,9 +150,10 @@ type ArgoCD struct {
 }
 
 // repoServerTakesClientCAPath: v3.6.1's repo-server insists on a client CA file for mTLS unless
-// --client-ca-path is given empty; v3.2.11's, v3.1.16's, v3.0.23's and v2.14.11's have no such
-// flag (an unknown flag stops them; cmd/argocd-repo-server/commands/argocd_repo_server.go).
-func repoServerTakesClientCAPath(version string) bool { return !newerVersion("v3.6.0", version) }
+// --client-ca-path is given empty; v3.5.1's has the flag too (it skips mTLS when the default file is
+// missing; given empty, both run alike); v3.4.7's and older have no such flag (an unknown flag
+// stops them; cmd/argocd-repo-server/commands/argocd_repo_server.go).
+func repoServerTakesClientCAPath(version string) bool { return !newerVersion("v3.5.0", version) }
 
 // RepoServerTools names the lab/build.sh components an Argo CD release's repo-server runs with: the
 // helm and the kustomize its image carries, at the versions the release pins in hack/tool-versions.sh.
@@ -307,6 +308,14 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 		return nil, err
 	}
 
+	// The commit-server runs before the controller, which is told where it is.
+	var hydratorEnv []string
+	if cfg.Hydrator {
+		if hydratorEnv, err = startCommitServer(ctx, st, cfg, argocdBin, home, env); err != nil {
+			return nil, err
+		}
+	}
+
 	// The controller acts with its ServiceAccount's rights, as in a real installation; the
 	// in-cluster destination resolves to KUBECONFIG (ARGOCD_FAKE_IN_CLUSTER), so it must be the same.
 	ctrlArgs := []string{
@@ -325,7 +334,7 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 		Name: cfg.component("application-controller"),
 		Path: argocdBin,
 		Args: ctrlArgs,
-		Env:  append([]string{"ARGOCD_BINARY_NAME=argocd-application-controller"}, withEnv(env, "KUBECONFIG", ctrlKubeconfig)...),
+		Env:  append(append([]string{"ARGOCD_BINARY_NAME=argocd-application-controller"}, withEnv(env, "KUBECONFIG", ctrlKubeconfig)...), hydratorEnv...),
 		Dir:  home,
 	}
 	if _, err := ctrl.start(st.Dir); err != nil {
@@ -343,7 +352,7 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 		}
 	}
 	if cfg.Server {
-		if err := startServerOnFreePorts(ctx, st, a, argocdBin, home, env, redisAddr); err != nil {
+		if err := startServerOnFreePorts(ctx, st, a, argocdBin, home, append(slices.Clone(env), serverHydratorEnv(hydratorEnv)...), redisAddr); err != nil {
 			return nil, err
 		}
 	}
@@ -438,7 +447,7 @@ func hashPasswords(ctx context.Context, bin, home string) (map[string]string, er
 
 func stopArgoCD(st *State, a ArgoCD) error {
 	var errs []string
-	for _, role := range []string{"unprune-extension", "server", "notifications-controller", "applicationset-controller", "application-controller", "repo-server", "redis"} {
+	for _, role := range []string{"unprune-extension", "server", "notifications-controller", "applicationset-controller", "application-controller", "commit-server", "repo-server", "redis"} {
 		if err := stopProcess(st.Dir, a.Config.component(role), 10*time.Second); err != nil {
 			errs = append(errs, err.Error())
 		}
@@ -690,11 +699,7 @@ func (s *State) InstallCRDs(ctx context.Context, root, version string) error {
 	if err != nil {
 		return err
 	}
-	restCfg, err := s.RESTConfig()
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(restCfg)
+	dyn, err := s.Dynamic()
 	if err != nil {
 		return err
 	}

@@ -1,21 +1,34 @@
 #!/usr/bin/env bash
 # Builds the lab's binaries from Go modules, or finds them already built in the cache.
 #
-#   lab/build.sh COMPONENT...     prints "COMPONENT=<dir>" for each, the folder holding its binaries
+#   lab/build.sh COMPONENT...        prints "COMPONENT=<dir>" for each, the folder holding its binaries
+#   lab/build.sh --key COMPONENT...  prints "COMPONENT=<key>" for each, its cache key, and builds nothing
 #
-# Components: etcd, kubernetes (kube-apiserver + kube-controller-manager), argocd-v3.6.1, argocd-v3.0.23,
-# argocd-v2.14.11 (CI's lines), argocd-v3.1.16, argocd-v3.2.11 (built only for `make test-matrix`),
-# and the helm and kustomize each Argo CD release's repo-server runs with
-# (lab/modules/argocd-*/repo-server-tools names them): helm-v4.3.1, helm-v3.18.4, helm-v3.17.1,
-# helm-v3.16.3, kustomize-v5.8.2, kustomize-v5.7.0, kustomize-v5.6.0, kustomize-v5.4.3. Each has its
-# module in lab/modules/COMPONENT. And argocd-ui-v2.14.11: that release as its image builds it, its
-# own UI (built with node from the module's ui/ and argo-ui from ../shared/third_party) embedded, for
-# UI=1; it builds from lab/modules/argocd-v2.14.11, whose argo-ui file names the argo-ui commit.
+# Components: etcd, kubernetes (kube-apiserver + kube-controller-manager), argocd-v3.6.1, argocd-v3.5.1,
+# argocd-v2.14.11 (CI's lines), argocd-v3.4.7, argocd-v3.3.14, argocd-v3.2.11, argocd-v3.1.16,
+# argocd-v3.0.23 (built only for `make test-matrix`), and the helm and kustomize each Argo CD
+# release's repo-server runs with (lab/modules/argocd-*/repo-server-tools names them): helm-v4.3.1,
+# helm-v4.2.1, helm-v3.19.4, helm-v3.18.4, helm-v3.17.1, helm-v3.16.3, kustomize-v5.8.2,
+# kustomize-v5.8.1, kustomize-v5.7.0, kustomize-v5.6.0, kustomize-v5.4.3. Each has its module in
+# lab/modules/COMPONENT.
+#
+# Argo CD v3.3.14, v3.4.7 and v3.5.1 build their in-tree gitops-engine, which the argo-cd/v3 module
+# zip leaves out, from ../shared/third_party/argo-cd-gitops-engine beside the repository root (their
+# go.mod's replace); without that folder they refuse to build, saying so.
+#
+# And argocd-ui-v2.14.11, argocd-ui-v3.5.1: that release as its image builds it, its own UI (built
+# with node from the module's ui/ and argo-ui from ../shared/third_party) embedded, for UI=1; each
+# builds from lab/modules/argocd-VERSION, whose argo-ui file names the argo-ui commit.
 #
 # The cache lives outside the work tree (UNPRUNE_LAB_CACHE, default ~/.cache/unprune/lab) so a fresh
 # clone, a later session or CI reuses it. Each entry is keyed by the component's go.mod, go.sum, the
-# build flags and the Go toolchain: change any of them and the binary is rebuilt, never reused stale.
+# build flags, the Go toolchain and the content of any local directory its go.mod replaces a module
+# with: change any of them and the binary is rebuilt, never reused stale.
 set -euo pipefail
+
+# The binaries build with the toolchain's default cgo setting, whatever the caller exports (the
+# Makefile turns cgo off for this module's own builds): the cache key does not cover the environment.
+unset CGO_ENABLED
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${UNPRUNE_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/unprune/lab}
@@ -26,8 +39,9 @@ base_toolchain=${GOTOOLCHAIN:-local}
 log() { printf 'lab/build: %s\n' "$*" >&2; }
 
 # toolchain prints the GOTOOLCHAIN a module needs: its go.mod may ask for a newer Go than the machine's.
-# Only Argo CD v3.6.1 does (go 1.27.0); v3.0.23 declares go 1.24.6 and v2.14.11 go 1.23, which the
-# machine's Go 1.26 builds.
+# Only Argo CD v3.6.1 does (go 1.27.0); v3.5.1 declares go 1.26.3, v3.4.7 go 1.26.0, v3.3.14 go
+# 1.25.5, v3.0.23 go 1.24.6 and v2.14.11 go 1.23 (none a toolchain line), which the machine's Go 1.26
+# builds (1.26.3 or later, for v3.5.1).
 toolchain() {
 	case ${1/#argocd-ui-/argocd-} in
 	argocd-v3.6.1) echo go1.27.3 ;;
@@ -110,7 +124,38 @@ key() {
 			node --version
 			;;
 		esac
+		# go.sum vouches for nothing a replace takes from a local directory: its files are the key.
+		# (Nothing is printed for a module without one, so their keys stay what they were.)
+		local dir
+		for dir in $(local_replacements "$comp"); do
+			echo "local replacement $dir"
+			(cd "$mod/$dir" && find . \( -type f -o -type l \) -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+		done
 	} | sha256sum | cut -c1-16
+}
+
+# local_replacements prints the local directories (relative to the module) that COMPONENT's go.mod
+# replaces a module with: Argo CD v3.3+'s in-tree gitops-engine, from ../shared/third_party.
+local_replacements() {
+	local mod
+	mod=$(module "$1")
+	[ -f "$mod/go.mod" ] || return 0 # build_one names unknown components
+	awk '$1 !~ /^\/\// { for (i = 1; i < NF; i++) if ($i == "=>" && $(i + 1) ~ /^\.\.?\//) print $(i + 1) }' "$mod/go.mod"
+}
+
+# require_local_replacements refuses a component whose local replacement is missing, before anything
+# is built: a checkout without ../shared/third_party cannot build Argo CD v3.3–v3.5 faithfully, and
+# the proxy's gitops-engine is not theirs.
+require_local_replacements() {
+	local comp=$1 dir mod
+	mod=$(module "$1")
+	for dir in $(local_replacements "$comp"); do
+		if [ ! -d "$mod/$dir" ]; then
+			log "cannot build $comp: $(realpath -m "$mod/$dir") does not exist."
+			log "lab/${mod#"$here"/}/go.mod takes Argo CD's in-tree gitops-engine from there (the argo-cd/v3 module zip leaves it out): put the shared third_party folder beside this checkout, as ../shared/third_party from the repository root (lab/README.md)."
+			return 1
+		fi
+	done
 }
 
 # One recipe per component: build into $1 with the go build flags that follow.
@@ -204,13 +249,32 @@ recipe_kustomize_v5_6_0() {
 recipe_kustomize_v5_4_3() {
 	recipe_kustomize "$@"
 }
-# The matrix's lines, each closing on a line of its own, below the one-line recipes of CI's lines:
-# those take everything up to prune_stale's closing brace into their keys, which must not change.
+# The matrix's lines, each closing on a line of its own, below the one-line recipes of v3.6.1,
+# v3.0.23 and v2.14.11 (CI's lines when they were written): those take everything up to
+# prune_stale's closing brace into their keys, which must not change.
 recipe_argocd_v3_1_16() {
 	recipe_argocd "$1" 3 "${@:2}"
 }
 recipe_argocd_v3_2_11() {
 	recipe_argocd "$1" 3 "${@:2}"
+}
+recipe_argocd_v3_3_14() {
+	recipe_argocd "$1" 3 "${@:2}"
+}
+recipe_argocd_v3_4_7() {
+	recipe_argocd "$1" 3 "${@:2}"
+}
+recipe_argocd_v3_5_1() {
+	recipe_argocd "$1" 3 "${@:2}"
+}
+recipe_helm_v4_2_1() {
+	recipe_helm "$1" 4 "${@:2}"
+}
+recipe_helm_v3_19_4() {
+	recipe_helm "$1" 3 "${@:2}"
+}
+recipe_kustomize_v5_8_1() {
+	recipe_kustomize "$@"
 }
 
 build_one() {
@@ -253,9 +317,7 @@ build_one() {
 # (argocd-ui.mjs checks the release's pin first, and after the install that every other package is
 # the lockfile's). Then the argocd binary with the UI embedded, as the Dockerfile's argocd-build stage
 # does by copying dist/app into ui/ before `go build`: argocd-server serves index.html only from the
-# embedded files (server/server.go, getIndexData), never from --staticassets. `-overlay` puts the built
-# files there without touching the module cache; the Go build cache recompiles only the ui package and
-# what imports it.
+# embedded files (server/server.go, getIndexData), never from --staticassets.
 recipe_argocd_ui() {
 	local out=$1 major=$2 comp=$3; shift 3
 	local pkg=github.com/argoproj/argo-cd/v$major src argo_ui work pm install
@@ -284,18 +346,21 @@ recipe_argocd_ui() {
 	log "$comp: $pm build in $((SECONDS - t))s"
 	mv "$work/dist/app" "$out/app"
 	rm -rf "$work"
-	node -e '
-		const fs = require("fs"), path = require("path");
-		const [into, from] = process.argv.slice(1), replace = {};
-		const walk = d => fs.readdirSync(d, {withFileTypes: true}).forEach(e => {
-			const f = path.join(d, e.name);
-			if (e.isDirectory()) walk(f); else replace[path.join(into, path.relative(from, f))] = f;
-		});
-		walk(from);
-		console.log(JSON.stringify({Replace: replace}));' "$src/ui/dist/app" "$out/app" >"$out/overlay.json"
+	# go build lets nothing replace a file beneath GOMODCACHE (not even -overlay), so the release
+	# builds from a copy of its module with the UI where the Dockerfile puts it before `go build`,
+	# named by a replace in a copy of the lab module's go.mod (-modfile; its go.sum beside it):
+	# lab/modules stays as it is, and every other module is the one go.sum vouches for.
+	local tree=$out/argo-cd
+	cp -R "$src/." "$tree"
+	chmod -R u+w "$tree"
+	rm -rf "$tree/ui/dist/app"
+	cp -R "$out/app" "$tree/ui/dist/app"
+	cp go.mod "$out/ui.mod"
+	cp go.sum "$out/ui.sum"
+	go mod edit -modfile="$out/ui.mod" -replace "$pkg=$tree"
 	t=$SECONDS
-	recipe_argocd "$out" "$major" "$@" -overlay "$out/overlay.json"
-	rm "$out/overlay.json"
+	recipe_argocd "$out" "$major" "$@" -modfile="$out/ui.mod"
+	rm -rf "$tree" "$out/ui.mod" "$out/ui.sum"
 	log "$comp: go build with the UI embedded in $((SECONDS - t))s"
 }
 
@@ -331,12 +396,23 @@ argo_ui_dir() {
 recipe_argocd_ui_v2_14_11() {
 	recipe_argocd_ui "$1" 2 argocd-ui-v2.14.11 "${@:2}"
 }
-recipe_argocd_ui_v3_6_1() {
-	recipe_argocd_ui "$1" 3 argocd-ui-v3.6.1 "${@:2}"
+recipe_argocd_ui_v3_5_1() {
+	recipe_argocd_ui "$1" 3 argocd-ui-v3.5.1 "${@:2}"
 }
 
-[ $# -gt 0 ] || set -- etcd kubernetes argocd-v3.6.1 argocd-v3.0.23 argocd-v2.14.11 \
-	helm-v4.3.1 helm-v3.17.1 helm-v3.16.3 kustomize-v5.8.2 kustomize-v5.6.0 kustomize-v5.4.3
+[ $# -gt 0 ] || set -- etcd kubernetes argocd-v3.6.1 argocd-v3.5.1 argocd-v2.14.11 \
+	helm-v4.3.1 helm-v4.2.1 helm-v3.16.3 kustomize-v5.8.2 kustomize-v5.8.1 kustomize-v5.4.3
+for c in "$@"; do
+	require_local_replacements "$c" || exit 2
+done
+# lab/build.sh --key COMPONENT... prints each one's cache key and builds nothing (lab/tools_test.go).
+if [ "$1" = --key ]; then
+	shift
+	for c in "$@"; do
+		echo "$c=$(key "$c")"
+	done
+	exit 0
+fi
 mkdir -p "$cache"
 for c in "$@"; do
 	build_one "$c"

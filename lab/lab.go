@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -60,6 +61,15 @@ type State struct {
 // RESTConfig is the admin's client configuration.
 func (s *State) RESTConfig() (*rest.Config, error) {
 	return clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+}
+
+// Dynamic is a dynamic client of the lab's API server.
+func (s *State) Dynamic() (dynamic.Interface, error) {
+	restCfg, err := s.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return dynamic.NewForConfig(restCfg)
 }
 
 func stateFile(dir string) string { return filepath.Join(dir, "lab.json") }

@@ -34,9 +34,10 @@ func TestArgoCDConfigValidate(t *testing.T) {
 	}{
 		{ArgoCDConfig{Namespace: "argocd", Version: "v3.6.1"}, ""},
 		{ArgoCDConfig{Namespace: "argocd", Version: "v2.14.11", Tracking: "annotation+label"}, ""},
-		{ArgoCDConfig{Namespace: "argocd", Version: "v3.5.0"}, `ARGOCD_VERSION="v3.5.0" is not one the lab builds; use one of v3.6.1, v3.2.11, v3.1.16, v3.0.23, v2.14.11`},
+		{ArgoCDConfig{Namespace: "argocd", Version: "v3.5.0"}, `ARGOCD_VERSION="v3.5.0" is not one the lab builds; use one of v3.6.1, v3.5.1, v3.4.7, v3.3.14, v3.2.11, v3.1.16, v3.0.23, v2.14.11`},
 		{ArgoCDConfig{Namespace: "argocd", Version: "v3.6.1", Tracking: "labels"}, `TRACKING="labels" is not an Argo CD tracking method; use label, annotation or annotation+label (or leave it empty for the version's default)`},
 		{ArgoCDConfig{Version: "v3.6.1"}, "an Argo CD installation needs a namespace"},
+		{ArgoCDConfig{Namespace: "argocd", Version: "v2.14.11", Hydrator: true}, ""},
 	}
 	for _, tt := range tests {
 		err := tt.cfg.Validate()
@@ -50,8 +51,25 @@ func TestArgoCDConfigValidate(t *testing.T) {
 	}
 }
 
+// TestHydratorLines: every line the lab builds has the source hydrator; one before v2.14 is refused
+// with the reason (the lab builds none, so the rule is checked on its own).
+func TestHydratorLines(t *testing.T) {
+	for _, v := range ArgoCDVersions {
+		if err := (ArgoCDConfig{Namespace: "argocd", Version: v, Hydrator: true}).validateHydrator(); err != nil {
+			t.Errorf("%s: %v", v, err)
+		}
+	}
+	err := ArgoCDConfig{Namespace: "argocd", Version: "v2.13.9", Hydrator: true}.validateHydrator()
+	if err == nil || !strings.Contains(err.Error(), "HYDRATOR=1 needs Argo CD v2.14.0 or later") {
+		t.Errorf("v2.13.9: %v", err)
+	}
+	if err := (ArgoCDConfig{Namespace: "argocd", Version: "v2.13.9"}).validateHydrator(); err != nil {
+		t.Errorf("without the hydrator: %v", err)
+	}
+}
+
 func TestRepoServerTakesClientCAPath(t *testing.T) {
-	for v, want := range map[string]bool{"v3.6.1": true, "v3.2.11": false, "v3.1.16": false, "v3.0.23": false, "v2.14.11": false} {
+	for v, want := range map[string]bool{"v3.6.1": true, "v3.5.1": true, "v3.4.7": false, "v3.3.14": false, "v3.2.11": false, "v3.1.16": false, "v3.0.23": false, "v2.14.11": false} {
 		if got := repoServerTakesClientCAPath(v); got != want {
 			t.Errorf("repoServerTakesClientCAPath(%q) = %t, want %t", v, got, want)
 		}

@@ -147,11 +147,7 @@ func (s *State) RegisterRemote(ctx context.Context, namespace, name string) (Reg
 		return Registration{}, err
 	}
 	reg := Registration{Namespace: namespace, Name: name, Secret: "cluster-" + name}
-	restCfg, err := s.RESTConfig()
-	if err != nil {
-		return Registration{}, err
-	}
-	dyn, err := dynamic.NewForConfig(restCfg)
+	dyn, err := s.Dynamic()
 	if err != nil {
 		return Registration{}, err
 	}

@@ -1,7 +1,9 @@
 package lab
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -107,6 +109,9 @@ func TestOwnUIOfEveryRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	own := OwnUIVersions(root)
+	if len(own) == 0 {
+		t.Fatal("the lab builds no release with its own UI")
+	}
 	for _, v := range own {
 		b, err := os.ReadFile(filepath.Join(root, "lab", "modules", "argocd-"+v, "argo-ui"))
 		if err != nil {
@@ -132,8 +137,145 @@ func TestOwnUIOfEveryRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`(?m)^LAB_OWN_UI_VERSIONS :=(.*)$`).FindSubmatch(makefile)
+	m := regexp.MustCompile(`(?m)^LAB_OWN_UI_VERSIONS := (.*)$`).FindSubmatch(makefile)
 	if m == nil || !slices.Equal(strings.Fields(string(m[1])), own) {
 		t.Errorf("the Makefile's LAB_OWN_UI_VERSIONS line is %q, want the releases built with their own UI, %v", m, own)
+	}
+}
+
+// sandbox copies build.sh and one component's module into a repository of its own under a temporary
+// folder, whose ../shared is then missing until the test makes it; it returns the repository root.
+func sandbox(t *testing.T, comp string) string {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(t.TempDir(), "repo")
+	for _, f := range []string{"lab/build.sh", "lab/modules/" + comp + "/go.mod", "lab/modules/" + comp + "/go.sum"} {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return repo
+}
+
+func runBuild(t *testing.T, repo string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := exec.Command("bash", append([]string{filepath.Join(repo, "lab", "build.sh")}, args...)...)
+	cmd.Env = append(os.Environ(), "UNPRUNE_LAB_CACHE="+filepath.Join(repo, "..", "cache"))
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// TestBuildRefusesWithoutSharedGitopsEngine: a checkout without ../shared/third_party refuses to build
+// Argo CD v3.4.7 before building anything else it was asked for, and says where the folder belongs.
+func TestBuildRefusesWithoutSharedGitopsEngine(t *testing.T) {
+	repo := sandbox(t, "argocd-v3.4.7")
+	stdout, stderr, err := runBuild(t, repo, "etcd", "argocd-v3.4.7")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("build.sh etcd argocd-v3.4.7 without the shared folder: %v, want exit status 2\n%s", err, stderr)
+	}
+	want := "lab/build: cannot build argocd-v3.4.7: " + filepath.Join(filepath.Dir(repo), "shared", "third_party", "argo-cd-gitops-engine", "v3.4.7") + " does not exist."
+	if !strings.Contains(stderr, want) || !strings.Contains(stderr, "as ../shared/third_party from the repository root") {
+		t.Errorf("stderr does not say what is missing and where it belongs, want %q:\n%s", want, stderr)
+	}
+	if stdout != "" {
+		t.Errorf("stdout %q, want nothing", stdout)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "..", "cache")); !os.IsNotExist(err) {
+		t.Errorf("the cache was created (%v): something was built before the refusal", err)
+	}
+}
+
+// TestBuildKeyCoversSharedGitopsEngine: the cache key of a release built from a local gitops-engine
+// changes with that tree's files (content, and names), which go.sum does not cover.
+func TestBuildKeyCoversSharedGitopsEngine(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("build.sh's key asks the go command for its version")
+	}
+	repo := sandbox(t, "argocd-v3.4.7")
+	tree := filepath.Join(repo, "..", "shared", "third_party", "argo-cd-gitops-engine", "v3.4.7")
+	if err := os.MkdirAll(filepath.Join(tree, "pkg"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(tree, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := func() string {
+		stdout, stderr, err := runBuild(t, repo, "--key", "argocd-v3.4.7")
+		if err != nil {
+			t.Fatalf("build.sh --key: %v\n%s", err, stderr)
+		}
+		return strings.TrimSpace(stdout)
+	}
+	write("pkg/diff.go", "package diff\n")
+	first := key()
+	if again := key(); again != first {
+		t.Fatalf("the key is not stable: %s, then %s", first, again)
+	}
+	write("pkg/diff.go", "package diff // changed\n")
+	changed := key()
+	if changed == first {
+		t.Errorf("the key did not change with a file's content: %s", changed)
+	}
+	if err := os.Rename(filepath.Join(tree, "pkg/diff.go"), filepath.Join(tree, "pkg/sync.go")); err != nil {
+		t.Fatal(err)
+	}
+	if renamed := key(); renamed == changed {
+		t.Errorf("the key did not change with a file's name: %s", renamed)
+	}
+}
+
+// TestLocalReplacementsStayOutsideTheProject: a lab module replaces a module with a local folder
+// only from ../shared/third_party (never a copy inside the project), and that folder's module is
+// the one replaced.
+func TestLocalReplacementsStayOutsideTheProject(t *testing.T) {
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods, err := filepath.Glob(filepath.Join(root, "lab", "modules", "*", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replace := regexp.MustCompile(`(?m)^(?:replace )?\s*(\S+) => (\.\.?/\S+)\s*$`)
+	found := 0
+	for _, mod := range mods {
+		b, err := os.ReadFile(mod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range replace.FindAllStringSubmatch(string(b), -1) {
+			found++
+			rel, _ := filepath.Rel(root, filepath.Join(filepath.Dir(mod), m[2]))
+			if !strings.HasPrefix(filepath.ToSlash(rel), "../shared/third_party/") {
+				t.Errorf("%s replaces %s with %s, which is %s from the repository root, not under ../shared/third_party", mod, m[1], m[2], rel)
+				continue
+			}
+			gomod, err := os.ReadFile(filepath.Join(filepath.Dir(mod), m[2], "go.mod"))
+			if err != nil {
+				t.Logf("%s: %v (the shared folder is not beside this checkout)", mod, err)
+				continue
+			}
+			if !regexp.MustCompile(`(?m)^module ` + regexp.QuoteMeta(m[1]) + `$`).Match(gomod) {
+				t.Errorf("%s replaces %s with %s, whose go.mod declares another module", mod, m[1], m[2])
+			}
+		}
+	}
+	if found != 3 {
+		t.Errorf("found %d local replacements, want 3 (Argo CD v3.3.14's, v3.4.7's and v3.5.1's gitops-engine)", found)
 	}
 }

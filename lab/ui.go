@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 )
 
 // ExtensionsDir is where argocd-server reads UI extensions from: a fixed path in its code
@@ -33,7 +32,7 @@ const labVersion = "lab"
 // /extensions.js, installed in ExtensionsDir as argocd-extension-installer lays a release's bundle
 // out, with Argo CD's own UI where the lab builds it (OwnUI) and the host page (extension/host,
 // standing in for the UI) from its static assets; the backend runs as a process with the
-// least-privilege RBAC of deploy/components/ui-extension.
+// least-privilege RBAC of deploy/ui-extension (the component's backend, and the journals' namespace).
 type UI struct {
 	// URL is the host page on argocd-server.
 	URL string `json:"url"`
@@ -44,7 +43,8 @@ type UI struct {
 	BackendURL string `json:"backendURL"`
 	// Token is what argocd-server sends the backend (argocd-secret's unprune.extension.token).
 	Token string `json:"token"`
-	// JournalNamespace holds the journals of UI releases (ConfigMaps).
+	// JournalNamespace holds the journals of UI releases (ConfigMaps): a namespace of the backend's
+	// own, as deploy/ui-extension/journals makes it, one per installation.
 	JournalNamespace string `json:"journalNamespace"`
 	// Unprune is the binary the backend runs, built from this work tree.
 	Unprune string `json:"unprune"`
@@ -207,13 +207,9 @@ func prepareUI(ctx context.Context, st *State, a *ArgoCD, home string) error {
 	if err != nil {
 		return err
 	}
-	ui := &UI{BackendURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), Token: hex.EncodeToString(token), JournalNamespace: cfg.Namespace, Unprune: bin}
+	ui := &UI{BackendURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), Token: hex.EncodeToString(token), JournalNamespace: journalNamespace(cfg.Namespace), Unprune: bin}
 	a.UI = ui
-	restCfg, err := st.RESTConfig()
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(restCfg)
+	dyn, err := st.Dynamic()
 	if err != nil {
 		return err
 	}
@@ -240,7 +236,7 @@ func prepareUI(ctx context.Context, st *State, a *ArgoCD, home string) error {
 }
 
 // startUIBackend runs `unprune extension` as ServiceAccount unprune-extension of the installation's
-// namespace, with the RBAC deploy/components/ui-extension ships, once argocd-server is up.
+// namespace, with the RBAC deploy/ui-extension ships, once argocd-server is up.
 func startUIBackend(ctx context.Context, st *State, a *ArgoCD, home string) error {
 	ui, cfg := a.UI, a.Config
 	root, err := RepoRoot()
@@ -248,7 +244,7 @@ func startUIBackend(ctx context.Context, st *State, a *ArgoCD, home string) erro
 		return err
 	}
 	kubeconfig := filepath.Join(home, "unprune-extension.kubeconfig")
-	if err := applyExtensionRBAC(ctx, st, root, cfg.Namespace, kubeconfig); err != nil {
+	if err := applyExtensionRBAC(ctx, st, root, cfg.Namespace, ui.JournalNamespace, kubeconfig); err != nil {
 		return err
 	}
 	port := ui.BackendURL[len("http://127.0.0.1:"):]
@@ -273,57 +269,69 @@ func startUIBackend(ctx context.Context, st *State, a *ArgoCD, home string) erro
 	return nil
 }
 
-// applyExtensionRBAC applies the backend's ClusterRole and Role from the component (named after the
-// installation's namespace, so that installations keep their own) and writes a kubeconfig holding a
-// token of its ServiceAccount.
-func applyExtensionRBAC(ctx context.Context, st *State, root, namespace, kubeconfig string) error {
-	docs, err := yamlDocuments(filepath.Join(root, "deploy", "components", "ui-extension", "backend-rbac.yaml"))
+// journalNamespace is where an installation's backend journals: deploy/ui-extension/journals's
+// unprune, named after the installation so that the lab's installations keep their own.
+func journalNamespace(argoCDNamespace string) string { return argoCDNamespace + "-unprune" }
+
+// applyExtensionRBAC applies the backend's ClusterRole and its Role in Argo CD's namespace from
+// deploy/ui-extension/backend (the ClusterRole named after the installation's namespace, so that
+// installations keep their own), the journals' namespace with its Role from
+// deploy/ui-extension/journals, and writes a kubeconfig holding a token of its ServiceAccount.
+func applyExtensionRBAC(ctx context.Context, st *State, root, namespace, journals, kubeconfig string) error {
+	backend, err := yamlDocuments(filepath.Join(root, "deploy", "ui-extension", "backend", "rbac.yaml"))
 	if err != nil {
 		return err
 	}
-	restCfg, err := st.RESTConfig()
+	journalDocs, err := yamlDocuments(filepath.Join(root, "deploy", "ui-extension", "journals", "rbac.yaml"))
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(restCfg)
+	dyn, err := st.Dynamic()
 	if err != nil {
+		return err
+	}
+	if err := apply(ctx, dyn, gvrNamespace, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": journals}}); err != nil {
 		return err
 	}
 	const account = "unprune-extension"
 	clusterRole := account + "-" + namespace
 	gvrRole := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}
 	gvrRoleBinding := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}
-	for _, d := range docs {
-		u := unstructured.Unstructured{Object: d}
-		switch u.GetKind() {
-		case "ClusterRole":
-			u.SetName(clusterRole)
-			if err := apply(ctx, dyn, gvrClusterRole, u.Object); err != nil {
-				return err
-			}
-		case "Role":
-			u.SetNamespace(namespace)
-			if err := apply(ctx, dyn, gvrRole, u.Object); err != nil {
-				return err
-			}
-		case "RoleBinding":
-			u.SetNamespace(namespace)
-			if err := unstructured.SetNestedSlice(u.Object, []any{map[string]any{"kind": "ServiceAccount", "name": account, "namespace": namespace}}, "subjects"); err != nil {
-				return err
-			}
-			if err := apply(ctx, dyn, gvrRoleBinding, u.Object); err != nil {
-				return err
+	for _, set := range []struct {
+		docs []map[string]any
+		ns   string
+	}{{backend, namespace}, {journalDocs, journals}} {
+		for _, d := range set.docs {
+			u := unstructured.Unstructured{Object: d}
+			switch u.GetKind() {
+			case "ClusterRole":
+				u.SetName(clusterRole)
+				if err := apply(ctx, dyn, gvrClusterRole, u.Object); err != nil {
+					return err
+				}
+			case "Role":
+				u.SetNamespace(set.ns)
+				if err := apply(ctx, dyn, gvrRole, u.Object); err != nil {
+					return err
+				}
+			case "RoleBinding":
+				u.SetNamespace(set.ns)
+				if err := unstructured.SetNestedSlice(u.Object, []any{map[string]any{"kind": "ServiceAccount", "name": account, "namespace": namespace}}, "subjects"); err != nil {
+					return err
+				}
+				if err := apply(ctx, dyn, gvrRoleBinding, u.Object); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return st.ServiceAccountKubeconfig(ctx, namespace, account, clusterRole, kubeconfig)
 }
 
-// hostPage is the host page with the React the release's UI pins: 19.2.6 for v3.6
-// (ui/pnpm-lock.yaml), 16.14.0 for v2.14.11, v3.0.23, v3.1.16 and v3.2.11 (ui/yarn.lock). The lab
-// builds no release of v3.3–v3.5, so where the change falls among them is not decided here.
+// hostPage is the host page with the React the release's UI pins: 19.2.6 for v3.5.1 and v3.6.1
+// (ui/pnpm-lock.yaml), 16.14.0 for v2.14.11 through v3.4.7 (ui/yarn.lock; package.json's ^16.9.3).
 func hostPage(version string) string {
-	if newerVersion("v3.6.0", version) {
+	if newerVersion("v3.5.0", version) {
 		return "host-react16"
 	}
 	return "host"

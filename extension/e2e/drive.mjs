@@ -29,8 +29,8 @@ const [appNamespace, appName] = opts.app.split('/');
 // cssString quotes s for a CSS attribute selector (a title holds newlines).
 const cssString = s => '"' + s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\A ') + '"';
 
-// What differs between the two pages: how one signs in, opens the app, a resource's tab, closes the
-// flyout and reads the sync status. Everything the extension renders is found the same way in both.
+// What differs between the two pages: how one signs in, opens the app, closes a flyout and reads the
+// sync status. Everything the extension renders is found the same way in both.
 const pages = {
     // The host page: extension/host, its own sign-in form and a list of the app's resources.
     host: {
@@ -43,18 +43,18 @@ const pages = {
         },
         openApp: () => page.goto(`${opts.url}#/applications/${appNamespace}/${appName}`),
         user: () => text('user'),
-        async openTab(resource) {
-            await page.locator(`[data-testid="resource-row"][data-resource="${resource}"]`).click();
-            await page.getByTestId('tab-Unprune').click();
-        },
         closeFlyout: () => page.getByTestId('close-flyout').click(),
         syncStatus: status => page.locator('[data-testid="sync-status"]', {hasText: status})
     },
     // Argo CD's own UI: its login form, the app's page with the resource tree, the sliding panels.
     argocd: {
         async signIn() {
-            await page.goto(opts.url);
-            out.title = await page.title();
+            // The page at / as argocd-server serves it (its index.html, embedded in the binary).
+            const index = await (await page.request.get(opts.url, {headers: {Accept: 'text/html'}})).text();
+            out.title = (/<title>([^<]*)<\/title>/.exec(index) || [])[1];
+            // Straight to the login form, as a signed-out user's bookmark leads there: opening / first
+            // would let the UI ask the API as nobody and log Argo CD's 401s.
+            await page.goto(`${opts.url}login?return_url=${encodeURIComponent(opts.url + 'applications')}`);
             const form = page.locator('.login__box form');
             await form.locator('input:not([type="password"])').first().fill(opts.user);
             await form.locator('input[type="password"]').fill(opts.password);
@@ -64,19 +64,19 @@ const pages = {
         openApp: () => page.goto(`${opts.url}applications/${appNamespace}/${appName}`),
         // The UI shows who is signed in only on its user-info page; its API says the same.
         user: () => page.evaluate(() => fetch('api/v1/session/userinfo', {credentials: 'same-origin'}).then(r => r.json()).then(u => u.username)),
-        async openTab(resource) {
-            // A tree node's title is "Kind: K\nNamespace: NS or (global)\nName: N" (describeNode).
-            const [kind, ns, name] = resource.split('/');
-            const title = `Kind: ${kind}\nNamespace: ${ns || '(global)'}\nName: ${name}`;
-            await page.locator(`.application-resource-tree__node[title=${cssString(title)}] .application-resource-tree__node__top-part`).click();
-            await page.locator('.sliding-panel--opened .tabs__nav a', {hasText: 'Unprune'}).click();
-        },
         closeFlyout: () => page.locator('.sliding-panel--opened .sliding-panel__close').click(),
         syncStatus: status =>
             page.locator('.application-status-panel__item', {hasText: 'SYNC STATUS'}).locator('.application-status-panel__item-value', {hasText: status})
     }
 };
 const ui = pages[out.ui];
+
+// openRelease opens the top-bar action's flyout and, in it, the release and guard of one resource
+// (KIND[.GROUP]/[NAMESPACE/]NAME).
+async function openRelease(resource) {
+    await page.getByTestId('unprune-action').click();
+    await page.locator(`[data-testid="release-row"][data-resource="${resource}"]`).getByTestId('open-release').click(long);
+}
 
 try {
     await ui.signIn();
@@ -94,7 +94,7 @@ try {
         out.flyout = {summary: await text('flyout-summary'), item: await text('prune-item'), cascade: await text('flyout-cascade')};
         await snap('flyout');
         await ui.closeFlyout();
-        await ui.openTab(opts.resource);
+        await openRelease(opts.resource);
         await page.getByTestId('diff').waitFor(long);
         out.plan = {changes: await text('changes'), diff: await text('diff')};
         await snap('release-plan');
@@ -108,7 +108,8 @@ try {
             out.undoCommand = await text('undo-command');
             await snap('released');
             await ui.syncStatus('Synced').first().waitFor(long);
-            out.syncStatus = (await ui.syncStatus('Synced').first().innerText()).trim();
+            // Argo CD's UI puts the revision under the status ("Synced\nto main (932b625)"): its first line.
+            out.syncStatus = (await ui.syncStatus('Synced').first().innerText()).trim().split('\n')[0].trim();
             await page.getByTestId('panel-summary').filter({hasText: 'Nothing requires pruning'}).waitFor(long);
             out.panelAfter = await text('panel-summary');
             await snap('synced');
@@ -120,7 +121,7 @@ try {
     }
 
     if (opts.scenario === 'guard') {
-        await ui.openTab(opts.resource);
+        await openRelease(opts.resource);
         await page.getByTestId('confirm-guard').waitFor(long);
         out.guardPlan = await text('confirm-guard');
         await snap('guard-plan');

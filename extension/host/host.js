@@ -1,11 +1,12 @@
-// The host page: what stands in for Argo CD's own UI in the browser tests, which cannot be built
-// here (its argo-ui dependency is pinned to a GitHub commit no registry serves). argocd-server
+// The host page: what stands in for Argo CD's own UI in the fast browser tests and on the release
+// lines whose UI the lab does not build (Argo CD's own UI is the proof: lab/README.md). argocd-server
 // serves it from its --staticassets directory and the extension from its own /extensions.js; it
 // gives extensions the globals the UI gives them (ui/src/app/index.tsx: React, ReactDOM, Moment,
 // ReactJSXRuntime, and extensionsAPI) with React at the version the release's UI pins, and renders
-// the registered status panel items, their flyouts and resource tabs with the props the UI passes
-// (application, tree, resource = the live manifest, openFlyout), from argocd-server's real API with
-// the real session cookie. It is no replacement for the UI: only what the extension needs is here.
+// the registered status panel items, top-bar actions (where their shouldDisplay says so), their
+// flyouts and resource tabs with the props the UI passes (application, tree, resource = the live
+// manifest, openFlyout), from argocd-server's real API with the real session cookie. It is no
+// replacement for the UI: only what the extension needs is here.
 import * as React from 'react';
 import * as ReactDOM from 'react-dom';
 import * as Moment from 'moment';
@@ -132,11 +133,27 @@ function AppView({ns, name}) {
         return h('p', null, 'Loading…');
     }
     const statusExts = extensionsService.getStatusPanelExtensions();
-    const active = statusExts.find(e => e.id === flyout);
+    // The top bar's actions an extension shows on this app (application-details.tsx: shouldDisplay).
+    const actions = extensionsService.getActionMenuExtensions().filter(e => e.shouldDisplay && e.shouldDisplay(application));
+    // One flyout at a time, by id, whichever registry it is in (the UI keeps one selected extension).
+    const active = statusExts.find(e => e.id === flyout) || extensionsService.getActionMenuExtensions().find(e => e.id === flyout);
     return h(
         'div',
         {className: 'host-app'},
         h('h2', null, application.metadata.name),
+        h(
+            'div',
+            {className: 'host-actions'},
+            actions.map(ext =>
+                h(
+                    'button',
+                    {key: ext.id, className: 'host-action', onClick: () => setFlyout(ext.id)},
+                    ext.iconClassName && h('i', {className: ext.iconClassName}),
+                    ' ',
+                    h(ErrorBoundary, {message: `Something went wrong with Extension ${ext.title}`}, h(ext.component, {application, tree, openFlyout: () => setFlyout(ext.id)}))
+                )
+            )
+        ),
         h(
             'div',
             {className: 'application-status-panel row'},
@@ -265,7 +282,7 @@ export function start(mount) {
         // registration.
         const render = mount(document.getElementById('app'));
         const draw = () => render(h(Host));
-        for (const type of ['resource', 'statusPanel']) {
+        for (const type of ['resource', 'statusPanel', 'topBar']) {
             extensionsService.addEventListener(type, draw);
         }
         draw();

@@ -2,7 +2,7 @@
 // docs ask): nothing here bundles it, and only APIs of React 16.9 and later are used, so the same
 // bundle runs in Argo CD v2.x (React 16) and v3.6 (React 19).
 import {backend, sendPatch, pause, VERSION} from './api.js';
-import {resourceLabel, resourceString, describeContents, summaryLine, cascadeLine, statusRow, resourceOfManifest, undoable, journalState} from './format.js';
+import {resourceLabel, resourceString, describeContents, summaryLine, cascadeLine, pruneRows, undoable, journalState} from './format.js';
 
 const R = () => window.React;
 const h = (...args) => window.React.createElement(...args);
@@ -93,7 +93,7 @@ export function StatusPanel(props) {
     return h('div', {className: 'application-status-panel__item', style: styles.item, onClick: () => props.openFlyout && props.openFlyout(), 'data-testid': 'unprune-panel'}, title, body);
 }
 
-/** The flyout: every resource a prune would delete, guards and risk; the cascade; UI releases. */
+/** The status panel's flyout: every resource a prune would delete, guards and risk; the cascade; UI releases. */
 export function Flyout(props) {
     const app = props.application;
     const [state, reload] = useAnswer(() => backend(app, 'GET', '/application'), [app.metadata.name, app.metadata.resourceVersion]);
@@ -114,7 +114,7 @@ export function Flyout(props) {
                 h('p', {'data-testid': 'flyout-cascade'}, cascadeLine(a.cascade), a.cascade.managedBy ? ` — ${a.cascade.managedBy}` : ''),
                 (a.warnings || []).map((w, i) => h('div', {key: i, style: styles.note}, w)),
                 a.toolVersion !== VERSION && h('div', {style: styles.note, 'data-testid': 'version-skew'}, `This extension is ${VERSION}, its backend ${a.toolVersion}: install both from one release.`),
-                h('p', {style: styles.note}, 'Release a resource from its own tab ("Unprune") in the resource panel: nothing is deleted.')
+                a.items.length > 0 && h('p', {style: styles.note}, "Release a resource, or guard it, with UNPRUNE in the app's top bar: nothing is deleted.")
             ),
         h(Journals, {application: app, onChange: reload})
     );
@@ -132,18 +132,47 @@ function Changes({changes}) {
     );
 }
 
-/** The resource tab: what a prune of this resource would delete, its guards, and the release. */
-export function ResourceTab(props) {
+/** The top-bar action's label (index.js shows it only while Argo CD lists a resource requiring pruning). */
+export function ActionLabel() {
+    return h('span', {'data-testid': 'unprune-action'}, 'Unprune');
+}
+
+/**
+ * The top-bar action's flyout: each resource Argo CD lists as requiring pruning, with its release
+ * and its guard. A resource whose release or guard started here stays on show with its outcome after
+ * Argo CD drops it from the app: the flyout belongs to the app, where a resource's own panel closes
+ * as soon as its node leaves the tree.
+ */
+export function ReleaseFlyout(props) {
     const app = props.application;
-    const r = resourceOfManifest(props.resource);
-    const row = statusRow(app, r);
-    // Once a release starts here, its outcome stays on show: the row leaves the app's status as
-    // soon as Argo CD sees the release.
-    const [engaged, setEngaged] = R().useState(false);
-    if (!engaged && (!row || !row.requiresPruning)) {
-        return h('div', {style: styles.box, 'data-testid': 'unprune-tab'}, h('p', null, `Argo CD does not list ${resourceLabel(r)} as requiring pruning in ${app.metadata.name}: no prune deletes it now, and there is nothing to release.`));
-    }
-    return h(ReleaseView, {application: app, resource: r, key: resourceString(r), onEngage: () => setEngaged(true)});
+    const [open, setOpen] = R().useState('');
+    const [engaged, setEngaged] = R().useState([]);
+    const rows = pruneRows(app);
+    const listed = new Set(rows.map(resourceString));
+    const shown = rows.concat(engaged.filter(r => !listed.has(resourceString(r))));
+    return h(
+        'div',
+        {style: styles.box, 'data-testid': 'release-flyout'},
+        h('h4', null, `Resources of ${app.metadata.name} that require pruning`),
+        h('p', {style: styles.note}, "Release one to take it out of Argo CD's hands with nothing deleted, or guard it so that a prune waits for approval."),
+        shown.length === 0 && h('p', {'data-testid': 'release-none'}, 'Argo CD lists nothing of this app as requiring pruning.'),
+        shown.map(r => {
+            const key = resourceString(r);
+            return h(
+                'div',
+                {key, style: styles.row, 'data-testid': 'release-row', 'data-resource': key},
+                open === key
+                    ? h(ReleaseView, {application: app, resource: r, onEngage: () => setEngaged(e => (e.some(x => resourceString(x) === key) ? e : e.concat([r])))})
+                    : h(
+                          'div',
+                          null,
+                          h('b', null, resourceLabel(r)),
+                          ' ',
+                          h('button', {className: 'argo-button argo-button--base-o', 'data-testid': 'open-release', onClick: () => setOpen(key)}, 'Release or guard…')
+                      )
+            );
+        })
+    );
 }
 
 function query(r) {
@@ -214,15 +243,16 @@ function ReleaseView({application: app, resource: r, onEngage}) {
               )
             : h('p', {'data-testid': 'plan-refused', style: styles.error}, `Nothing to release: ${plan.message || plan.outcome}`),
         plan.outcome === 'Planned' && h(ReleaseSteps, {step, setStep, release, reload, app}),
-        step.name === 'preview' && ans.confirm && ans.confirm.outcome === 'Planned' && h(ConfirmGuard, {app, ans, reload})
+        step.name === 'preview' && ans.confirm && ans.confirm.outcome === 'Planned' && h(ConfirmGuard, {app, ans, reload, onEngage})
     );
 }
 
 /** The other way to keep it: Prune=confirm, so that a prune waits for approval on the app. */
-function ConfirmGuard({app, ans, reload}) {
+function ConfirmGuard({app, ans, reload, onEngage}) {
     const [state, setState] = R().useState({name: 'preview'});
     const plan = ans.confirm;
     const run = async () => {
+        onEngage();
         setState({name: 'sending'});
         try {
             const started = await backend(app, 'POST', '/guards', {resource: ans.item.resource, resourceVersion: plan.resourceVersion, argocdServer: window.location.origin});

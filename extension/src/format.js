@@ -66,16 +66,12 @@ export function cascadeLine(c) {
     return `Deleting the app cascades into ${plural(c.highRisk.length, 'high-risk resource', 'high-risk resources')}: ${names}`;
 }
 
-/** The app's status row for a resource, if it lists one. */
-export function statusRow(application, r) {
+/** The resources Argo CD's comparison lists as requiring pruning, from the app's status rows. */
+export function pruneRows(application) {
     const rows = (application && application.status && application.status.resources) || [];
-    return rows.find(x => (x.group || '') === (r.group || '') && x.kind === r.kind && (x.namespace || '') === (r.namespace || '') && x.name === r.name);
-}
-
-/** The resource a tab shows, from the live manifest the UI hands it. */
-export function resourceOfManifest(m) {
-    const [group, version] = (m.apiVersion || '').includes('/') ? m.apiVersion.split('/') : ['', m.apiVersion || ''];
-    return {group, version, kind: m.kind, namespace: (m.metadata && m.metadata.namespace) || '', name: m.metadata && m.metadata.name};
+    return rows
+        .filter(x => x.requiresPruning)
+        .map(x => ({group: x.group || '', version: x.version || '', kind: x.kind, namespace: x.namespace || '', name: x.name}));
 }
 
 /** The message of an Argo CD API error body ({error, code, message}) or of a backend Error. */

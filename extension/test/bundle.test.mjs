@@ -1,7 +1,8 @@
-// The bundle loads in the host page — with React 19.2.6, as Argo CD v3.6.1's UI pins it, and with
-// React 16.14.0, as v2.14.11's and v3.0.23's do — in a real headless Chromium, registers its status
-// panel item and resource tab through window.extensionsAPI exactly as the UI's extension service
-// sees them, and logs no error.
+// The bundle loads in the host page — with React 19.2.6, as Argo CD v3.5.1's and v3.6.1's UIs pin it,
+// and with React 16.14.0, as v2.14.11's through v3.4.7's do — in a real headless Chromium, registers
+// its status panel item and its top-bar action (shown only on an app with a resource requiring
+// pruning) through window.extensionsAPI exactly as the UI's extension service sees them, no resource
+// tab, and logs no error.
 import {test} from 'node:test';
 import assert from 'node:assert/strict';
 import {createServer} from 'node:http';
@@ -39,7 +40,7 @@ function serve(host) {
 }
 
 for (const [host, react] of [['host', '19.2.6'], ['host-react16', '16.14.0']]) {
-    test(`with React ${react}, the bundle registers a status panel item and a tab for every resource, without console errors`, async () => {
+    test(`with React ${react}, the bundle registers a status panel item and a top-bar action, without console errors`, async () => {
         const server = await serve(host);
         const {browser, page, problems} = await launch();
         try {
@@ -50,14 +51,20 @@ for (const [host, react] of [['host', '19.2.6'], ['host-react16', '16.14.0']]) {
                 return {
                     react: window.React.version,
                     panels: s.getStatusPanelExtensions().map(e => ({title: e.title, id: e.id, flyout: typeof e.flyout})),
-                    namespaceTabs: s.getResourceTabs('', 'Namespace').map(e => e.title),
-                    crdTabs: s.getResourceTabs('apiextensions.k8s.io', 'CustomResourceDefinition').map(e => e.title)
+                    actions: s.getActionMenuExtensions().map(e => ({title: e.title, id: e.id, flyout: typeof e.flyout, icon: e.iconClassName})),
+                    shownOnStuck: s.getActionMenuExtensions().map(e => e.shouldDisplay({status: {resources: [{kind: 'Namespace', name: 'a', requiresPruning: true}]}})),
+                    shownOnSynced: s.getActionMenuExtensions().map(e => e.shouldDisplay({status: {resources: [{kind: 'Namespace', name: 'a'}]}})),
+                    shownOnNew: s.getActionMenuExtensions().map(e => e.shouldDisplay({metadata: {name: 'new'}})),
+                    namespaceTabs: s.getResourceTabs('', 'Namespace').map(e => e.title)
                 };
             });
             assert.equal(seen.react, react);
             assert.deepEqual(seen.panels, [{title: 'Prune risk (unprune)', id: 'unprune', flyout: 'function'}]);
-            assert.deepEqual(seen.namespaceTabs, ['Unprune']);
-            assert.deepEqual(seen.crdTabs, ['Unprune']);
+            assert.deepEqual(seen.actions, [{title: 'Unprune', id: 'unprune-release', flyout: 'function', icon: 'fa fa-shield-alt'}]);
+            assert.deepEqual(seen.shownOnStuck, [true]);
+            assert.deepEqual(seen.shownOnSynced, [false]);
+            assert.deepEqual(seen.shownOnNew, [false]);
+            assert.deepEqual(seen.namespaceTabs, []);
             assert.deepEqual(problems, []);
         } finally {
             await browser.close();

@@ -1,6 +1,6 @@
 import {test} from 'node:test';
 import assert from 'node:assert/strict';
-import {resourceString, resourceLabel, describeContents, summaryLine, cascadeLine, statusRow, resourceOfManifest, errorMessage, undoable, journalState} from '../src/format.js';
+import {resourceString, resourceLabel, describeContents, summaryLine, cascadeLine, pruneRows, errorMessage, undoable, journalState} from '../src/format.js';
 
 const ns = {group: '', version: 'v1', kind: 'Namespace', name: 'team-a'};
 const cm = {group: '', version: 'v1', kind: 'ConfigMap', namespace: 'shop', name: 'settings'};
@@ -39,15 +39,11 @@ test('the cascade line follows the finalizer', () => {
     assert.match(cascadeLine({finalizer: '', highRisk: [], unknown: 'forbidden'}), /unknown \(forbidden\)/);
 });
 
-test('a tab finds its resource among the app status rows, the core group empty', () => {
+test("the rows requiring pruning are read off the app's status, the core group empty", () => {
     const app = {status: {resources: [{version: 'v1', kind: 'Namespace', name: 'team-a', requiresPruning: true}, {group: 'apps', version: 'v1', kind: 'Deployment', namespace: 'shop', name: 'web'}]}};
-    const live = resourceOfManifest({apiVersion: 'v1', kind: 'Namespace', metadata: {name: 'team-a'}});
-    assert.deepEqual(live, {group: '', version: 'v1', kind: 'Namespace', namespace: '', name: 'team-a'});
-    assert.equal(statusRow(app, live).requiresPruning, true);
-    const dep = resourceOfManifest({apiVersion: 'apps/v1', kind: 'Deployment', metadata: {name: 'web', namespace: 'shop'}});
-    assert.equal(statusRow(app, dep).name, 'web');
-    assert.equal(statusRow(app, {...dep, name: 'api'}), undefined);
-    assert.equal(statusRow({status: {}}, dep), undefined);
+    assert.deepEqual(pruneRows(app), [{group: '', version: 'v1', kind: 'Namespace', namespace: '', name: 'team-a'}]);
+    assert.deepEqual(pruneRows({status: {}}), []);
+    assert.deepEqual(pruneRows({metadata: {name: 'new'}}), []);
 });
 
 test("Argo CD's and the backend's error bodies are read for their message", () => {

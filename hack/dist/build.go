@@ -24,6 +24,11 @@ type Dist struct {
 	Out     string // where binaries, archives and the checksums file go
 	Release Release
 	Log     io.Writer
+	// ExtraFiles copies the configuration's release.extra_files (the UI extension's bundle, built
+	// before) into Out and lists checksum.extra_files in the checksums file, as goreleaser does.
+	ExtraFiles bool
+	// Extras are the extra files Run copied into Out.
+	Extras []string
 }
 
 // Artifact is one archive written.
@@ -94,15 +99,57 @@ func (d *Dist) Run(platforms []Platform) ([]Artifact, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	var b strings.Builder
+	lines := []string{}
 	for _, a := range arts {
-		fmt.Fprintf(&b, "%s  %s\n", a.SHA256, a.Name)
+		lines = append(lines, fmt.Sprintf("%s  %s", a.SHA256, a.Name))
+	}
+	if d.ExtraFiles {
+		extra, err := d.copyExtraFiles()
+		if err != nil {
+			return nil, "", err
+		}
+		lines = append(lines, extra...)
+	}
+	sort.Slice(lines, func(i, j int) bool { return lines[i][66:] < lines[j][66:] })
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l + "\n")
 	}
 	sums := filepath.Join(d.Out, name)
 	if err := os.WriteFile(sums, []byte(b.String()), 0o644); err != nil {
 		return nil, "", err
 	}
 	return arts, sums, nil
+}
+
+// copyExtraFiles checks the UI extension's bundle is this release's, copies the release's extra
+// files into Out, and returns the checksum lines of checksum.extra_files.
+func (d *Dist) copyExtraFiles() ([]string, error) {
+	upload, summed, err := extraFiles(d.Config, d.Root)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range upload {
+		if filepath.Base(f) == extensionTar {
+			if err := CheckExtension(filepath.Dir(f), d.Release.Tag); err != nil {
+				return nil, err
+			}
+		}
+		if err := copyFile(f, d.Out); err != nil {
+			return nil, err
+		}
+		d.Extras = append(d.Extras, filepath.Join(d.Out, filepath.Base(f)))
+		fmt.Fprintf(d.Log, "dist: %s\n", filepath.Base(f))
+	}
+	var lines []string
+	for _, f := range summed {
+		sum, err := sha256File(f)
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, fmt.Sprintf("%s  %s", sum, filepath.Base(f)))
+	}
+	return lines, nil
 }
 
 func targets(b Build, p Platform) bool {

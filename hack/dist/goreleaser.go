@@ -14,16 +14,28 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Config is the part of .goreleaser.yaml that decides what a release ships. Builds, archives and
-// the checksum are decoded strictly: a field dist does not know would make its archives differ
-// from goreleaser's, so it is an error rather than ignored. Sections that change no artifact
-// (before, snapshot, changelog, release) are not read.
+// Config is the part of .goreleaser.yaml that decides what a release ships. Builds, archives, the
+// checksum and the release's extra files are decoded strictly: a field dist does not know would
+// make its artifacts differ from goreleaser's, so it is an error rather than ignored. Sections
+// that change no artifact (before, snapshot, changelog) are not read.
 type Config struct {
-	Version     int       `json:"version"`
-	ProjectName string    `json:"project_name"`
-	Builds      []Build   `json:"builds"`
-	Archives    []Archive `json:"archives"`
-	Checksum    Checksum  `json:"checksum"`
+	Version     int            `json:"version"`
+	ProjectName string         `json:"project_name"`
+	Builds      []Build        `json:"builds"`
+	Archives    []Archive      `json:"archives"`
+	Checksum    Checksum       `json:"checksum"`
+	Release     ReleaseSection `json:"release"`
+}
+
+// ReleaseSection is what a release uploads besides the archives.
+type ReleaseSection struct {
+	ExtraFiles []ExtraFile `json:"extra_files"`
+}
+
+// ExtraFile is a file built before the release (the UI extension's bundle), by a glob relative to
+// the configuration's directory.
+type ExtraFile struct {
+	Glob string `json:"glob"`
 }
 
 // Build is one goreleaser build: one binary for every goos × goarch.
@@ -84,10 +96,11 @@ func (f *ArchiveFile) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Checksum names the checksums file.
+// Checksum names the checksums file, and the extra files it lists besides the archives.
 type Checksum struct {
-	NameTemplate string `json:"name_template"`
-	Algorithm    string `json:"algorithm"`
+	NameTemplate string      `json:"name_template"`
+	Algorithm    string      `json:"algorithm"`
+	ExtraFiles   []ExtraFile `json:"extra_files"`
 }
 
 // LoadConfig reads a goreleaser configuration.
@@ -106,7 +119,7 @@ func LoadConfig(file string) (*Config, error) {
 	}
 	c := &Config{}
 	for key, dst := range map[string]any{"version": &c.Version, "project_name": &c.ProjectName,
-		"builds": &c.Builds, "archives": &c.Archives, "checksum": &c.Checksum} {
+		"builds": &c.Builds, "archives": &c.Archives, "checksum": &c.Checksum, "release": &c.Release} {
 		if v, ok := top[key]; ok {
 			if err := strictJSON(v, dst); err != nil {
 				return nil, fmt.Errorf("%s: %s: %w (hack/dist builds what goreleaser would; teach it this field or leave it out)", file, key, err)

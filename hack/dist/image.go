@@ -6,17 +6,20 @@ import (
 	"regexp"
 )
 
-// The image deploy/base runs is pinned to a release: its kustomization's images: entry for the
-// repository ko pushes to carries the release's tag. Before tagging vX.Y.Z,
+// The images deploy/ runs are pinned to a release: the images: entry for the repository ko pushes to,
+// in deploy/base (the watch) and deploy/ui-extension/backend (the UI extension's backend, whose tag
+// also names the release whose bundle deploy/components/ui-extension installs), carries the
+// release's tag. Before tagging vX.Y.Z,
 //
 //	go run ./hack/dist -pin-image -version vX.Y.Z
 //
-// writes it (commit that, then tag), and the release's before hook runs -check-image with the tag,
-// so a release whose deploy/ would run another image fails before it builds anything.
-const (
-	imageRepo          = "ghcr.io/unprune/unprune"
-	imageKustomization = "deploy/base/kustomization.yaml"
-)
+// writes them (commit that, then tag), and the release's before hook runs -check-image with the tag,
+// so a release whose deploy/ would run another image, or install another bundle, fails before it
+// builds anything.
+const imageRepo = "ghcr.io/unprune/unprune"
+
+// imageKustomizations are the kustomizations that pin imageRepo, relative to the repository.
+var imageKustomizations = []string{"deploy/base/kustomization.yaml", "deploy/ui-extension/backend/kustomization.yaml"}
 
 // imageEntryRE is the images: entry of imageRepo and its newTag, as kustomize edit writes it.
 var imageEntryRE = regexp.MustCompile(`(?m)^(\s*- name: ` + regexp.QuoteMeta(imageRepo) + `\n\s+newTag: )(\S+)$`)

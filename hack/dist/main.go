@@ -3,10 +3,12 @@
 // checksums file, and the krew manifest rendered from plugins/unprune.yaml. `make dist` runs it;
 // its tests keep .goreleaser.yaml honest.
 //
-//	go run ./hack/dist [-platforms linux/amd64,…] [-version v1.2.3] [-out dist]
+//	go run ./hack/dist [-platforms linux/amd64,…] [-version v1.2.3] [-out dist] [-extra-files]
 //	go run ./hack/dist -krew-only -checksums dist/checksums.txt -version v1.2.3   # after goreleaser
 //	go run ./hack/dist -list -version v1.2.3                                       # the archive names
-//	go run ./hack/dist -pin-image -version v1.2.3     # deploy/base runs that release's image (before tagging)
+//	go run ./hack/dist -print-version                                              # the version a build stamps
+//	go run ./hack/dist -check-extension -version v1.2.3  # extension/dist holds that release's bundle (the release's before hook)
+//	go run ./hack/dist -pin-image -version v1.2.3     # deploy/ runs that release's image and bundle (before tagging)
 //	go run ./hack/dist -check-image -version v1.2.3   # fails unless it does (the release's before hook)
 package main
 
@@ -44,8 +46,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	krewOnly := fs.Bool("krew-only", false, "build nothing: render the krew manifest from -checksums")
 	checksums := fs.String("checksums", "", "with -krew-only: the checksums file of the archives (goreleaser's or dist's)")
 	list := fs.Bool("list", false, "build nothing: print each platform's archive name")
-	pinImage := fs.Bool("pin-image", false, "build nothing: pin deploy/base's image to -version")
-	checkImage := fs.Bool("check-image", false, "build nothing: fail unless deploy/base's image is pinned to -version")
+	pinImage := fs.Bool("pin-image", false, "build nothing: pin deploy/'s image (and so the UI extension's bundle) to -version")
+	checkImage := fs.Bool("check-image", false, "build nothing: fail unless deploy/'s image is pinned to -version")
+	withExtras := fs.Bool("extra-files", false, "copy the release's extra files (the UI extension's bundle, built before: make extension VERSION=…) into -out and list them in the checksums file")
+	printVersion := fs.Bool("print-version", false, "build nothing: print the version a build would stamp (-version, else git describe)")
+	checkExtension := fs.Bool("check-extension", false, "build nothing: fail unless extension/dist holds the UI extension's bundle of -version, as the installer expects it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -61,14 +66,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if *tag == "" {
 			return errors.New("-pin-image and -check-image need -version, the release's tag")
 		}
-		path := filepath.Join(root, imageKustomization)
-		if *checkImage {
-			return CheckImage(path, *tag)
+		for _, k := range imageKustomizations {
+			path := filepath.Join(root, k)
+			if *checkImage {
+				if err := CheckImage(path, *tag); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := PinImage(path, *tag); err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, path)
 		}
-		if err := PinImage(path, *tag); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, path)
 		return nil
 	}
 	rel, err := release(root, *tag, *commit, *commitTime)
@@ -77,6 +87,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if *list {
 		return listArchives(c, rel, stdout)
+	}
+	if *printVersion {
+		fmt.Fprintln(stdout, rel.Tag)
+		return nil
+	}
+	if *checkExtension {
+		return CheckExtension(filepath.Join(root, "extension", "dist"), rel.Tag)
 	}
 	manifest := filepath.Join(*out, filepath.Base(*krewTmpl))
 	if *krewOnly {
@@ -103,13 +120,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		partial = len(platforms) < len(c.Platforms())
 	}
-	d := &Dist{Config: c, Root: root, Out: *out, Release: rel, Log: stderr}
+	d := &Dist{Config: c, Root: root, Out: *out, Release: rel, Log: stderr, ExtraFiles: *withExtras}
 	arts, sumsFile, err := d.Run(platforms)
 	if err != nil {
 		return err
 	}
 	for _, a := range arts {
 		fmt.Fprintln(stdout, filepath.Join(*out, a.Name))
+	}
+	for _, e := range d.Extras {
+		fmt.Fprintln(stdout, e)
 	}
 	fmt.Fprintln(stdout, sumsFile)
 	if partial {

@@ -1,7 +1,7 @@
 // Command matrix turns the `go test -json` output of the lab tests whose outcome depends on Argo
 // CD's release into a matrix, release line × capability: pass, fail or n/a (the test ran no subtest
 // for that line, or skipped it). `make test-matrix` runs the tests on every line the lab builds
-// (UNPRUNE_LAB_MATRIX) and pipes them here; the lines the lab cannot build are shown with the reason.
+// (UNPRUNE_LAB_MATRIX) and pipes them here.
 //
 //	matrix -run-pattern            the -run regexp naming every test the matrix reads
 //	matrix -lines "v3.6.1 …" <json  the matrix, as a Markdown table; exit 1 when a cell failed
@@ -21,36 +21,43 @@ import (
 	"strings"
 	"time"
 
+	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/lab"
 )
 
-// capability is one row: what it proves, and the subtests that prove it, {v} standing for the
-// release.
+// capability is one row: what it proves, the subtests that prove it, {v} standing for the release,
+// and the rules of internal/argocd/rules.go it puts to the test — applied to the wrong line, a rule
+// makes unprune disagree with that line's Argo CD, and the row fails there.
 type capability struct {
 	Name  string
 	Tests []string
+	Rules []string
 }
 
 // capabilities are the matrix's rows: every behaviour of Argo CD that unprune models and that
-// differs, or could differ, between release lines.
+// differs, or could differ, between release lines. Every rule of argocd.Rules has a row.
 var capabilities = []capability{
-	{"tracking `label`: scan, detach, Synced", []string{"TestDetach/{v}/label"}},
-	{"tracking `annotation`: scan, detach, Synced", []string{"TestDetach/{v}/annotation"}},
-	{"tracking `annotation+label`: scan, detach, Synced", []string{"TestDetach/{v}/annotation+label"}},
-	{"default tracking method of the release", []string{"TestDetach/{v}/default-tracking"}},
-	{"foreign installation-id, none configured", []string{"TestForeignInstallationID/{v}"}},
-	{"hooks listed as requiring pruning, left alone", []string{"TestHooksAreLeftAlone/{v}"}},
-	{"app-level `Prune=false` on a prune sync", []string{"TestAppLevelPruneOption/{v}"}},
-	{"app-level `Delete=false` on a cascade", []string{"TestAppLevelDeleteOption/{v}"}},
-	{"refresh request consumed, nothing left on the app", []string{"TestRefreshIsConsumed/{v}"}},
-	{"stale tracking-id: Synced or a diff (#28770)", []string{"TestStaleTrackingID/{v}"}},
-	{"cascade: `--strategy keep` survives, the rest goes", []string{"TestKeepSurvivesCascadeDeletion/{v}"}},
-	{"ApplicationSets: 39 sets, Argo CD's controller and unprune generate the same", []string{"TestDifferentialApplicationSets/{v}"}},
-	{"move: prepare, commit, move", []string{"TestMoveThroughPrepare/{v}"}},
-	{"check predicts the incident", []string{"TestCheckPredictsTheIncident/{v}"}},
-	{"watch: counts, announces, releases", []string{"TestWatchAcrossReleases/{v}"}},
-	{"repo-server: its helm and kustomize", []string{"TestHelmAndKustomize/{v}"}},
-	{"`resource.selectors` hide objects from the cascade (v3.6+)", []string{"TestResourceSelectorsHideACopy/{v}"}},
+	{"tracking `label`: scan, detach, Synced", []string{"TestDetach/{v}/label"}, nil},
+	{"tracking `annotation`: scan, detach, Synced", []string{"TestDetach/{v}/annotation"}, nil},
+	{"tracking `annotation+label`: scan, detach, Synced", []string{"TestDetach/{v}/annotation+label"}, nil},
+	{"default tracking method of the release", []string{"TestDetach/{v}/default-tracking"}, []string{argocd.RuleAnnotationDefault.ID}},
+	{"foreign installation-id, none configured", []string{"TestForeignInstallationID/{v}"},
+		[]string{argocd.RuleInstallationIDMustEqual.ID, argocd.RuleInstallationIDWhenConfigured.ID}},
+	{"hooks listed as requiring pruning, left alone", []string{"TestHooksAreLeftAlone/{v}"}, nil},
+	{"app-level `Prune=false` on a prune sync", []string{"TestAppLevelPruneOption/{v}"}, []string{argocd.RuleAppLevelPrune.ID}},
+	{"app-level `Delete=false` on a cascade", []string{"TestAppLevelDeleteOption/{v}"}, []string{argocd.RuleAppLevelDelete.ID}},
+	{"refresh request consumed, nothing left on the app", []string{"TestRefreshIsConsumed/{v}"}, []string{argocd.RuleRefreshTimestamp.ID}},
+	{"stale tracking-id: Synced or a diff (#28770)", []string{"TestStaleTrackingID/{v}"}, []string{argocd.RuleStaleTrackingIsDiff.ID}},
+	{"cascade: `--strategy keep` survives, the rest goes", []string{"TestKeepSurvivesCascadeDeletion/{v}"}, nil},
+	{"ApplicationSets: 39 sets, Argo CD's controller and unprune generate the same", []string{"TestDifferentialApplicationSets/{v}"},
+		[]string{argocd.RuleAppSetFlattenStringMaps.ID, argocd.RuleAppSetMatrixValuesPreResolved.ID, argocd.RuleAppSetFilesExclude.ID}},
+	{"move: prepare, commit, move", []string{"TestMoveThroughPrepare/{v}"}, nil},
+	{"check predicts the incident", []string{"TestCheckPredictsTheIncident/{v}"}, nil},
+	{"watch: counts, announces, releases", []string{"TestWatchAcrossReleases/{v}"}, nil},
+	{"repo-server: its helm and kustomize", []string{"TestHelmAndKustomize/{v}"}, nil},
+	{"`resource.selectors` hide objects from the cascade (v3.6+)", []string{"TestResourceSelectorsHideACopy/{v}"}, []string{argocd.RuleResourceSelectors.ID}},
+	{"forced sync with `Replace=true`: a shared object recreated (in the dry run too, before #623's fix), a guarded one kept",
+		[]string{"TestForceReplaceOfASharedObject/{v}"}, []string{argocd.RuleForcedReplaceDryRunIsDry.ID}},
 }
 
 // lines are the release lines the matrix shows, oldest first; built ones carry the release.
@@ -210,13 +217,9 @@ func (m *matrix) failed() bool {
 func (m *matrix) print(w io.Writer) {
 	fmt.Fprintf(w, "`make test-matrix`, %s UTC, %s wall\n\n", m.start.UTC().Format("2006-01-02 15:04"), m.end.Sub(m.start).Round(time.Second))
 	header := []string{"capability"}
-	var notBuilt []string
 	for _, line := range lines {
 		if v, ok := m.releases[line]; ok {
 			header = append(header, v)
-		} else if _, ok := lab.NotBuiltArgoCDLines[line]; ok {
-			header = append(header, line+".x")
-			notBuilt = append(notBuilt, line)
 		}
 	}
 	fmt.Fprintln(w, "| "+strings.Join(header, " | ")+" |")
@@ -226,26 +229,9 @@ func (m *matrix) print(w io.Writer) {
 		for _, line := range lines {
 			if _, ok := m.releases[line]; ok {
 				row = append(row, string(m.cells[c.Name][line]))
-			} else if _, ok := lab.NotBuiltArgoCDLines[line]; ok {
-				row = append(row, "not built")
 			}
 		}
 		fmt.Fprintln(w, "| "+strings.Join(row, " | ")+" |")
-	}
-	if len(notBuilt) > 0 {
-		fmt.Fprintln(w)
-		reasons := map[string][]string{}
-		var order []string
-		for _, line := range notBuilt {
-			r := lab.NotBuiltArgoCDLines[line]
-			if _, ok := reasons[r]; !ok {
-				order = append(order, r)
-			}
-			reasons[r] = append(reasons[r], line+".x")
-		}
-		for _, r := range order {
-			fmt.Fprintf(w, "%s not built: %s.\n", strings.Join(reasons[r], ", "), r)
-		}
 	}
 	if len(m.packagesFail) > 0 {
 		fmt.Fprintf(w, "\nfailed packages: %s\n", strings.Join(m.packagesFail, ", "))

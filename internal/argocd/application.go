@@ -43,6 +43,9 @@ type Application struct {
 	// the annotation once it compared the app.
 	Refresh   string
 	Resources []Resource
+	// SourceHydrator is spec.sourceHydrator, nil when the app has none: it is then compared against
+	// the hydrated branch, and what it renders comes from the dry source (see SourceHydrator).
+	SourceHydrator *SourceHydrator
 }
 
 // Destination is where an Application deploys: a cluster by server URL or by name, and a namespace.
@@ -174,6 +177,7 @@ type applicationDoc struct {
 			} `json:"automated"`
 			SyncOptions []string `json:"syncOptions"`
 		} `json:"syncPolicy"`
+		SourceHydrator *SourceHydrator `json:"sourceHydrator"`
 	} `json:"spec"`
 	Operation json.RawMessage `json:"operation"`
 	Status    struct {
@@ -203,6 +207,7 @@ func (d *applicationDoc) application() Application {
 		Resources:       d.Status.Resources,
 		Operation:       len(d.Operation) > 0 && !bytes.Equal(bytes.TrimSpace(d.Operation), []byte("null")),
 		Refresh:         d.Metadata.Annotations[AnnotationRefresh],
+		SourceHydrator:  d.Spec.SourceHydrator,
 	}
 	if d.Status.ReconciledAt != nil {
 		a.ReconciledAt = *d.Status.ReconciledAt

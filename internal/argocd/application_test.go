@@ -116,3 +116,46 @@ func TestControlledBy(t *testing.T) {
 		}
 	}
 }
+
+// TestParseApplicationSourceHydrator: spec.sourceHydrator as Argo CD v3.3+ writes it (a dry source
+// with helm options) and as v2.14–v3.2 write it (repoURL, path and targetRevision alone).
+func TestParseApplicationSourceHydrator(t *testing.T) {
+	app, err := ParseApplication([]byte(`{"metadata": {"namespace": "argocd", "name": "shop"},
+	  "spec": {"project": "default", "destination": {"server": "https://kubernetes.default.svc", "namespace": "shop"},
+	    "sourceHydrator": {
+	      "drySource": {"repoURL": "https://git.example/dry.git", "targetRevision": "main", "path": "chart", "helm": {"releaseName": "shop-v1", "valueFiles": ["prod.yaml"]}},
+	      "syncSource": {"targetBranch": "environments/prod", "path": "shop"},
+	      "hydrateTo": {"targetBranch": "environments/prod-next"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := app.SourceHydrator
+	if h == nil || h.DrySource.RepoURL != "https://git.example/dry.git" || h.DrySource.Path != "chart" || h.DrySource.TargetRevision != "main" ||
+		h.DrySource.HelmReleaseName() != "shop-v1" || h.SyncSource.TargetBranch != "environments/prod" || h.SyncSource.Path != "shop" ||
+		h.HydrateTo == nil || h.HydrateTo.TargetBranch != "environments/prod-next" || h.SyncRepoURL() != "https://git.example/dry.git" {
+		t.Fatalf("sourceHydrator %+v", h)
+	}
+	old, err := ParseApplication([]byte(`{"metadata": {"name": "shop"}, "spec": {"sourceHydrator": {
+	  "drySource": {"repoURL": "file:///r.git", "targetRevision": "HEAD", "path": "dry"},
+	  "syncSource": {"targetBranch": "hydrated", "path": "out", "repoURL": "file:///h.git"}}}}`))
+	if err != nil || old.SourceHydrator == nil || old.SourceHydrator.DrySource.HelmReleaseName() != "" || old.SourceHydrator.HydrateTo != nil ||
+		old.SourceHydrator.SyncRepoURL() != "file:///h.git" {
+		t.Fatalf("%+v %v", old.SourceHydrator, err)
+	}
+	if plain, _ := ParseApplication([]byte(`{"metadata": {"name": "a"}, "spec": {"source": {"path": "x"}}}`)); plain.SourceHydrator != nil {
+		t.Errorf("an app without spec.sourceHydrator: %+v", plain.SourceHydrator)
+	}
+}
+
+func TestHydratorOf(t *testing.T) {
+	if HydratorOf(map[string]any{"source": map[string]any{}}) != nil {
+		t.Error("an app without sourceHydrator")
+	}
+	h := HydratorOf(map[string]any{"sourceHydrator": map[string]any{"drySource": map[string]any{"path": "chart", "plugin": map[string]any{"name": "p"}}}})
+	if h == nil || h.DrySource.Path != "chart" || len(h.DrySource.Plugin) == 0 {
+		t.Errorf("%+v", h)
+	}
+	if HydratorOf(map[string]any{"sourceHydrator": "odd"}) == nil {
+		t.Error("a sourceHydrator that does not parse is still one")
+	}
+}

@@ -147,6 +147,14 @@ func ParseWhole(content map[string]any) Whole {
 		m, _ := s.(map[string]any)
 		w.Sources = append(w.Sources, sourceOf(m))
 	}
+	// A source-hydrator app renders its dry source and syncs the hydrated branch
+	// (SourceHydrator.GetDrySource and GetSyncSource, pkg/apis/application/v1alpha1/types.go): both
+	// are its source, so that the removal of one and the addition of another with the same ones
+	// is seen as the rename it is.
+	if h := HydratorOf(spec); h != nil {
+		w.Sources = append(w.Sources, Source{RepoURL: h.DrySource.RepoURL, Path: h.DrySource.Path, TargetRevision: h.DrySource.TargetRevision},
+			Source{RepoURL: h.SyncRepoURL(), Path: h.SyncSource.Path, TargetRevision: h.SyncSource.TargetBranch})
+	}
 	d := fields.Map(spec, "destination")
 	w.Destination = Destination{Server: fields.String(d["server"]), Name: fields.String(d["name"]), Namespace: fields.String(d["namespace"])}
 	policy := fields.Map(spec, "syncPolicy")

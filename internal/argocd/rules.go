@@ -94,6 +94,14 @@ var (
 		Source:  "util/argo/argo.go RefreshApp",
 		From:    Line{3, 6},
 	}
+	RuleForcedReplaceDryRunIsDry = Rule{
+		ID: "forced-replace-dry-run-is-dry",
+		Summary: "a forced sync's dry run leaves an object synced with Replace=true alone (before, it deleted and created it " +
+			"for real: kubectl's forced replace ignored the dry run, so the object was recreated even when the sync then failed)",
+		Source:  "gitops-engine pkg/utils/kube/resource_ops.go newReplaceOptions (gitops-engine #623, fixed 2025-09-05)",
+		Patches: map[Line]int{{3, 0}: 16, {3, 1}: 4},
+		From:    Line{3, 2},
+	}
 	RuleAppSetFlattenStringMaps = Rule{
 		ID:      "appset-flatten-string-maps",
 		Summary: "without goTemplate, ApplicationSet parameters that are maps of strings are flattened too",
@@ -118,8 +126,8 @@ var (
 // Rules are every version-dependent rule, in the order output lists them.
 var Rules = []Rule{
 	RuleAnnotationDefault, RuleInstallationIDMustEqual, RuleInstallationIDWhenConfigured, RuleAppLevelPrune,
-	RuleAppLevelDelete, RuleStaleTrackingIsDiff, RuleRefreshTimestamp, RuleResourceSelectors, RuleAppSetFlattenStringMaps, RuleAppSetMatrixValuesPreResolved,
-	RuleAppSetFilesExclude,
+	RuleAppLevelDelete, RuleStaleTrackingIsDiff, RuleRefreshTimestamp, RuleResourceSelectors, RuleForcedReplaceDryRunIsDry,
+	RuleAppSetFlattenStringMaps, RuleAppSetMatrixValuesPreResolved, RuleAppSetFilesExclude,
 }
 
 // RulesOf are the IDs of the rules release v follows.

@@ -10,11 +10,11 @@ import (
 // backported at a patch must not leak into that line's earlier patches, nor into a line that never
 // got it.
 func TestRulesPerReleaseLine(t *testing.T) {
-	releases := []string{"v2.11.11", "v2.11.12", "v2.12.11", "v2.12.12", "v2.13.0", "v2.14.11", "v3.0.23", "v3.1.16", "v3.2.12",
+	releases := []string{"v2.11.11", "v2.11.12", "v2.12.11", "v2.12.12", "v2.13.0", "v2.14.11", "v3.0.15", "v3.0.16", "v3.0.23", "v3.1.3", "v3.1.4", "v3.1.16", "v3.2.0", "v3.2.12",
 		"v3.3.19", "v3.4.0", "v3.4.3", "v3.4.4", "v3.4.5", "v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7", "v3.6.0", "v3.6.1"}
 	want := map[string][]string{
-		RuleAnnotationDefault.ID:             {"v3.0.23", "v3.1.16", "v3.2.12", "v3.3.19", "v3.4.0", "v3.4.3", "v3.4.4", "v3.4.5", "v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7", "v3.6.0", "v3.6.1"},
-		RuleInstallationIDMustEqual.ID:       {"v2.11.12", "v2.12.12", "v2.13.0", "v2.14.11", "v3.0.23", "v3.1.16", "v3.2.12", "v3.3.19", "v3.4.0", "v3.4.3", "v3.4.4", "v3.4.5", "v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7"},
+		RuleAnnotationDefault.ID:             {"v3.0.15", "v3.0.16", "v3.0.23", "v3.1.3", "v3.1.4", "v3.1.16", "v3.2.0", "v3.2.12", "v3.3.19", "v3.4.0", "v3.4.3", "v3.4.4", "v3.4.5", "v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7", "v3.6.0", "v3.6.1"},
+		RuleInstallationIDMustEqual.ID:       {"v2.11.12", "v2.12.12", "v2.13.0", "v2.14.11", "v3.0.15", "v3.0.16", "v3.0.23", "v3.1.3", "v3.1.4", "v3.1.16", "v3.2.0", "v3.2.12", "v3.3.19", "v3.4.0", "v3.4.3", "v3.4.4", "v3.4.5", "v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7"},
 		RuleInstallationIDWhenConfigured.ID:  {"v3.6.0", "v3.6.1"},
 		RuleAppLevelPrune.ID:                 {"v3.4.0", "v3.4.3", "v3.4.4", "v3.4.5", "v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7", "v3.6.0", "v3.6.1"},
 		RuleAppLevelDelete.ID:                {"v3.4.0", "v3.4.3", "v3.4.4", "v3.4.5", "v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7", "v3.6.0", "v3.6.1"},
@@ -23,7 +23,8 @@ func TestRulesPerReleaseLine(t *testing.T) {
 		RuleResourceSelectors.ID:             {"v3.6.0", "v3.6.1"},
 		RuleAppSetFlattenStringMaps.ID:       {"v3.4.0", "v3.4.3", "v3.4.4", "v3.4.5", "v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7", "v3.6.0", "v3.6.1"},
 		RuleAppSetMatrixValuesPreResolved.ID: {"v3.4.4", "v3.4.5", "v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7", "v3.6.0", "v3.6.1"},
-		RuleAppSetFilesExclude.ID:            {"v3.1.16", "v3.2.12", "v3.3.19", "v3.4.0", "v3.4.3", "v3.4.4", "v3.4.5", "v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7", "v3.6.0", "v3.6.1"},
+		RuleForcedReplaceDryRunIsDry.ID:      {"v3.0.16", "v3.0.23", "v3.1.4", "v3.1.16", "v3.2.0", "v3.2.12", "v3.3.19", "v3.4.0", "v3.4.3", "v3.4.4", "v3.4.5", "v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7", "v3.6.0", "v3.6.1"},
+		RuleAppSetFilesExclude.ID:            {"v3.1.3", "v3.1.4", "v3.1.16", "v3.2.0", "v3.2.12", "v3.3.19", "v3.4.0", "v3.4.3", "v3.4.4", "v3.4.5", "v3.4.6", "v3.4.13", "v3.5.0", "v3.5.7", "v3.6.0", "v3.6.1"},
 	}
 	for _, r := range Rules {
 		if r.Source == "" || r.Summary == "" {
@@ -49,8 +50,8 @@ func TestRulesPerReleaseLine(t *testing.T) {
 func TestRulesOf(t *testing.T) {
 	for v, want := range map[Version]string{
 		{2, 14, 11}: "installation-id-must-equal",
-		{3, 4, 6}:   "annotation-tracking-default installation-id-must-equal app-level-prune-option app-level-delete-option stale-tracking-id-is-diff appset-flatten-string-maps appset-matrix-values-pre-resolved appset-files-exclude",
-		{3, 6, 1}:   "annotation-tracking-default installation-id-when-configured app-level-prune-option app-level-delete-option stale-tracking-id-is-diff refresh-timestamp resource-selectors appset-flatten-string-maps appset-matrix-values-pre-resolved appset-files-exclude",
+		{3, 4, 6}:   "annotation-tracking-default installation-id-must-equal app-level-prune-option app-level-delete-option stale-tracking-id-is-diff forced-replace-dry-run-is-dry appset-flatten-string-maps appset-matrix-values-pre-resolved appset-files-exclude",
+		{3, 6, 1}:   "annotation-tracking-default installation-id-when-configured app-level-prune-option app-level-delete-option stale-tracking-id-is-diff refresh-timestamp resource-selectors forced-replace-dry-run-is-dry appset-flatten-string-maps appset-matrix-values-pre-resolved appset-files-exclude",
 	} {
 		if got := strings.Join(RulesOf(v), " "); got != want {
 			t.Errorf("RulesOf(%s) = %s, want %s", v, got, want)

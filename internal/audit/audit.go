@@ -183,6 +183,8 @@ func Run(ctx context.Context, argo cluster.ArgoCD, s argocd.Settings, apps []arg
 	rep.Rows, rep.Warnings = append(rep.Rows, family...), append(rep.Warnings, warnings...)
 	upgrade, warnings := upgradeRows(ctx, argo, s, apps, o)
 	rep.Rows, rep.Warnings = append(rep.Rows, upgrade...), append(rep.Warnings, warnings...)
+	replaced, warnings := replaceRows(ctx, argo, s, apps, o)
+	rep.Rows, rep.Warnings = append(rep.Rows, replaced...), append(rep.Warnings, warnings...)
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}
@@ -224,6 +226,11 @@ func auditCluster(ctx context.Context, objects cluster.Objects, jobs []*job, s a
 // judgeCluster judges one destination's jobs, their live objects read, with the cluster's installed
 // policy and, in the cluster Argo CD runs in, the probe acting as its controller.
 func judgeCluster(ctx context.Context, objects cluster.Objects, jobs []*job, s argocd.Settings, argo cluster.ArgoCD, o Options) ([]Row, []string) {
+	return judgeClusterAs(ctx, objects, jobs, s, argo, o, deletion.Prune)
+}
+
+// judgeClusterAs is judgeCluster for the event that deletes the objects.
+func judgeClusterAs(ctx context.Context, objects cluster.Objects, jobs []*job, s argocd.Settings, argo cluster.ArgoCD, o Options, e deletion.Event) ([]Row, []string) {
 	var warnings []string
 	policy, warn := guard.ReadInstalled(ctx, objects)
 	if warn != "" {
@@ -241,13 +248,13 @@ func judgeCluster(ctx context.Context, objects cluster.Objects, jobs []*job, s a
 	step := progress.Start(ctx, "auditing deletions in cluster "+objects.Info().Name, len(jobs))
 	defer step.Finish()
 	parallel.ForEach(len(jobs), workers, func(i int) {
-		rows[i] = judge(ctx, objects, jobs[i], s, argo.Namespace(), policy, o.Probe, controllerAs)
+		rows[i] = judge(ctx, objects, jobs[i], s, argo.Namespace(), policy, o.Probe, controllerAs, e)
 		step.Add(1)
 	})
 	return rows, warnings
 }
 
-func judge(ctx context.Context, objects cluster.Objects, j *job, s argocd.Settings, argocdNamespace string, policy *guard.Installed, probe bool, controllerAs string) Row {
+func judge(ctx context.Context, objects cluster.Objects, j *job, s argocd.Settings, argocdNamespace string, policy *guard.Installed, probe bool, controllerAs string, e deletion.Event) Row {
 	row := j.row
 	r := row.Resource
 	obj := deletion.FromRow(r)
@@ -261,7 +268,7 @@ func judge(ctx context.Context, objects cluster.Objects, j *job, s argocd.Settin
 		row.Probe = probeDelete(ctx, prober, j.ref, controllerAs)
 		c.Probe = row.Probe.Result
 	}
-	v := deletion.Judge(obj, deletion.Prune, c)
+	v := deletion.Judge(obj, e, c)
 	row.Guards, row.Guarded, row.Notes = v.Guards, v.Guarded, append(row.Notes, v.Notes...)
 	row.judged = &judged{object: obj, verdict: v}
 	return row

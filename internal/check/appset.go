@@ -24,17 +24,6 @@ type SetReader interface {
 	ClusterSecrets(ctx context.Context) ([]appset.Cluster, error)
 }
 
-// Oracle is Argo CD answering for itself, through argocd-server's API.
-type Oracle interface {
-	// GenerateApplicationSet is what `argocd appset generate` asks: the Applications the set
-	// generates, by Argo CD's own generators (every kind, SCM provider and pull request included).
-	GenerateApplicationSet(ctx context.Context, set map[string]any) ([]map[string]any, error)
-	// Manifests are an app's manifests at a revision (`argocd app manifests --revision`).
-	Manifests(ctx context.Context, app argocd.Application, revision string) ([]string, error)
-	// Server names the argocd-server asked.
-	Server() string
-}
-
 // SetInfo is what a check of an ApplicationSet found.
 type SetInfo struct {
 	Namespace, Name string
@@ -63,7 +52,7 @@ type SetInfo struct {
 // generates, whether the controller's effective policy deletes them, and what their deletion does
 // to their resources. changed is the set after the change; oracle, when not nil, is argocd-server,
 // whose own generation answers instead of unprune's.
-func RunSet(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, changed map[string]any, src appset.Sources, oracle Oracle) (Report, error) {
+func RunSet(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, changed map[string]any, src appset.Sources, oracle cluster.Oracle) (Report, error) {
 	after, err := appset.Parse(changed)
 	if err != nil {
 		return Report{}, err
@@ -139,7 +128,7 @@ func controllerOf(ctx context.Context, argo cluster.ArgoCD, rep *Report) appset.
 
 // generate asks Argo CD for the apps the changed set (and the live one) generate when it can,
 // and evaluates them offline otherwise, saying which.
-func generate(ctx context.Context, oracle Oracle, changed, live map[string]any, after, before appset.ApplicationSet, src appset.Sources, rep *Report) (appset.Result, appset.Result) {
+func generate(ctx context.Context, oracle cluster.Oracle, changed, live map[string]any, after, before appset.ApplicationSet, src appset.Sources, rep *Report) (appset.Result, appset.Result) {
 	if oracle != nil {
 		res, err := askArgoCD(ctx, oracle, changed, after)
 		if err == nil {
@@ -157,7 +146,7 @@ func generate(ctx context.Context, oracle Oracle, changed, live map[string]any, 
 
 // askArgoCD turns argocd-server's generation into a result. Its own refusal to generate the set is
 // the generation's failure, as the controller would meet it.
-func askArgoCD(ctx context.Context, oracle Oracle, content map[string]any, set appset.ApplicationSet) (appset.Result, error) {
+func askArgoCD(ctx context.Context, oracle cluster.Oracle, content map[string]any, set appset.ApplicationSet) (appset.Result, error) {
 	apps, err := oracle.GenerateApplicationSet(ctx, content)
 	var failed *appset.GenerationFailed
 	if errors.As(err, &failed) {
@@ -301,7 +290,7 @@ func usesClusters(gens []map[string]any) bool {
 // `check applicationset/NAME` would; a set the change prunes takes the apps it owns with it when its
 // policy deletes apps (Kubernetes' garbage collector follows their ownerReferences; under
 // create-only or create-update the set controller removes those references first, racing it).
-func parentSets(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, manifests []Manifest, oracle Oracle, rep *Report) {
+func parentSets(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, manifests []Manifest, oracle cluster.Oracle, rep *Report) {
 	reader, ok := argo.(SetReader)
 	for _, m := range manifests {
 		gvk := m.Object.GroupVersionKind()

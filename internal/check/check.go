@@ -129,7 +129,7 @@ const (
 // Run compares the desired manifests with the live objects of the app's destination and with what
 // the app tracks today, under Argo CD's rules. oracle, when not nil, is argocd-server, which then
 // generates the ApplicationSets the manifests change.
-func Run(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, app argocd.Application, manifests []Manifest, oracle Oracle) (Report, error) {
+func Run(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, app argocd.Application, manifests []Manifest, oracle cluster.Oracle) (Report, error) {
 	rep := Report{App: app, Instance: app.Instance(argo.Namespace()), Answers: []Answer{{Question: QuestionDeletions, By: ByOffline}}, Version: s.Version}
 	objects, err := argo.Destination(ctx, app)
 	if err != nil {
@@ -167,6 +167,8 @@ func Run(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, app argoc
 type target struct {
 	ref cluster.Ref
 	row argocd.Resource
+	// syncOptions is the manifest's argocd.argoproj.io/sync-options.
+	syncOptions string
 }
 
 // desired resolves the manifests the app would manage as ordinary resources: namespaced ones
@@ -199,7 +201,7 @@ func desired(ctx context.Context, objects cluster.Objects, s cluster.Settings, a
 		case checkProject && !project.Permits(ref.Group, ref.Kind, ref.Name, ref.Namespaced):
 			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: AppProject %s does not permit it: the sync would fail on it", row, project.Name))
 		default:
-			out = append(out, target{ref: ref, row: row})
+			out = append(out, target{ref: ref, row: row, syncOptions: m.Object.GetAnnotations()[argocd.AnnotationSyncOptions]})
 		}
 	}
 	return out, keys
@@ -240,8 +242,24 @@ func adoptions(ctx context.Context, objects cluster.Objects, s cluster.Settings,
 			item.Reason = Untracked
 			item.Notes = append(item.Notes, "no app tracks it: Argo CD takes it over, and removing it from git later deletes it")
 		}
+		if n := recreation(t, rep.App, live); n != "" {
+			item.Notes = append(item.Notes, n)
+		}
 		rep.Items = append(rep.Items, assess(ctx, objects, item, live, policy, s, rep.App, argocdNamespace))
 	}
+}
+
+// recreation says when a sync of the app deletes the live object it adopts and creates it anew
+// (argocd.Recreated): what no Prune= or Delete= option stops.
+func recreation(t target, app argocd.Application, live *cluster.Object) string {
+	const stops = "Prune=false and Delete=false do not stop that; only an admission policy that denies its DELETE does"
+	switch argocd.Recreated(t.ref.Group, t.ref.Kind, app.SyncOptions, t.syncOptions, live.Annotations[argocd.AnnotationSyncOptions]) {
+	case argocd.OnForce:
+		return "synced with Replace=true: a sync of this app with FORCE ticked deletes it and creates it anew (a forced kubectl replace: DELETE, then CREATE); " + stops
+	case argocd.Always:
+		return "synced with Replace=true and Force=true: every sync of this app deletes it and creates it anew (a forced kubectl replace: DELETE, then CREATE); " + stops
+	}
+	return ""
 }
 
 // prunes reports objects the app tracks today that the change removes.

@@ -27,7 +27,7 @@ func TestRun(t *testing.T) {
 	argo := clustertest.NewArgoCD("argocd", c, s.Settings)
 	app := argocd.Application{Namespace: "argocd", Name: "web", Project: "default", Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "dest"},
 		Resources: []argocd.Resource{{Version: "v1", Kind: "Namespace", Name: "mine"}, {Version: "v1", Kind: "Namespace", Name: "leaving"}}}
-	manifests, err := ReadManifests("-", strings.NewReader(`
+	rep := runYAML(t, argo, s, app, `
 apiVersion: v1
 kind: Namespace
 metadata: {name: untracked}
@@ -58,14 +58,7 @@ items:
 - apiVersion: v1
   kind: ConfigMap
   metadata: {name: hook, annotations: {helm.sh/hook: pre-install}}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(context.Background(), argo, s, app, manifests, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	got := map[string]string{}
 	for _, it := range rep.Items {
 		got[it.Resource.Name] = string(it.Kind) + "/" + string(it.Reason)
@@ -115,7 +108,7 @@ func TestRunGlobExclusions(t *testing.T) {
 			{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "dest", Name: "leaving"},
 			{Group: "batch", Version: "v1", Kind: "Job", Namespace: "dest", Name: "leaving"},
 		}}
-	manifests, err := ReadManifests("-", strings.NewReader(`
+	rep := runYAML(t, argo, s, app, `
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: untracked}
@@ -123,14 +116,7 @@ metadata: {name: untracked}
 apiVersion: batch/v1
 kind: Job
 metadata: {name: untracked}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(context.Background(), argo, s, app, manifests, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	got := map[string]bool{}
 	for _, it := range rep.Items {
 		got[it.Resource.Kind+"/"+it.Resource.Name+" "+string(it.Kind)] = true
@@ -142,4 +128,65 @@ metadata: {name: untracked}
 	if len(rep.Skipped) != 1 || !strings.Contains(rep.Skipped[0], "Deployment.apps/dest/untracked: its kind is excluded") {
 		t.Errorf("skipped %q; want only the excluded Deployment", rep.Skipped)
 	}
+}
+
+// TestRunNamesRecreation: an app that syncs with Replace=true deletes and recreates what it adopts
+// at a forced sync (at every sync with Force=true), Prune=false notwithstanding; a Namespace it
+// updates instead (argocd.Recreated). The adoption says so.
+func TestRunNamesRecreation(t *testing.T) {
+	v := argocd.Version{Major: 3, Minor: 6, Patch: 1}
+	s := cluster.Settings{Settings: argocd.NewSettings(map[string]string{argocd.SettingTrackingMethod: "annotation"}, &v), FilterKnown: true}
+	c := clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer)
+	c.Add("", "Namespace", "", "shared", nil, map[string]string{argocd.AnnotationTrackingID: "other:/Namespace:dest/shared"})
+	c.Add("", "ConfigMap", "dest", "settings", nil, map[string]string{argocd.AnnotationTrackingID: "other:/ConfigMap:dest/settings", argocd.AnnotationSyncOptions: "Prune=false"})
+	c.Add("", "ConfigMap", "dest", "always", nil, nil)
+	argo := clustertest.NewArgoCD("argocd", c, s.Settings)
+	app := argocd.Application{Namespace: "argocd", Name: "web", Project: "default", Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "dest"},
+		SyncOptions: []string{"Replace=true"}}
+	rep := runYAML(t, argo, s, app, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: shared}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, annotations: {argocd.argoproj.io/sync-options: Prune=false}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: always, annotations: {argocd.argoproj.io/sync-options: "Force=true"}}
+`)
+	want := map[string]string{"shared": "", "settings": "a sync of this app with FORCE ticked deletes it", "always": "every sync of this app deletes it"}
+	for _, it := range rep.Items {
+		w, ok := want[it.Resource.Name]
+		if !ok || it.Kind != Adoption {
+			t.Errorf("unexpected item %s %s", it.Kind, it.Resource)
+			continue
+		}
+		delete(want, it.Resource.Name)
+		notes := strings.Join(it.Notes, "\n")
+		switch {
+		case w == "" && strings.Contains(notes, "Replace=true"):
+			t.Errorf("%s: %q; a Namespace is updated, never replaced", it.Resource, notes)
+		case w != "" && !strings.Contains(notes, w):
+			t.Errorf("%s: %q; want %q", it.Resource, notes, w)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no adoption of %v", want)
+	}
+}
+
+// runYAML checks app against the manifests in yaml, as `check --manifests -` reads them.
+func runYAML(t *testing.T, argo cluster.ArgoCD, s cluster.Settings, app argocd.Application, yaml string) Report {
+	t.Helper()
+	manifests, err := ReadManifests("-", strings.NewReader(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), argo, s, app, manifests, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }

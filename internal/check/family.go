@@ -81,7 +81,7 @@ const maxDepth = 10
 
 // family turns prunes of Applications into whole-app answers: what Argo CD does to the child's
 // resources once the parent deletes it; a pruned Namespace takes the Applications in it along.
-func family(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, manifests []Manifest, oracle Oracle, rep *Report) {
+func family(ctx context.Context, argo cluster.ArgoCD, s cluster.Settings, manifests []Manifest, oracle cluster.Oracle, rep *Report) {
 	added := addedApps(manifests, rep.App)
 	d := follower{argo: argo, s: s, seen: map[string]bool{rep.App.Ref(): true}}
 	for _, it := range rep.Items {

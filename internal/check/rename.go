@@ -24,7 +24,13 @@ import (
 // environment, newEnv); a config-management plugin is given ARGOCD_APP_NAME whatever its spec.
 // releasePinnable reports whether setting helm.releaseName to the old name on every Helm source
 // is all it takes for the new app to render the same objects.
+//
+// A source-hydrator app (spec.sourceHydrator) renders its dry source, not spec.source: see
+// hydratorFeeds.
 func nameFeeds(spec map[string]any, sourceTypes []string) (reasons []string, releasePinnable bool) {
+	if h := argocd.HydratorOf(spec); h != nil {
+		return hydratorFeeds(fields.Map(spec, "sourceHydrator")), false
+	}
 	sources := []map[string]any{}
 	if src := fields.Map(spec, "source"); len(src) > 0 {
 		sources = append(sources, src)
@@ -59,6 +65,37 @@ func nameFeeds(spec map[string]any, sourceTypes []string) (reasons []string, rel
 		}
 	}
 	return reasons, releasePinnable && len(reasons) > 0
+}
+
+// hydratorFeeds lists how the app's name reaches what the hydrator renders from its dry source:
+// the controller asks the repo-server with AppName: app.InstanceName (controller/state.go
+// GetRepoObjs, called by controller/hydrator/hydrator.go), so the rules of nameFeeds hold for the
+// dry source. Its type is not in the app's status (status.sourceType describes the hydrated branch
+// Argo CD syncs), so a dry source without options is judged by what it may be: Argo CD detects a
+// Helm chart by its Chart.yaml. drySource.helm, kustomize, directory and plugin exist from v3.3.0;
+// before, the hydrator renders repoURL, path and targetRevision alone, so a chart's release name is
+// the app's whatever the spec says (controller/hydrator/hydrator.go in v2.14.11 and v3.2.11). So a
+// hydrator app is never "pinnable": pinning the release name holds only on v3.3+, and only once the
+// hydrator has committed for the new name does any comparison show what it renders.
+func hydratorFeeds(h map[string]any) []string {
+	dry := fields.Map(h, "drySource")
+	const where = "its dry source (spec.sourceHydrator.drySource), which Argo CD's source hydrator renders with the app's name,"
+	var reasons []string
+	helm := fields.Map(dry, "helm")
+	switch {
+	case fields.Map(dry, "plugin") != nil:
+		reasons = append(reasons, where+" is rendered by a config-management plugin, which is given the app's name (ARGOCD_APP_NAME)")
+	case helm != nil && fields.String(helm["releaseName"]) == "":
+		reasons = append(reasons, where+" is a Helm chart without helm.releaseName, whose release name is the app's name (charts commonly name their objects from it)")
+	case helm != nil:
+		reasons = append(reasons, where+" sets helm.releaseName, which the hydrator reads from Argo CD v3.3.0 only (before, the release name is the app's name)")
+	case fields.Map(dry, "kustomize") == nil && fields.Map(dry, "directory") == nil:
+		reasons = append(reasons, where+" has no options that say its type: a Helm chart there (Argo CD detects one by its Chart.yaml) gets the app's name as release name")
+	}
+	if usesAppName(dry) {
+		reasons = append(reasons, where+" passes $ARGOCD_APP_NAME to its manifests")
+	}
+	return reasons
 }
 
 // usesAppName reports whether a string of the source mentions $ARGOCD_APP_NAME (or
@@ -110,9 +147,22 @@ func InBetween(v *argocd.Version, to, them string) string {
 		"carries the instance label shows Synced instead and keeps the old tracking-id until %s next applies it (fixed in v3.4.6 and v3.5.0: argo-cd #28770)", to, them, v, to)
 }
 
-// takeover says what the new app does with the old one's objects once the old one is gone.
-func takeover(old, to string, v *argocd.Version, feeds []string, pinnable bool) (string, []string) {
+// takeover says what the new app does with the old one's objects once the old one is gone;
+// hydrated reports a new app with spec.sourceHydrator.
+func takeover(old, to string, v *argocd.Version, feeds []string, pinnable, hydrated bool) (string, []string) {
 	switch {
+	case hydrated && len(feeds) > 0:
+		// Argo CD compares a hydrator app with the hydrated branch (SourceHydrator.GetSyncSource); the
+		// commit-server skips a dry commit its branch's git note records as hydrated
+		// (commitserver/commit/commit.go, IsHydrated), so the new name's rendering may land only
+		// with the next commit to the dry source.
+		return fmt.Sprintf("%s renders through Argo CD's source hydrator, so Argo CD compares it with the manifests the hydrator committed (%s's, while they share "+
+				"syncSource.path), not with its dry source, and no comparison shows what it renders under its own name until the hydrator has committed for it — "+
+				"at once, or only at the next commit to the dry source when the commit-server finds that commit hydrated already; from then on %s renders its objects "+
+				"from its name and prunes the ones named from %s (at once with automated prune): keep the name, or give %s a syncSource.path of its own (and, for a "+
+				"Helm dry source, drySource.helm.releaseName: %s, read from Argo CD v3.3.0) with automated sync off, and compare what the hydrator commits for it "+
+				"with %s's manifests before giving it automated sync", to, old, to, old, to, old, old),
+			[]string{"the app's name feeds what it renders: " + strings.Join(feeds, "; ")}
 	case len(feeds) == 0:
 		return fmt.Sprintf("%s renders the same objects (its source does not use the app's name; a .argocd-source-%s.yaml override in the source path would be the exception) "+
 			"and takes them over at its first sync", to, old), []string{InBetween(v, to, "them")}
@@ -131,7 +181,7 @@ func takeover(old, to string, v *argocd.Version, feeds []string, pinnable bool) 
 func renameAdvice(v *argocd.Version, c AppChange, to argocd.Whole) (string, []string) {
 	fin := c.finalizerPatch()
 	feeds, pinnable := nameFeeds(to.Spec, c.sourceTypes)
-	after, notes := takeover(c.App.Name, to.Name, v, feeds, pinnable)
+	after, notes := takeover(c.App.Name, to.Name, v, feeds, pinnable, argocd.HydratorOf(to.Spec) != nil)
 	h := c.hooks(false)
 	if c.Fate != Cascade {
 		if h.runs {
@@ -202,7 +252,7 @@ func (c AppChange) hooks(set bool) hookSteps {
 func setRenameAdvice(v *argocd.Version, c AppChange, to appset.Generated, setRef, policy string, known bool) (string, []string) {
 	fin := c.finalizerPatch()
 	feeds, pinnable := nameFeeds(to.Whole.Spec, c.sourceTypes)
-	after, notes := takeover(c.App.Name, to.Name, v, feeds, pinnable)
+	after, notes := takeover(c.App.Name, to.Name, v, feeds, pinnable, argocd.HydratorOf(to.Whole.Spec) != nil)
 	pin := ""
 	if pinnable {
 		pin = fmt.Sprintf(" with helm.releaseName: %s in the template for it", c.App.Name)

@@ -28,11 +28,57 @@ func TestNameFeeds(t *testing.T) {
 			"parameters": []any{map[string]any{"name": "fullnameOverride", "value": "${ARGOCD_APP_NAME}"}}}}}, nil, 2, false},
 		{"plugin", map[string]any{"source": map[string]any{"plugin": map[string]any{"name": "p"}}}, nil, 1, false},
 		{"second source is helm", map[string]any{"sources": []any{map[string]any{"path": "a"}, map[string]any{"chart": "c"}}}, []string{"Directory", "Helm"}, 1, true},
+		// A hydrator app renders its dry source; its status's source type is the hydrated branch's.
+		{"hydrator, helm dry source", hydrator(map[string]any{"path": "chart", "helm": map[string]any{"valueFiles": []any{"v.yaml"}}}), []string{"Directory"}, 1, false},
+		{"hydrator, helm dry source with releaseName", hydrator(map[string]any{"path": "chart", "helm": map[string]any{"releaseName": "r"}}), []string{"Directory"}, 1, false},
+		{"hydrator, dry source of no stated type", hydrator(map[string]any{"path": "chart"}), []string{"Directory"}, 1, false},
+		{"hydrator, plugin dry source", hydrator(map[string]any{"path": "p", "plugin": map[string]any{"name": "p"}}), []string{"Directory"}, 1, false},
+		{"hydrator, kustomize dry source", hydrator(map[string]any{"path": "k", "kustomize": map[string]any{"namePrefix": "x-"}}), []string{"Directory"}, 0, false},
+		{"hydrator, jsonnet with the app's name", hydrator(map[string]any{"path": "j", "directory": map[string]any{"jsonnet": map[string]any{
+			"extVars": []any{map[string]any{"name": "app", "value": "$ARGOCD_APP_NAME"}}}}}), nil, 1, false},
+		// spec.source beside a hydrator is not what Argo CD renders.
+		{"hydrator wins over spec.source", map[string]any{"source": map[string]any{"path": "x"},
+			"sourceHydrator": map[string]any{"drySource": map[string]any{"path": "chart", "helm": map[string]any{}}}}, []string{"Directory"}, 1, false},
 	} {
 		feeds, pinnable := nameFeeds(tt.spec, tt.types)
 		if len(feeds) != tt.feeds || pinnable != tt.pinnable {
 			t.Errorf("%s: feeds %q, pinnable %v; want %d, %v", tt.name, feeds, pinnable, tt.feeds, tt.pinnable)
 		}
+	}
+}
+
+// hydrator is an Application spec rendered by the source hydrator from dry.
+func hydrator(dry map[string]any) map[string]any {
+	dry["repoURL"], dry["targetRevision"] = "https://git.example/dry.git", "main"
+	return map[string]any{"sourceHydrator": map[string]any{"drySource": dry,
+		"syncSource": map[string]any{"targetBranch": "environments/prod", "path": "shop"}}}
+}
+
+// TestRenameAdviceHydrator: a hydrator app's rename advice says that no comparison shows what the
+// new name renders until the hydrator committed for it, and that the new app then prunes the
+// objects named from the old one; it never promises that pinning the release name is enough.
+func TestRenameAdviceHydrator(t *testing.T) {
+	v36 := &argocd.Version{Major: 3, Minor: 6, Patch: 1}
+	old := AppChange{App: argocd.Application{Namespace: "argocd", Name: "shop"}, Fate: Cascade, Finalizer: argocd.FinalizerResources,
+		finalizers: []string{argocd.FinalizerResources}, sourceTypes: []string{"Directory"}}
+	to := argocd.Whole{Name: "shop-v2", Spec: hydrator(map[string]any{"path": "chart", "helm": map[string]any{}})}
+	fix, notes := renameAdvice(v36, old, to)
+	for _, want := range []string{"renders through Argo CD's source hydrator", "prunes the ones named from shop", "syncSource.path of its own",
+		"drySource.helm.releaseName: shop", "only at the next commit to the dry source"} {
+		if !strings.Contains(fix, want) {
+			t.Errorf("advice lacks %q: %q", want, fix)
+		}
+	}
+	if strings.Contains(fix, "takes them over at its first sync") || strings.Contains(fix, "with helm.releaseName: shop on shop-v2") {
+		t.Errorf("advice promises the same objects: %q", fix)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "Helm chart without helm.releaseName") || !strings.Contains(notes[0], "spec.sourceHydrator.drySource") {
+		t.Errorf("notes %q", notes)
+	}
+	gen := appset.Generated{Name: "shop-v2", Whole: to}
+	if fix, _ := setRenameAdvice(v36, old, gen, "argocd/teams", appset.PolicySync, true); !strings.Contains(fix, "prunes the ones named from shop") ||
+		strings.Contains(fix, "in the template for it") {
+		t.Errorf("set: %q", fix)
 	}
 }
 

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"github.com/spf13/pflag"
+
+	"github.com/unprune/unprune/internal/cli/session"
 )
 
 // How unprune reaches Argo CD and the clusters (--via).
@@ -9,6 +11,14 @@ const (
 	ViaKube   = "kube"
 	ViaArgoCD = "argocd"
 )
+
+// can is what the backend --via chooses can do: commands ask it, not which backend it is.
+func (g *GlobalOptions) can() session.Capabilities { return session.Via(g.Via).Capabilities() }
+
+// errNoServerDryRun refuses --dry-run=server where the backend cannot send one.
+func errNoServerDryRun() error {
+	return usageError("--dry-run=server: Argo CD's API cannot send a patch as a dry run; preview with --dry-run=client, or use your kubeconfig")
+}
 
 // addArgoCDAPIFlags adds the options of argocd-server's API. As the argocd plugin they carry the
 // argocd CLI's own names (--server, --auth-token, …); as unprune or the kubectl plugin, where

@@ -111,7 +111,7 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 	if o.Probe && controllerAs == "" {
 		controllerAs = argo.ControllerIdentity(ctx)
 	}
-	if o.Probe && o.Via == ViaArgoCD {
+	if o.Probe && !o.can().DryRun {
 		fmt.Fprintln(o.ErrOut, "warning: --probe needs the clusters' own API (a dry-run DELETE), which Argo CD's API does not offer: no probes with --via argocd")
 	}
 	rep, err := audit.Run(ctx, argo, s, apps, audit.Options{Probe: o.Probe, ControllerAs: controllerAs, Upgrade: true,

@@ -35,7 +35,7 @@ type CheckOptions struct {
 	given  []check.Manifest
 	output outputFlags
 	// ask is argocd-server, when it can answer for Argo CD (nil otherwise).
-	ask check.Oracle
+	ask cluster.Oracle
 }
 
 // NewCheckCommand builds `unprune check`.
@@ -125,7 +125,7 @@ func (o *CheckOptions) Validate(args []string) error {
 	switch {
 	case (o.Manifests == "") == (o.Revision == ""):
 		return usageError("give the manifests after the change with --manifests PATH|-, or (with --via argocd) --revision REV")
-	case o.Revision != "" && !o.apiConfigured():
+	case o.Revision != "" && !o.cfg.ServerNamed(o.getenv):
 		return usageError("--revision needs Argo CD to render the manifests: name its server (%v or $ARGOCD_SERVER, with a token), or use %v argocd; or render them yourself and pass --manifests",
 			option.ArgoCDServer, option.Via)
 	}
@@ -158,7 +158,7 @@ func (o *CheckOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if o.ask, err = o.oracle(argo); err != nil {
+	if o.ask, err = o.session.Oracle(argo.Namespace()); err != nil {
 		return failure(err)
 	}
 	ns := o.App.Namespace

@@ -54,7 +54,7 @@ func TestFlagErrorsNeedNoCluster(t *testing.T) {
 		{[]string{"undo", "--latest", "--list"}, "name one JOURNAL file"},
 		{[]string{"undo", "--latest", "--dry-run=none"}, "add --yes"},
 		{[]string{"guard", "policy", "--yes"}, "--yes and --dry-run go with --apply"},
-		{[]string{"guard", "policy", "--kinds", "pods"}, `unknown kind "pods"`},
+		{[]string{"guard", "policy", "--name", "team-a"}, `use RESOURCE/NAME`},
 		{[]string{"guard", "protect", "ns"}, `resource "ns"`},
 	}
 	for _, tt := range tests {

@@ -131,13 +131,11 @@ func (o *DetachOptions) Validate(args []string) error {
 	case o.Workers <= 0:
 		return usageError("--workers must be positive")
 	}
-	if o.Via == ViaArgoCD {
-		switch {
-		case o.Scrub:
-			return usageError("--scrub-last-applied needs the object as the cluster stores it; Argo CD's API masks Secrets' data: leave it out, or use your kubeconfig")
-		case o.change.dryRun == engine.DryRunServer:
-			return usageError("--dry-run=server: Argo CD's API cannot send a patch as a dry run; preview with --dry-run=client, or use your kubeconfig")
-		}
+	switch {
+	case o.Scrub && !o.can().StoredObjects:
+		return usageError("--scrub-last-applied needs the object as the cluster stores it; Argo CD's API masks Secrets' data: leave it out, or use your kubeconfig")
+	case o.change.dryRun == engine.DryRunServer && !o.can().DryRun:
+		return errNoServerDryRun()
 	}
 	r := engine.DetachRequest{All: o.All, Force: o.Force, Strategy: strategy, ScrubLastApplied: o.Scrub, KeepManagedFields: o.KeepManagedFields}
 	if o.selection.any() {

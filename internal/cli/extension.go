@@ -21,9 +21,11 @@ type ExtensionOptions struct {
 	*GlobalOptions
 	genericiooptions.IOStreams
 
-	Listen           string
-	TokenFile        string
-	JournalNamespace string
+	Listen            string
+	TokenFile         string
+	JournalNamespace  string
+	MaxJournals       int
+	MaxJournalsPerApp int
 
 	config extension.Config
 }
@@ -31,9 +33,14 @@ type ExtensionOptions struct {
 // tokenEnv holds the token when no --token-file is given.
 const tokenEnv = "UNPRUNE_EXTENSION_TOKEN"
 
+// defaultJournalNamespace is where the backend journals unless told otherwise: a namespace of its
+// own (deploy/ui-extension/journals), never Argo CD's.
+const defaultJournalNamespace = "unprune"
+
 // NewExtensionCommand builds `unprune extension`.
 func NewExtensionCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ExtensionOptions{GlobalOptions: g, IOStreams: streams, Listen: "127.0.0.1:8080"}
+	o := &ExtensionOptions{GlobalOptions: g, IOStreams: streams, Listen: "127.0.0.1:8080", JournalNamespace: defaultJournalNamespace,
+		MaxJournals: extension.DefaultMaxJournals, MaxJournalsPerApp: extension.DefaultMaxJournalsPerApp}
 	cmd := &cobra.Command{
 		Use:   "extension",
 		Short: "Serve the backend of unprune's Argo CD UI extension (read-only, long-running)",
@@ -46,17 +53,20 @@ It changes no resource: the browser sends each release to argocd-server's own AP
 session, so Argo CD's RBAC for that user decides (applications, update on the app). It writes only
 the journal of each release made in the UI, in ConfigMaps of --journal-namespace (before the patch,
 then completed from what the cluster shows), where ` + "`unprune undo --journal-dir configmaps:NAMESPACE`" + `
-finds them.
+finds them: a namespace of its own, not Argo CD's. It writes at most --max-journals journals there,
+and --max-journals-per-app for one Application; at either bound the UI's releases are refused
+until an operator removes journals no longer needed for undo (nothing deletes them).
 
 Requests must carry the token that argocd-server adds from its extension config (header
 Unprune-Token, a key of argocd-secret); give the same token in --token-file or $` + tokenEnv + `.
+A --token-file is read again when it changes (a mounted Secret that was rotated).
 Out of the cluster it uses your kubeconfig; in a pod, its ServiceAccount. See docs/ui.md and
 deploy/components/ui-extension.`,
 		Example: `  # As deploy/components/ui-extension runs it
-  unprune extension --listen :8080 --token-file /etc/unprune-extension/token --journal-namespace argocd
+  unprune extension --listen :8080 --token-file /etc/unprune-extension/token --argocd-namespace argocd --journal-namespace unprune
 
   # On a laptop, against the lab
-  UNPRUNE_EXTENSION_TOKEN=secret unprune extension --journal-namespace argocd`,
+  UNPRUNE_EXTENSION_TOKEN=secret unprune extension --argocd-namespace argocd --journal-namespace argocd-unprune`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Complete(); err != nil {
@@ -68,13 +78,15 @@ deploy/components/ui-extension.`,
 	f := cmd.Flags()
 	f.StringVar(&o.Listen, "listen", o.Listen, "address to serve on (:8080 in a pod)")
 	f.StringVar(&o.TokenFile, "token-file", "", "file holding the token argocd-server sends in header Unprune-Token (default $"+tokenEnv+")")
-	f.StringVar(&o.JournalNamespace, "journal-namespace", "", "namespace of the ConfigMaps journaling UI releases (default: -n, or the pod's namespace)")
+	f.StringVar(&o.JournalNamespace, "journal-namespace", o.JournalNamespace, "namespace of the ConfigMaps journaling UI releases: the backend's own, never Argo CD's")
+	f.IntVar(&o.MaxJournals, "max-journals", o.MaxJournals, "the most journals the backend keeps in --journal-namespace: at this many, releases in the UI are refused")
+	f.IntVar(&o.MaxJournalsPerApp, "max-journals-per-app", o.MaxJournalsPerApp, "the most journals of one Application's releases in the UI: at this many, its releases are refused")
 	return cmd
 }
 
 // Complete reads the token and builds the session and the journal store.
 func (o *ExtensionOptions) Complete() error {
-	if o.Via == ViaArgoCD {
+	if !o.can().KubernetesAPI {
 		return usageError("unprune extension reads Argo CD through the Kubernetes API: --via argocd is not supported (the browser talks to argocd-server)")
 	}
 	if err := o.GlobalOptions.Complete(); err != nil {
@@ -92,11 +104,13 @@ func (o *ExtensionOptions) Complete() error {
 		return usageError("no token: put the value argocd-server sends in header Unprune-Token (the argocd-secret key its extension.config.unprune names) in --token-file or $%s; see docs/ui.md", tokenEnv)
 	}
 	ns := o.JournalNamespace
-	if ns == "" {
-		var err error
-		if ns, _, err = o.ConfigFlags.ToRawKubeConfigLoader().Namespace(); err != nil || ns == "" {
-			return usageError("the journals' namespace: set --journal-namespace")
-		}
+	switch {
+	case ns == "":
+		return usageError("--journal-namespace: name the namespace of the journals (deploy/ui-extension/journals makes %q)", defaultJournalNamespace)
+	case ns == o.ArgoCDNamespace:
+		return usageError("--journal-namespace %s is Argo CD's namespace: the backend may write ConfigMaps where it journals, and must not be able to write argocd-cm or argocd-rbac-cm; use a namespace of its own (deploy/ui-extension/journals)", ns)
+	case o.MaxJournals < 1 || o.MaxJournalsPerApp < 1:
+		return usageError("--max-journals and --max-journals-per-app must be at least 1")
 	}
 	cfg, err := o.ConfigFlags.ToRESTConfig()
 	if err != nil {
@@ -113,13 +127,21 @@ func (o *ExtensionOptions) Complete() error {
 			cms.RequestedBy, cms.FieldManager = requestedBy, o.FieldManager
 			return journal.NewBackedStore(cms, o.Now)
 		},
+		JournalNamespace: ns,
 		UndoCommand: func(id string) string {
 			return fmt.Sprintf("%s undo --journal-dir %s%s %s --yes", o.program, cmstore.Scheme, ns, id)
 		},
-		Token:       token,
-		ToolVersion: version.Get().String(),
-		Now:         o.Now,
-		Log:         o.ErrOut,
+		MaxJournals:       o.MaxJournals,
+		MaxJournalsPerApp: o.MaxJournalsPerApp,
+		ToolVersion:       version.Get().String(),
+		Now:               o.Now,
+		Log:               o.ErrOut,
+	}
+	// A token file is read again when it changes; one from the environment cannot change.
+	if o.TokenFile != "" {
+		o.config.TokenFile = o.TokenFile
+	} else {
+		o.config.Token = token
 	}
 	return nil
 }

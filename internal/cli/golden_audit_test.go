@@ -19,6 +19,8 @@ func TestGoldenAudit(t *testing.T) {
 		{name: "audit-none", args: []string{"audit", "platform"}},
 		// ledger's Prune=false does not keep it: the same sync prunes its Namespace.
 		{name: "audit-guard-in-pruned-namespace", args: []string{"audit", "guestbook", "--fail-on", "any", "-o", "wide"}, setup: func(w *world) { w.addGuardedInTeamA() }},
+		// ops syncs platform's ConfigMap with Replace=true: a forced sync of ops recreates it.
+		{name: "audit-shared-replace", args: []string{"audit", "-A", "--fail-on", "any", "-o", "wide"}, setup: func(w *world) { w.addReplacingApp() }},
 		// A move prepared and not finished shows beside the deletions: the marks keep its app from
 		// ever pruning the object, and nothing else would say so.
 		{name: "audit-prepared", args: []string{"audit"}, setup: func(w *world) {

@@ -159,6 +159,37 @@ func (w *setWorld) postDeleteHook(team string) {
 	w.argo.AddApp(app)
 }
 
+// hydratorSpec is a team's app spec rendered by the source hydrator from a Helm chart (helm options
+// without a release name), synced from the hydrated branch.
+func hydratorSpec(team string) map[string]any {
+	return map[string]any{
+		"drySource":  map[string]any{"repoURL": "https://git.example.com/teams", "path": team, "targetRevision": "main", "helm": map[string]any{"valueFiles": []any{"values.yaml"}}},
+		"syncSource": map[string]any{"targetBranch": "environments/prod", "path": team},
+	}
+}
+
+// hydratorSet is set with a template whose apps render through the source hydrator.
+func hydratorSet(set map[string]any) map[string]any {
+	spec := set["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	delete(spec, "source")
+	spec["sourceHydrator"] = hydratorSpec("{{team}}")
+	return set
+}
+
+// hydrated turns the set's live apps and its live template into source-hydrator apps.
+func (w *setWorld) hydrated() {
+	w.live = hydratorSet(w.live)
+	w.owned = nil
+	for _, team := range []string{"payments", "search"} {
+		w.home.Update(w.refs[team], func(o *cluster.Object) {
+			spec := o.Content["spec"].(map[string]any)
+			delete(spec, "source")
+			spec["sourceHydrator"] = hydratorSpec(team)
+		})
+		w.owned = append(w.owned, argocd.ParseWhole(w.home.Object(w.refs[team]).Content))
+	}
+}
+
 // runSet runs unprune against the set world, with argocd-server at server when not empty (its URL
 // shows in the golden files as {{ .ArgoCDServer }}).
 func (w *setWorld) runSet(t *testing.T, server, stdin string, args ...string) result {
@@ -264,6 +295,9 @@ func TestGoldenCheckFamily(t *testing.T) {
 		// payments has a PostDelete hook: the set's deletion of it would run it; the advice names it
 		// and how to delete the app without.
 		{name: "check-set-rename-sync-delete-hooks", set: teamsSet("", "{{team}}-v2", "payments", "search"), setup: func(w *setWorld) { w.postDeleteHook("payments") }},
+		// The set's apps render through the source hydrator from a Helm dry source: the advice says
+		// that the new name's hydration, not any comparison before it, decides what is pruned.
+		{name: "check-set-rename-source-hydrator", set: hydratorSet(teamsSet("", "{{team}}-v2", "payments", "search")), setup: func(w *setWorld) { w.hydrated() }},
 		// Argo CD's own generation answers when argocd-server is named.
 		{name: "check-set-argocd-json", set: teamsSet("", "{{team}}", "search"), args: []string{"-o", "json"},
 			server: func(t *testing.T) string { return fakeServer(t, "v3.6.1+abc", generatedBy) }},

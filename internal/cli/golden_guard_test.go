@@ -12,12 +12,18 @@ func TestGoldenGuard(t *testing.T) {
 		// guard policy: printed for review (exit 0), previewed with --apply (exit 1), applied.
 		{name: "guard-policy", args: []string{"guard", "policy"}},
 		{name: "guard-policy-kinds", args: []string{"guard", "policy", "--kinds", "namespaces,crds,pvs", "--name", "namespaces/team-a", "--break-glass-group", "platform-admins"}},
+		// A kind beyond namespaces, crds and pvs is looked up in the cluster, and named with its namespace.
+		{name: "guard-policy-configmaps", args: []string{"guard", "policy", "--kinds", "namespaces,configmaps", "--name", "configmaps/platform/settings"}},
+		// --merge keeps what the installed policy protects: its kinds, names and break-glass group.
+		{name: "guard-policy-merge", args: []string{"guard", "policy", "--merge", "--kinds", "crds"}, setup: func(w *world) {
+			w.mustRun(ExitOK, "guard", "policy", "--kinds", "namespaces,configmaps", "--name", "configmaps/platform/settings", "--break-glass-group", "platform-admins", "--apply", "--yes")
+		}},
 		{name: "guard-policy-apply-preview", args: []string{"guard", "policy", "--apply"}},
 		{name: "guard-policy-apply-yes", args: []string{"guard", "policy", "--apply", "--yes"}},
 		{name: "guard-policy-apply-dry-run-server", args: []string{"guard", "policy", "--apply", "--dry-run=server", "--cluster", "prod-eu"}},
 		// Exit 2: bad input.
 		{name: "guard-policy-yes-without-apply", args: []string{"guard", "policy", "--yes"}},
-		{name: "guard-policy-bad-kind", args: []string{"guard", "policy", "--kinds", "pods"}},
+		{name: "guard-policy-bad-kind", args: []string{"guard", "policy", "--kinds", "widgets"}},
 		{name: "guard-policy-unknown-cluster", args: []string{"guard", "policy", "--apply", "--yes", "--cluster", "prod-us"}},
 
 		// guard protect and confirm: previews (exit 1), changes (exit 0), nothing to change (exit 0).
@@ -33,6 +39,10 @@ func TestGoldenGuard(t *testing.T) {
 		// Exit 3: the Deployment's manifest sets sync-options, so Argo CD would write Prune=confirm over.
 		{name: "guard-confirm-reverted", args: []string{"guard", "confirm", "Deployment.apps/guestbook/guestbook-ui", "--yes"}, setup: func(w *world) {
 			w.manifestSets("guestbook-ui", "argocd.argoproj.io/sync-options", "SkipDryRunOnMissingResource=true")
+		}},
+		// Exit 3: guestbook syncs with Replace=true, which writes its manifest over the label at every sync.
+		{name: "guard-protect-replaced", args: []string{"guard", "protect", "Deployment.apps/guestbook/guestbook-ui"}, setup: func(w *world) {
+			w.replaces("guestbook")
 		}},
 		// A missing object cannot be guarded: reported Gone, nothing changed (exit 0).
 		// A mark on ledger does not hold while guestbook prunes its Namespace; nor does the one it has.

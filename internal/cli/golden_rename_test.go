@@ -114,6 +114,19 @@ func TestGoldenRename(t *testing.T) {
 			obj["metadata"].(map[string]any)["annotations"] = map[string]any{argocd.AnnotationSkipReconcile: "true"}
 			w.argo.SetApplicationObject(obj)
 		}},
+		// Exit 3: a source-hydrator app renders from its dry source under the new name once the
+		// hydrator gets to it, which no comparison before the rename shows.
+		{name: "rename-source-hydrator", args: []string{"rename", "platform", "platform-v2", "--yes"}, setup: func(w *world) {
+			obj, err := w.argo.ApplicationObject(context.Background(), w.argo.Ns, "platform")
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj["spec"].(map[string]any)["sourceHydrator"] = map[string]any{
+				"drySource":  map[string]any{"repoURL": "https://git.example/platform.git", "path": "chart", "targetRevision": "main"},
+				"syncSource": map[string]any{"targetBranch": "environments/prod", "path": "platform"},
+			}
+			w.argo.SetApplicationObject(obj)
+		}},
 	})
 }
 

@@ -9,7 +9,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
-	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/guard"
@@ -23,7 +22,8 @@ func NewGuardCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobr
 		Long: `Guards stop a prune from deleting an object even when someone syncs with PRUNE ticked:
 
   guard policy    a ValidatingAdmissionPolicy denying DELETE of protected Namespaces (and optionally
-                  CRDs and PersistentVolumes), for every user, Argo CD included, but a break-glass group
+                  CRDs, PersistentVolumes or any other kind), for every user, Argo CD included, but a
+                  break-glass group
   guard protect   label objects unprune.dev/protected=true, which that policy protects
   guard confirm   merge Prune=confirm into the objects' argocd.argoproj.io/sync-options, so Argo CD
                   prunes them only after the deletion is approved on the Application (Argo CD v2.14+)
@@ -42,8 +42,11 @@ type GuardPolicyOptions struct {
 	genericiooptions.IOStreams
 	Policy  guard.PolicyOptions
 	Apply   bool
+	Merge   bool
 	Cluster string
 	change  changeFlags
+	// keepGroup: --merge keeps the installed policy's break-glass group unless the flag names one.
+	keepGroup bool
 }
 
 func newGuardPolicyCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
@@ -57,12 +60,18 @@ operator what to do. Members of --break-glass-group are exempt. Admission polici
 system:masters and Argo CD's controller included. A new policy takes about a second to be enforced:
 check with "unprune audit --probe".
 
+--kinds knows namespaces, crds and pvs by itself; any other kind is named as kubectl names it (pvc,
+configmaps, statefulsets.apps) and looked up in the cluster: an object two apps declare, which a forced
+sync with Replace=true deletes and creates anew whatever its sync options say, is kept only by such a
+policy (see "unprune audit"). Name a namespaced object RESOURCE/NAMESPACE/NAME.
+
 By default the YAML is printed for review or GitOps; --apply creates or updates it (server-side
 apply) in the current context's cluster, after a preview, with --yes.
 
 ` + exitCodesHelp,
 		Example: `  unprune guard policy --kinds namespaces,crds --break-glass-group platform-admins > guard.yaml
-  unprune guard policy --apply --yes`,
+  unprune guard policy --apply --yes
+  unprune guard policy --merge --kinds namespaces,configmaps --name configmaps/shop/settings --apply --yes`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Complete(); err != nil {
@@ -74,10 +83,11 @@ apply) in the current context's cluster, after a preview, with --yes.
 			return o.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringSliceVar(&o.Policy.Kinds, "kinds", []string{"namespaces"}, "kinds to protect: namespaces, crds, pvs")
-	cmd.Flags().StringArrayVar(&o.Policy.Names, "name", nil, "also protect this object by name, as KIND/NAME (e.g. namespaces/team-a); repeatable")
+	cmd.Flags().StringSliceVar(&o.Policy.Kinds, "kinds", []string{"namespaces"}, "kinds to protect: namespaces, crds, pvs, or any other as kubectl names it (pvc, statefulsets.apps), looked up in the cluster")
+	cmd.Flags().StringArrayVar(&o.Policy.Names, "name", nil, "also protect this object by name, as RESOURCE/NAME or RESOURCE/NAMESPACE/NAME (e.g. namespaces/team-a, configmaps/shop/settings); repeatable")
 	cmd.Flags().StringVar(&o.Policy.BreakGlassGroup, "break-glass-group", "", "group whose members may still delete protected objects")
 	cmd.Flags().BoolVar(&o.Apply, "apply", false, "create or update the policy in the cluster (with --yes)")
+	cmd.Flags().BoolVar(&o.Merge, "merge", false, "keep what the installed policy protects (its kinds, names and break-glass group) and add what these flags name")
 	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "apply it in this destination cluster of Argo CD (its name or server URL) instead of the current context's")
 	_ = cmd.RegisterFlagCompletionFunc("kinds", fixedCompletion("namespaces", "crds", "pvs"))
 	o.change.add(cmd)
@@ -91,11 +101,16 @@ func errGuardViaAPI(what string) error {
 
 // Validate checks the policy can be built and the flags fit together.
 func (o *GuardPolicyOptions) Validate(cmd *cobra.Command) error {
-	if o.Via == ViaArgoCD {
+	if !o.can().KubernetesAPI {
 		return errGuardViaAPI("guard policy")
 	}
-	if _, err := guard.Policy(o.Policy); err != nil {
-		return usageError("%v", err)
+	// Kinds beyond the built-in ones are looked up in the cluster when the command runs, and so is
+	// what --merge adds.
+	o.keepGroup = !flagChanged(cmd.Flags(), "break-glass-group")
+	if o.Policy.Builtin() && !o.Merge {
+		if _, err := guard.Policy(o.Policy); err != nil {
+			return usageError("%v", err)
+		}
 	}
 	if !o.Apply && (flagChanged(cmd.Flags(), "yes") || flagChanged(cmd.Flags(), "dry-run")) {
 		return usageError("--yes and --dry-run go with --apply")
@@ -105,7 +120,36 @@ func (o *GuardPolicyOptions) Validate(cmd *cobra.Command) error {
 
 // Run prints or applies the policy.
 func (o *GuardPolicyOptions) Run(ctx context.Context) error {
-	objs, _ := guard.Policy(o.Policy)
+	var objects cluster.Objects
+	if o.Merge {
+		var err error
+		if objects, err = o.target(ctx, o.Cluster); err != nil {
+			return err
+		}
+		if err := o.merge(ctx, objects); err != nil {
+			return err
+		}
+	}
+	if !o.Policy.Builtin() {
+		var err error
+		if objects == nil {
+			if objects, err = o.target(ctx, o.Cluster); err != nil {
+				return err
+			}
+		}
+		o.Policy.Resolve = func(name string) (guard.Kind, error) {
+			kind, group, _ := strings.Cut(name, ".")
+			ref, err := objects.Resolve(ctx, group, kind, "", "", "")
+			if err != nil {
+				return guard.Kind{}, err
+			}
+			return guard.Kind{Group: ref.Group, Resource: ref.Resource, Kind: ref.Kind, Namespaced: ref.Namespaced}, nil
+		}
+	}
+	objs, err := guard.Policy(o.Policy)
+	if err != nil {
+		return usageError("%v", err)
+	}
 	var docs []string
 	for _, obj := range objs {
 		b, err := yaml.Marshal(obj)
@@ -122,9 +166,10 @@ func (o *GuardPolicyOptions) Run(ctx context.Context) error {
 		}
 		return nil
 	}
-	objects, err := o.target(ctx, o.Cluster)
-	if err != nil {
-		return err
+	if objects == nil {
+		if objects, err = o.target(ctx, o.Cluster); err != nil {
+			return err
+		}
 	}
 	applier, ok := objects.(cluster.Applier)
 	if !ok {
@@ -147,6 +192,27 @@ func (o *GuardPolicyOptions) Run(ctx context.Context) error {
 		return Silent(ExitFindings)
 	}
 	fmt.Fprintf(o.ErrOut, "The policy is enforced within seconds; `%s audit --probe` shows when it is.\n", o.program)
+	return nil
+}
+
+// merge adds what the installed policy protects to the options (--merge); none installed adds none.
+func (o *GuardPolicyOptions) merge(ctx context.Context, objects cluster.Objects) error {
+	reader, ok := objects.(cluster.PolicyReader)
+	if !ok {
+		return usageError("cluster %s is reached through Argo CD's API, which cannot read admission policies: run --merge with a kubeconfig for that cluster", objects.Info().Name)
+	}
+	pol, err := reader.GetClusterObject(ctx, guard.PolicyGroup, guard.PolicyVersion, guard.PolicyResource, guard.PolicyName)
+	if cluster.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return failure(cluster.Explain(err, "read "+guard.PolicyResource+"/"+guard.PolicyName, objects.Info()))
+	}
+	installed := guard.ProtectedBy(pol)
+	if !o.keepGroup {
+		installed.BreakGlassGroup = ""
+	}
+	o.Policy = o.Policy.Merge(installed)
 	return nil
 }
 
@@ -198,7 +264,7 @@ Without --yes this is a preview; --dry-run=server asks the API server. Every cha
 
 // Validate checks arguments.
 func (o *GuardChangeOptions) Validate(args []string) error {
-	if o.Via == ViaArgoCD {
+	if !o.can().KubernetesAPI {
 		return errGuardViaAPI("guard " + o.Verb)
 	}
 	if err := o.output.validate(); err != nil {
@@ -228,13 +294,10 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A confirm is a mark Argo CD reads: where Argo CD can be read, the app that declares an
-	// object is asked, after the change, whether it sees the mark (it would write it over).
-	var argo cluster.ArgoCD
-	var settings argocd.Settings
-	if o.Verb == "confirm" {
-		argo, settings, _ = o.connect(ctx)
-	}
+	// Where Argo CD can be read, the app that declares an object says whether a mark holds: one that
+	// syncs with Replace=true writes its manifest over label and annotation alike, and a confirm is
+	// a mark Argo CD reads, so that app is asked, after the change, whether it sees it.
+	argo, settings, _ := o.connect(ctx)
 	e, err := o.engine(argo, settings, 32)
 	if err != nil {
 		return err

@@ -109,8 +109,8 @@ func (o *MoveOptions) Validate(args []string) error {
 		return usageError("name the resources to move (as `unprune scan` prints them) or use --all")
 	case o.Timeout <= 0:
 		return usageError("--timeout must be positive")
-	case o.Via == ViaArgoCD && o.change.dryRun == engine.DryRunServer:
-		return usageError("--dry-run=server: Argo CD's API cannot send a patch as a dry run; preview with --dry-run=client, or use your kubeconfig")
+	case o.change.dryRun == engine.DryRunServer && !o.can().DryRun:
+		return errNoServerDryRun()
 	}
 	apps, err := parseApps([]string{args[0], o.To}, o.GlobalOptions)
 	if err != nil {

@@ -126,7 +126,7 @@ func (o *UndoOptions) Run(ctx context.Context) error {
 		return usageError("%v; nothing was changed", err)
 	}
 	j := rec.Snapshot()
-	if j.Rename != nil && o.Via == ViaArgoCD {
+	if j.Rename != nil && !o.can().Preconditions {
 		_ = rec.Close()
 		return usageError("undo of a rename creates and deletes Application objects, which Argo CD's API cannot do with preconditions: use your kubeconfig")
 	}

@@ -88,7 +88,7 @@ leaves its rows as last read (or unknown), and never delays the other apps.`,
 
 // Complete fills the Config from the global flags and the environment.
 func (o *WatchOptions) Complete(cmd *cobra.Command) error {
-	if o.Via == ViaArgoCD {
+	if !o.can().KubernetesAPI {
 		return usageError("unprune watch reads Applications through the Kubernetes API: --via argocd is not supported")
 	}
 	// The one-off commands set no client-side limit, so that an audit of 2,000 apps finishes in

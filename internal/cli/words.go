@@ -41,6 +41,7 @@ var spelling = map[option.Name]struct{ long, short string }{
 
 	option.GuardName:  {long: "name"},
 	option.GuardKinds: {long: "kinds"},
+	option.GuardMerge: {long: "merge"},
 	option.Apply:      {long: "apply"},
 
 	option.MetricsBindAddress: {long: "metrics-bind-address"},

@@ -100,6 +100,14 @@ func (w *world) addMoveTarget() {
 		Destination: argocd.Destination{Server: argocd.InClusterServer, Namespace: "teams"}, Resources: []argocd.Resource{row}})
 }
 
+// addReplacingApp adds Application "ops", which declares platform's ConfigMap platform/settings too
+// and syncs with Replace=true: a forced sync of ops deletes and recreates it (argo-cd #29739).
+func (w *world) addReplacingApp() {
+	row := argocd.Resource{Version: "v1", Kind: "ConfigMap", Namespace: "platform", Name: "settings", Status: "OutOfSync"}
+	w.argo.AddApp(argocd.Application{Name: "ops", Project: "default", SyncStatus: "OutOfSync", SyncOptions: []string{"Replace=true"},
+		Destination: argocd.Destination{Name: argocd.InClusterName, Namespace: "ops"}, Resources: []argocd.Resource{row}})
+}
+
 // addGuardedInTeamA adds ConfigMap team-a/ledger to guestbook, requiring pruning like its
 // Namespace, with Prune=false: a guard of its own that does nothing once team-a goes.
 func (w *world) addGuardedInTeamA() {
@@ -231,5 +239,15 @@ func (w *world) automate(name string) {
 		w.t.Fatal(err)
 	}
 	app.Automated, app.AutoPrune = true, true
+	w.argo.AddApp(app)
+}
+
+// replaces gives app syncOptions [Replace=true]: each sync writes its manifests over its objects.
+func (w *world) replaces(name string) {
+	app, err := w.argo.GetApplication(context.Background(), w.argo.Ns, name)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	app.SyncOptions = append(app.SyncOptions, argocd.OptionReplace)
 	w.argo.AddApp(app)
 }

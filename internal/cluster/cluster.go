@@ -256,6 +256,17 @@ type ParamsReader interface {
 	CmdParams(ctx context.Context) (map[string]string, error)
 }
 
+// Oracle is Argo CD answering for itself, through argocd-server's API.
+type Oracle interface {
+	// GenerateApplicationSet is what `argocd appset generate` asks: the Applications the set
+	// generates, by Argo CD's own generators (every kind, SCM provider and pull request included).
+	GenerateApplicationSet(ctx context.Context, set map[string]any) ([]map[string]any, error)
+	// Manifests are an app's manifests at a revision (`argocd app manifests --revision`).
+	Manifests(ctx context.Context, app argocd.Application, revision string) ([]string, error)
+	// Server names the argocd-server asked.
+	Server() string
+}
+
 // ArgoCD is one Argo CD installation as a backend sees it.
 type ArgoCD interface {
 	// Namespace is the installation's namespace (where argocd-cm and its own Applications live).

@@ -28,6 +28,9 @@ const (
 	Prune Event = "Prune"
 	// Cascade: the app is deleted with a resources finalizer, and Argo CD deletes what it tracks.
 	Cascade Event = "Cascade"
+	// Replace: a forced sync of an app that syncs the object with Replace=true: gitops-engine runs
+	// `kubectl replace --force`, a DELETE and then a CREATE (argocd.Recreated).
+	Replace Event = "Replace"
 )
 
 // Outcome is what Argo CD does to the object at the event.
@@ -50,6 +53,8 @@ const (
 	NotManaged Outcome = "NotManaged"
 	// Gone: the API server says the object no longer exists.
 	Gone Outcome = "Gone"
+	// Updated: a Namespace or CRD synced with Replace=true is updated, never replaced.
+	Updated Outcome = "Updated"
 )
 
 // Guards beyond risk's and guard's, read from a probe.
@@ -145,6 +150,8 @@ func Judge(o Object, e Event, c Context) Verdict {
 		judgePrune(o, c, &v)
 	case Cascade:
 		judgeCascade(o, c, &v)
+	case Replace:
+		judgeReplace(o, &v)
 	}
 	if v.Outcome == Deleted || v.Outcome == Waits || v.Outcome == Kept {
 		judgeServer(o, c, &v)
@@ -213,6 +220,28 @@ func judgePrune(o Object, c Context, v *Verdict) {
 		if len(cascadeKeeps(o, c)) > 0 && v.Outcome == Deleted {
 			v.Notes = append(v.Notes, "Delete=false and helm.sh/resource-policy: keep guard only the cascade deletion of the app, never a prune")
 		}
+	}
+}
+
+// judgeReplace reads a forced sync with Replace=true as gitops-engine's applyObject does
+// (pkg/sync/sync_context.go; the same in gitops-engine v0.7.1 for v2.14 and in the in-tree
+// gitops-engine of v3.6.1): a Namespace or CRD is updated, since replacing it would delete all it
+// holds; anything else goes to `kubectl replace --force`. No sync option of the object stops that:
+// Prune= and Delete= guard prunes and cascades, helm's keep the uninstall. Only the API server can
+// (an admission policy that denies the DELETE: unprune's covers the kinds guard.Kinds names, judgeServer).
+func judgeReplace(o Object, v *Verdict) {
+	switch {
+	case len(o.Owners) > 0:
+		v.Outcome = NotTopLevel
+		v.Notes = append(v.Notes, fmt.Sprintf("owned by %s: not a resource of its own, never synced by an app", strings.Join(o.Owners, ", ")))
+		return
+	case o.Group == "" && o.Kind == "Namespace" || isCRD(o):
+		v.Outcome = Updated
+		v.Notes = append(v.Notes, "a sync with Replace=true updates a "+o.Kind+", never replaces it")
+		return
+	}
+	if o.Read && (len(cascadeKeeps(o, Context{})) > 0 || argocd.HasOption(o.Annotations[argocd.AnnotationSyncOptions], argocd.OptionPrune+"=false")) {
+		v.Notes = append(v.Notes, "Prune=false, Delete=false and helm.sh/resource-policy: keep do not stop a forced replace")
 	}
 }
 

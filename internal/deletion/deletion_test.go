@@ -171,19 +171,29 @@ func TestKeptObjectListsTheServersGuards(t *testing.T) {
 }
 
 // policyCluster serves unprune's policy and its binding, as `guard policy --apply` installs them
-// for namespaces.
-type policyCluster struct{ *clustertest.Cluster }
+// for its resources (namespaces when none).
+type policyCluster struct {
+	*clustertest.Cluster
+	resources []string
+}
 
-func (policyCluster) GetClusterObject(_ context.Context, _, _, resource, _ string) (map[string]any, error) {
+func (p policyCluster) GetClusterObject(_ context.Context, _, _, resource, _ string) (map[string]any, error) {
 	if resource == guard.BindingResource {
 		return map[string]any{"spec": map[string]any{"validationActions": []any{"Deny"}}}, nil
 	}
+	resources := []any{"namespaces"}
+	if len(p.resources) > 0 {
+		resources = nil
+		for _, r := range p.resources {
+			resources = append(resources, r)
+		}
+	}
 	return map[string]any{"spec": map[string]any{"matchConstraints": map[string]any{"resourceRules": []any{
-		map[string]any{"apiGroups": []any{""}, "resources": []any{"namespaces"}}}}}}, nil
+		map[string]any{"apiGroups": []any{""}, "resources": resources}}}}}, nil
 }
 
-func installedPolicy(t *testing.T) *guard.Installed {
-	var objects cluster.Objects = policyCluster{clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer)}
+func installedPolicy(t *testing.T, resources ...string) *guard.Installed {
+	var objects cluster.Objects = policyCluster{clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer), resources}
 	p, warn := guard.ReadInstalled(context.Background(), objects)
 	if p == nil {
 		t.Fatalf("policy not recognised: %s", warn)
@@ -271,5 +281,33 @@ func TestHooks(t *testing.T) {
 				t.Errorf("%v: note %q does not say %q", c.finalizers, got[i], w)
 			}
 		}
+	}
+}
+
+// TestReplace: a forced sync with Replace=true deletes and recreates an object whatever its own
+// Prune= and Delete= say; it updates a Namespace or CRD instead; an owned object is no app's to
+// sync; unprune's admission policy keeps what it covers (argocd.Recreated, judgeReplace).
+func TestReplace(t *testing.T) {
+	guarded := cm(syncOptions("Prune=false,Delete=false"))
+	if v := Judge(guarded, Replace, Context{Version: v3_6}); v.Outcome != Deleted || v.Guarded || !strings.Contains(strings.Join(v.Notes, ";"), "do not stop a forced replace") {
+		t.Errorf("ConfigMap with Prune=false,Delete=false: %+v", v)
+	}
+	for _, o := range []Object{
+		{Kind: "Namespace", Name: "team", Read: true},
+		{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "widgets.example.com", Read: true},
+	} {
+		if v := Judge(o, Replace, Context{Version: v3_6}); v.Outcome != Updated || v.Guarded {
+			t.Errorf("%s: %+v, want %s", o.Kind, v, Updated)
+		}
+	}
+	owned := cm(nil)
+	owned.Owners = []string{"Deployment/ui"}
+	if v := Judge(owned, Replace, Context{Version: v3_6}); v.Outcome != NotTopLevel {
+		t.Errorf("owned: %+v", v)
+	}
+	pv := argocd.Resource{Version: "v1", Kind: "PersistentVolume", Name: "data"}
+	protected := Object{Kind: "PersistentVolume", Name: "data", Labels: map[string]string{guard.ProtectLabel: "true"}, Read: true, Row: &pv}
+	if v := Judge(protected, Replace, Context{Version: v3_6, Policy: installedPolicy(t, "persistentvolumes")}); v.Outcome != Kept || !v.Guarded || !slices.Contains(v.Guards, guard.PolicyGuard) {
+		t.Errorf("protected by the admission policy: %+v", v)
 	}
 }

@@ -2,7 +2,8 @@ package engine
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -39,7 +40,7 @@ func expectSameAs(want []argocd.Resource, beforeRewrite bool, fix string) Expect
 	return func(app argocd.Application) *Mismatch {
 		got := rowsOf(app.Resources)
 		var renders, lacks, differs, unseen []string
-		for _, k := range sortedKeys(got) {
+		for _, k := range slices.Sorted(maps.Keys(got)) {
 			r := got[k]
 			w, ok := wanted[k]
 			switch {
@@ -57,7 +58,7 @@ func expectSameAs(want []argocd.Resource, beforeRewrite bool, fix string) Expect
 				differs, unseen = append(differs, fmt.Sprintf("%s is %s (it was %s)", r, orUnknown(r.Status), orUnknown(w.Status))), append(unseen, k)
 			}
 		}
-		for _, k := range sortedKeys(wanted) {
+		for _, k := range slices.Sorted(maps.Keys(wanted)) {
 			if _, ok := got[k]; !ok {
 				lacks = append(lacks, wanted[k].String())
 			}
@@ -159,13 +160,4 @@ func expectAll(es ...Expectation) Expectation {
 		}
 		return nil
 	}
-}
-
-func sortedKeys(m map[string]argocd.Resource) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -67,10 +68,14 @@ type objectsPlanner struct {
 }
 
 func (o *objectsPlanner) Plan(it *Item, live *cluster.Object) plan.Plan {
-	t := plan.Target{Ref: live.Ref.ObjectRef(), Labels: live.Labels, Annotations: live.Annotations, Deleting: live.Deleting, ManagedFields: live.ManagedFields}
-	if o.mark {
-		if app := o.declaring(t); app != nil {
-			t.Declared = true
+	t := plan.Target{Ref: live.Ref.ObjectRef(), Resource: live.Ref.Resource, Labels: live.Labels, Annotations: live.Annotations, Deleting: live.Deleting, ManagedFields: live.ManagedFields}
+	// The app that tracks the object and declares it applies its manifest again; with Replace=true it
+	// writes the whole manifest over it. (Another app declaring the same object is audit's to find:
+	// its force-replace rows.)
+	if app := o.declaring(t); app != nil {
+		t.Declared = true
+		t.Replaced = slices.Contains(app.SyncOptions, argocd.OptionReplace) || argocd.HasOption(live.Annotations[argocd.AnnotationSyncOptions], argocd.OptionReplace)
+		if o.mark {
 			o.tracked[it] = app
 		}
 	}

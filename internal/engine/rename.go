@@ -48,6 +48,9 @@ const (
 	// RefuseNotReconciled: Argo CD's controller leaves the app alone (skip-reconcile), so no
 	// comparison could show the new app declares the resources.
 	RefuseNotReconciled plan.RefusalCode = "NotReconciled"
+	// RefuseSourceHydrator: the app renders through Argo CD's source hydrator, whose rendering under
+	// the new name no comparison before the rename shows (refuseHydrator).
+	RefuseSourceHydrator plan.RefusalCode = "SourceHydrator"
 )
 
 // AnnotationRenameJournal marks an Application that a rename (or its undo) created or is about to
@@ -144,6 +147,9 @@ func (e *Engine) refuseRename(ctx context.Context, app argocd.Application, obj m
 		return refusedf(RefuseTrackedByParent, "Application %s is itself a resource of app instance %q (an app of apps): rename it in that app's source, "+
 			"where the parent would otherwise create the old name again; `%s check` shows what that change deletes", app.Ref(), own.Instance, option.Program(ctx))
 	}
+	if err := refuseHydrator(ctx, app, obj); err != nil {
+		return err
+	}
 	if skipsReconcile(obj) {
 		return refusedf(RefuseNotReconciled, "Application %s is marked %s: Argo CD's controller does not compare it, and the new app would copy the mark, "+
 			"so no comparison could show that it renders the same objects; remove the annotation, let Argo CD compare the app, and run again", app.Ref(), argocd.AnnotationSkipReconcile)
@@ -161,6 +167,37 @@ func (e *Engine) refuseRename(ctx context.Context, app argocd.Application, obj m
 		return err
 	}
 	return nil
+}
+
+// refuseHydrator refuses an app with spec.sourceHydrator. Argo CD compares such an app with the
+// branch its hydrator committed, not with its dry source (SourceHydrator.GetSyncSource,
+// pkg/apis/application/v1alpha1/types.go), so every comparison a rename waits for shows the new
+// app declaring the old one's objects — until the hydrator renders the dry source for the new app
+// with its name (controller/state.go GetRepoObjs: AppName: app.InstanceName; Helm's release name
+// unless drySource.helm.releaseName, reposerver/repository/repository.go helmTemplate) and commits
+// that (controller/hydrator/hydrator.go). Its first hydration may reuse the old app's commit (the
+// commit-server skips a dry SHA its branch's git note says it hydrated: commitserver/commit/
+// commit.go, IsHydrated), so the switch can come as late as the next commit to the dry source;
+// then the new app, its automated prune given back, prunes every object the old name rendered.
+// No step of the rename could wait for that, so it is refused before anything is changed.
+func refuseHydrator(ctx context.Context, app argocd.Application, obj map[string]any) error {
+	spec, _ := obj["spec"].(map[string]any)
+	h := argocd.HydratorOf(spec)
+	if h == nil {
+		return nil
+	}
+	return refusedf(RefuseSourceHydrator, "Application %s renders through Argo CD's source hydrator (spec.sourceHydrator: dry source %s): Argo CD compares it "+
+		"with what the hydrator committed to branch %q, path %q, so no comparison before the rename shows what the hydrator renders for the new name — it "+
+		"renders the dry source with the app's name (a Helm chart's release name unless drySource.helm.releaseName is set; $ARGOCD_APP_NAME for plugins) and "+
+		"commits it, at once or at the next commit to the dry source, and the renamed app, its automated prune back, then prunes every object the old name "+
+		"rendered. %s does not rename hydrator apps: keep the name, or rename by hand — remove %s's resources finalizer, create the new app with automated sync "+
+		"off, a syncSource.path of its own and, for a Helm dry source, drySource.helm.releaseName: %s (read from Argo CD v3.3.0; before, the release name is "+
+		"always the app's), and compare the manifests the hydrator commits for it with %s's before deleting %s and giving the new app automated sync",
+		app.Ref(), drySourceString(h.DrySource), h.SyncSource.TargetBranch, h.SyncSource.Path, option.Program(ctx), app.Ref(), app.Name, app.Ref(), app.Ref())
+}
+
+func drySourceString(d argocd.DrySource) string {
+	return fmt.Sprintf("%s, path %q, revision %s", d.RepoURL, d.Path, orUnknown(d.TargetRevision))
 }
 
 // planRenameItems plans the rewrite of every live resource's tracking to the new app (hooks
@@ -242,13 +279,23 @@ func zeroPolicy(p map[string]any) bool {
 // controller (status, operation, uid, resourceVersion, a pending refresh, kubectl's copy of the old
 // object).
 func newApplication(old map[string]any, name string) map[string]any {
-	obj := withoutServerFields(old)
+	obj := withoutRequests(withoutServerFields(old))
 	meta := obj["metadata"].(map[string]any)
 	meta["name"] = name
 	if annotations, ok := meta["annotations"].(map[string]any); ok {
-		for _, k := range []string{argocd.AnnotationRefresh, argocd.AnnotationRefreshTimestamp, argocd.AnnotationLastAppliedConfiguration} {
-			delete(annotations, k)
-		}
+		delete(annotations, argocd.AnnotationLastAppliedConfiguration)
+	}
+	return obj
+}
+
+// withoutRequests drops a refresh request from a copy of an Application. The request was for the
+// object copied, and the controller consumes it with the comparison it asks for: on a new object it
+// is stale, and a check's own request then meets an annotation already set — a patch that changes
+// nothing and starts no comparison (v3.6 removes the request by the timestamp it was read with).
+func withoutRequests(obj map[string]any) map[string]any {
+	if annotations, ok := obj["metadata"].(map[string]any)["annotations"].(map[string]any); ok {
+		delete(annotations, argocd.AnnotationRefresh)
+		delete(annotations, argocd.AnnotationRefreshTimestamp)
 	}
 	return obj
 }

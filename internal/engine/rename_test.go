@@ -253,6 +253,15 @@ func TestRenameUndo(t *testing.T) {
 		t.Fatalf("undo stopped at %d: %+v, %v", x.Stopped, x.Steps, outcomes(c.Planned, x.Applied))
 	}
 	wantGuestbookAsBefore(t, w)
+	// The old app is created without the refresh request its copy carried: a stale request on a new
+	// object is one the check's own request cannot renew.
+	for _, s := range c.Steps {
+		if s.Kind == StepCreate {
+			if a := stringMap(s.Object, "annotations"); a[argocd.AnnotationRefresh] != "" || a["team"] != "storage" {
+				t.Fatalf("the old app created with annotations %v", a)
+			}
+		}
+	}
 	// The policy came back only after a check of the old app.
 	for i, s := range c.Steps {
 		if len(s.Lets) > 0 && (i == 0 || c.Steps[i-1].Kind != StepCheck || x.Steps[i-1].Outcome != OutcomePassed) {

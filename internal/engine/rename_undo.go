@@ -90,7 +90,7 @@ func (e *Engine) planRenameUndo(ctx context.Context, c *Change, j *journal.Journ
 				Why: "wait for a sync the new app began before its automation went off to end: it would write the new app's tracking back"})
 	}
 	if oldGone {
-		created := withoutAutomation(withoutServerFields(copied))
+		created := withoutRequests(withoutAutomation(withoutServerFields(copied)))
 		steps = append(steps, &Step{Kind: StepCreate, App: u.old, Object: created, write: u.createOld,
 			Why: "the old Application again, from the journal, automated sync off and no finalizers until it tracks the resources"})
 	}

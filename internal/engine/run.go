@@ -398,10 +398,12 @@ func (r *runner) unseen(m *Mismatch) bool {
 // compared asks for a refresh of app and polls it until a comparison that started after after is
 // in its status, or the deadline passes (fresh false). A request the controller took without a
 // comparison that started late enough (one arriving mid-comparison is taken by it) is asked again,
-// a second apart; a pending one is never asked twice, nor is a pending hard refresh downgraded.
+// a second apart; a pending one is not asked again until it has stayed pending for verify.StaleRequest
+// with no such comparison — one that can stay so is a request the controller took before it was
+// renewed, or one whose renewal changed nothing on the object and so reached no controller (see
+// the backends' Refresh) — and a pending hard refresh is never downgraded.
 func (e *Engine) compared(ctx context.Context, name AppName, after, deadline time.Time) (argocd.Application, bool, error) {
-	const reask = time.Second
-	var asked time.Time
+	ask := verify.Asker{Reask: time.Second}
 	for {
 		app, err := e.ArgoCD.GetApplication(ctx, e.namespaceOf(name), name.Name)
 		if err != nil {
@@ -410,14 +412,15 @@ func (e *Engine) compared(ctx context.Context, name AppName, after, deadline tim
 		if !app.ReconciledAt.IsZero() && app.ReconciledAt.Unix() > after.Unix() && app.Refresh == "" {
 			return app, true, nil
 		}
-		if !e.now().Before(deadline) {
+		now := e.now()
+		if !now.Before(deadline) {
 			return app, false, nil
 		}
-		if app.Refresh == "" && e.now().Sub(asked) >= reask {
+		if ask.Due(now, app.Refresh) {
 			if err := e.ArgoCD.Refresh(ctx, app, false); err != nil {
 				return app, false, err
 			}
-			asked = e.now()
+			ask.Asked(now)
 		}
 		select {
 		case <-ctx.Done():

@@ -150,7 +150,16 @@ func (s *server) journalAndPatch(r *request, it *engine.Item, command, strategy,
 			Namespace: it.Ref.Namespace, Name: it.Ref.Name, UID: it.Live.UID, ResourceVersion: it.Live.ResourceVersion},
 		Changes: it.Plan.Changes,
 	})
-	rec, err := s.cfg.Journals(r.user).Create(j)
+	if ns := s.cfg.JournalNamespace; ns != "" && ns == r.argo.Namespace() {
+		return fail(http.StatusInternalServerError, "JournalsInArgoCDNamespace", "this backend journals in namespace %s, Argo CD's: it journals nothing there, since it would have to be able to write argocd-cm and argocd-rbac-cm; give it a namespace of its own (docs/ui.md). Nothing was changed", ns)
+	}
+	s.creating.Lock()
+	defer s.creating.Unlock()
+	store := s.cfg.Journals(r.user)
+	if bad, full := s.journalsFull(r, store); full {
+		return bad
+	}
+	rec, err := store.Create(j)
 	if err != nil {
 		return fail(http.StatusInternalServerError, "JournalFailed", "write the journal (nothing was changed): %v", err)
 	}
@@ -161,6 +170,34 @@ func (s *server) journalAndPatch(r *request, it *engine.Item, command, strategy,
 	s.cfg.logf("%s %s of %s in %s planned by %s: journal %s", command, strategy, it.Ref, r.app.Ref(), r.user, path)
 	return ok(ReleaseStarted{APIVersion: APIVersion, Kind: "UIReleaseStarted", Journal: s.journalRef(j, path), Release: p,
 		Patch: patchRequest(r.app, it.Ref, patch)})
+}
+
+// journalsFull refuses a new journal when the store holds the most it may, in all or for the
+// request's app: every user who may invoke the extension can start a release (a viewer's is
+// journaled as refused), and nothing deletes journals (docs/ui.md, retention).
+func (s *server) journalsFull(r *request, store *journal.Store) (reply, bool) {
+	sums, err := store.List()
+	if err != nil {
+		return fail(http.StatusBadGateway, "JournalsUnreadable", "count the journals before writing one (nothing was changed): %v", err), true
+	}
+	total, perApp := s.cfg.maxJournals()
+	forApp := 0
+	for _, sum := range sums {
+		for _, a := range sum.Applications {
+			if a.Namespace == r.app.Namespace && a.Name == r.app.Name {
+				forApp++
+				break
+			}
+		}
+	}
+	where := store.Dir
+	switch {
+	case len(sums) >= total:
+		return fail(http.StatusTooManyRequests, "TooManyJournals", "the journal store (%s) holds %d journals, the most this backend writes (%d in all): nothing was changed. An operator can remove those no longer needed for undo (docs/ui.md, retention)", where, len(sums), total), true
+	case forApp >= perApp:
+		return fail(http.StatusTooManyRequests, "TooManyJournals", "Application %s has %d journals of UI releases (%s), the most this backend writes for one app (%d): nothing was changed. An operator can remove those no longer needed for undo (docs/ui.md, retention)", r.app.Ref(), forApp, where, perApp), true
+	}
+	return reply{}, false
 }
 
 func orDefault(s, def string) string {

@@ -2,7 +2,6 @@ package extension
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -44,13 +44,23 @@ type Config struct {
 	Session session.Session
 	// Journals returns the store of UI releases, recording who asked (as Argo CD names them).
 	Journals func(requestedBy string) *journal.Store
+	// JournalNamespace is the namespace of a ConfigMap store, when Journals is one: the backend
+	// journals nothing when it turns out to be Argo CD's (the backend would need to be able to
+	// write ConfigMaps there, argocd-cm and argocd-rbac-cm among them).
+	JournalNamespace string
 	// UndoCommand is the command line that undoes a journal with a kubeconfig, for the UI to show.
 	UndoCommand func(journalID string) string
-	// Token is what HeaderToken must hold.
-	Token       string
-	ToolVersion string
-	Now         func() time.Time
-	Log         io.Writer
+	// Token is what HeaderToken must hold; TokenFile, when set, holds it instead, and is read again
+	// when it changes (a rotated Secret).
+	Token     string
+	TokenFile string
+	// MaxJournals and MaxJournalsPerApp bound the journals a release or guard in the UI may add to
+	// the store: at the bound it refuses (429) until an operator removes old ones. Zero means the
+	// defaults, DefaultMaxJournals and DefaultMaxJournalsPerApp.
+	MaxJournals, MaxJournalsPerApp int
+	ToolVersion                    string
+	Now                            func() time.Time
+	Log                            io.Writer
 }
 
 func (c Config) now() time.Time {
@@ -66,6 +76,14 @@ func (c Config) logf(format string, args ...any) {
 	}
 }
 
+// The bounds on journals, by default: a journal is a ConfigMap of a few kilobytes, so at most about
+// 1000 × 10 KiB in etcd, and a flood of releases on one app (a viewer's are journaled too, as
+// refused) stops at that app.
+const (
+	DefaultMaxJournals       = 1000
+	DefaultMaxJournalsPerApp = 100
+)
+
 // Validate refuses a configuration that would serve without the proof of argocd-server's checks.
 func (c Config) Validate() error {
 	switch {
@@ -73,21 +91,44 @@ func (c Config) Validate() error {
 		return errors.New("no session")
 	case c.Journals == nil:
 		return errors.New("no journal store")
-	case strings.TrimSpace(c.Token) == "":
+	case strings.TrimSpace(c.Token) == "" && c.TokenFile == "":
 		return errors.New("no token: argocd-server must send one (extension.config.unprune headers), and the backend must require it")
+	case c.MaxJournals < 0 || c.MaxJournalsPerApp < 0:
+		return errors.New("the bounds on journals must not be negative")
 	}
 	return nil
 }
 
+func (c Config) maxJournals() (total, perApp int) {
+	total, perApp = c.MaxJournals, c.MaxJournalsPerApp
+	if total == 0 {
+		total = DefaultMaxJournals
+	}
+	if perApp == 0 {
+		perApp = DefaultMaxJournalsPerApp
+	}
+	return total, perApp
+}
+
 // server serves the API.
-type server struct{ cfg Config }
+type server struct {
+	cfg   Config
+	token *tokenSource
+	// creating serializes counting the journals and creating one, so that the bounds hold against
+	// concurrent requests (one replica: the Deployment runs one).
+	creating sync.Mutex
+}
 
 // Handler is the backend's HTTP handler.
 func Handler(cfg Config) (http.Handler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &server{cfg: cfg}
+	tok, err := newToken(cfg.Token, cfg.TokenFile)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{cfg: cfg, token: tok}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	routes := []struct {
@@ -188,8 +229,11 @@ func (s *server) scoped(fn handlerFunc) http.Handler {
 }
 
 func (s *server) serve(r *http.Request, fn handlerFunc) reply {
-	got := r.Header.Get(HeaderToken)
-	if got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(strings.TrimSpace(s.cfg.Token))) != 1 {
+	good, err := s.token.matches(r.Header.Get(HeaderToken))
+	if err != nil {
+		s.cfg.logf("the token file changed but cannot be read (the token read before holds): %v", err)
+	}
+	if !good {
 		return fail(http.StatusUnauthorized, "Unauthorized", "this backend answers only argocd-server's proxy extension: the request lacks the %s argocd-server adds (extension.config.unprune in argocd-cm)", HeaderToken)
 	}
 	ns, name, found := strings.Cut(r.Header.Get(HeaderApplication), ":")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ type fixture struct {
 // newFixture is Argo CD with app guestbook stuck on team-a (no guard) and kube-system (immortal),
 // and app platform, whose ConfigMap requires nothing; journals go to a file store in a temp dir
 // (the ConfigMap store behaves the same: package cmstore's tests).
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, tweaks ...func(*Config)) *fixture {
 	s := argocd.NewSettings(map[string]string{argocd.SettingTrackingMethod: "annotation"}, nil)
 	home := clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer)
 	argo := clustertest.NewArgoCD("argocd", home, s)
@@ -57,11 +58,15 @@ func newFixture(t *testing.T) *fixture {
 	sess := &sessiontest.Session{Argo: argo, Config: session.Config{Now: func() time.Time { return t0 }}, Env: map[string]string{}, Rand: sessiontest.Counter()}
 	f.store = journal.NewStore(filepath.Join(t.TempDir(), "journal"), func() time.Time { return t0 })
 	f.store.Rand = sessiontest.Counter()
-	h, err := Handler(Config{Session: sess, Journals: func(by string) *journal.Store {
+	cfg := Config{Session: sess, Journals: func(by string) *journal.Store {
 		f.requestedBy = append(f.requestedBy, by)
 		return f.store
 	}, Token: token, ToolVersion: "v0.0.0-test",
-		UndoCommand: func(id string) string { return "unprune undo --journal-dir configmaps:argocd " + id + " --yes" }, Now: func() time.Time { return t0 }})
+		UndoCommand: func(id string) string { return "unprune undo --journal-dir configmaps:unprune " + id + " --yes" }, Now: func() time.Time { return t0 }}
+	for _, tweak := range tweaks {
+		tweak(&cfg)
+	}
+	h, err := Handler(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,5 +369,99 @@ func TestRequester(t *testing.T) {
 				t.Errorf("requester(%q, %q, %q) = %q, want %q", tc.username, tc.id, tc.groups, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestJournalsAreBounded: every user who may invoke the extension can start a release (a viewer's is
+// journaled, as refused), so the backend stops writing journals at its bounds — for one app, and
+// in all — and says what to do, changing nothing.
+func TestJournalsAreBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		total, perApp int
+		want          string
+	}{
+		{"per app", 10, 2, "Application argocd/guestbook has 2 journals of UI releases"},
+		{"in total", 2, 10, "holds 2 journals, the most this backend writes (2 in all)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, func(c *Config) { c.MaxJournals, c.MaxJournalsPerApp = tc.total, tc.perApp })
+			var ans ResourceAnswer
+			f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans)
+			req := ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion}
+			for i := range 2 {
+				var started ReleaseStarted
+				if code := f.call("POST", "/releases", "argocd:guestbook", req, &started); code != http.StatusOK {
+					t.Fatalf("release %d: status %d", i, code)
+				}
+			}
+			var e Error
+			if code := f.call("POST", "/releases", "argocd:guestbook", req, &e); code != http.StatusTooManyRequests || e.Reason != "TooManyJournals" || !strings.Contains(e.Message, tc.want) {
+				t.Fatalf("the third release: %d %+v; want 429 saying %q", code, e, tc.want)
+			}
+			if sums, err := f.store.List(); err != nil || len(sums) != 2 {
+				t.Fatalf("journals after the refusal: %d %v", len(sums), err)
+			}
+		})
+	}
+	if _, err := Handler(Config{Session: &sessiontest.Session{}, Journals: func(string) *journal.Store { return nil }, Token: token, MaxJournals: -1}); err == nil {
+		t.Error("a negative bound is accepted")
+	}
+}
+
+// TestTokenFollowsItsFile: the kubelet replaces a mounted Secret's file when the Secret changes; the
+// backend then accepts the new token and refuses the old one, without a restart. A file emptied
+// on the way keeps the token read before.
+func TestTokenFollowsItsFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "token")
+	replace := func(value string) {
+		t.Helper()
+		next := filepath.Join(dir, "token.next")
+		if err := os.WriteFile(next, []byte(value), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(next, file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replace("first\n")
+	f := newFixture(t, func(c *Config) { c.Token, c.TokenFile = "", file })
+	status := func(tok string) int {
+		var e Error
+		return f.call("GET", "/application", "argocd:guestbook", nil, &e, HeaderToken, tok)
+	}
+	if got := status("first"); got != http.StatusOK {
+		t.Fatalf("the file's token: %d", got)
+	}
+	replace("second\n")
+	if got := status("first"); got != http.StatusUnauthorized {
+		t.Errorf("the old token after the rotation: %d, want 401", got)
+	}
+	if got := status("second"); got != http.StatusOK {
+		t.Errorf("the new token: %d", got)
+	}
+	replace("")
+	if got := status("second"); got != http.StatusOK {
+		t.Errorf("the token read before, the file emptied: %d", got)
+	}
+	if _, err := Handler(Config{Session: &sessiontest.Session{}, Journals: func(string) *journal.Store { return nil }, TokenFile: filepath.Join(dir, "missing")}); err == nil {
+		t.Error("a backend whose token file is missing starts")
+	}
+}
+
+// TestNoJournalsInArgoCDsNamespace: a backend whose journals would go to Argo CD's namespace (Argo
+// CD's found at run time, not named by a flag) writes none there and says why.
+func TestNoJournalsInArgoCDsNamespace(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.JournalNamespace = "argocd" })
+	var ans ResourceAnswer
+	f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans)
+	var e Error
+	req := ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion}
+	if code := f.call("POST", "/releases", "argocd:guestbook", req, &e); code != http.StatusInternalServerError || e.Reason != "JournalsInArgoCDNamespace" {
+		t.Fatalf("%d %+v", code, e)
+	}
+	if sums, _ := f.store.List(); len(sums) != 0 {
+		t.Fatalf("journals written: %+v", sums)
 	}
 }

@@ -3,6 +3,10 @@ package guard
 import (
 	"context"
 	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/unprune/unprune/internal/argocd"
@@ -17,8 +21,9 @@ const PolicyGuard risk.Guard = "AdmissionPolicy"
 // Installed is what unprune knows of its own admission policy (Policy) in a cluster, when it is
 // installed, bound and denies: audit and check count what it covers as guarded.
 type Installed struct {
-	resources map[string]bool // group/resource
-	names     map[string]bool // resource/name
+	resources map[string]bool   // group/resource
+	names     map[string]bool   // resource/name, resource/namespace/name
+	kinds     map[string]string // group/Kind → resource, from KindsAnnotation
 }
 
 // Covers reports whether the installed policy protects the resource, given its live labels.
@@ -26,12 +31,22 @@ func (p *Installed) Covers(r argocd.Resource, labels map[string]string) bool {
 	if p == nil {
 		return false
 	}
-	for _, k := range Kinds {
-		if k.Group == r.Group && k.Kind == r.Kind && p.resources[k.Group+"/"+k.Resource] {
-			return labels[ProtectLabel] == "true" || p.names[k.Resource+"/"+r.Name]
+	resource, ok := p.kinds[r.Group+"/"+r.Kind]
+	if !ok {
+		for _, k := range Kinds {
+			if k.Group == r.Group && k.Kind == r.Kind {
+				resource, ok = k.Resource, true
+			}
 		}
 	}
-	return false
+	if !ok || !p.resources[r.Group+"/"+resource] {
+		return false
+	}
+	name := resource + "/" + r.Name
+	if r.Namespace != "" {
+		name = resource + "/" + r.Namespace + "/" + r.Name
+	}
+	return labels[ProtectLabel] == "true" || p.names[name]
 }
 
 // ReadInstalled recognises the policy `unprune guard policy` installs. Other admission policies are not
@@ -57,7 +72,12 @@ func ReadInstalled(ctx context.Context, objects cluster.Objects) (*Installed, st
 	if !hasVerb(actions, "Deny") {
 		return nil, fmt.Sprintf("cluster %s: binding %s does not Deny (actions %v): it enforces nothing", where, PolicyName, actions)
 	}
-	info := &Installed{resources: map[string]bool{}, names: map[string]bool{}}
+	return installedFrom(pol), ""
+}
+
+// installedFrom reads what the policy protects from its rules and annotations.
+func installedFrom(pol map[string]any) *Installed {
+	info := &Installed{resources: map[string]bool{}, names: map[string]bool{}, kinds: map[string]string{}}
 	spec, _ := pol["spec"].(map[string]any)
 	constraints, _ := spec["matchConstraints"].(map[string]any)
 	rules, _ := constraints["resourceRules"].([]any)
@@ -69,15 +89,107 @@ func ReadInstalled(ctx context.Context, objects cluster.Objects) (*Installed, st
 			}
 		}
 	}
-	meta, _ := pol["metadata"].(map[string]any)
-	annotations, _ := meta["annotations"].(map[string]any)
-	names, _ := annotations[NamesAnnotation].(string)
-	for _, n := range strings.Split(names, ",") {
-		if n != "" {
-			info.names[n] = true
+	for _, n := range annotationList(pol, NamesAnnotation) {
+		info.names[n] = true
+	}
+	info.kinds = parseKindsAnnotation(annotationList(pol, KindsAnnotation))
+	return info
+}
+
+// Protected is what a policy Policy built protects, as guard policy's options name it: the kinds (a
+// built-in name, or RESOURCE[.GROUP]), the objects by name, and the break-glass group.
+type Protected struct {
+	Kinds, Names    []string
+	BreakGlassGroup string
+}
+
+// breakGlass reads the group Policy's matchCondition exempts.
+var breakGlass = regexp.MustCompile(`^!\((".*") in request\.userInfo\.groups\)$`)
+
+// ProtectedBy reads a policy object back into the options that build it, so that another can add to
+// it (guard policy --merge).
+func ProtectedBy(pol map[string]any) Protected {
+	info := installedFrom(pol)
+	var p Protected
+	for _, rule := range slices.Sorted(maps.Keys(info.resources)) {
+		group, resource, _ := strings.Cut(rule, "/")
+		kind := resource
+		if group != "" {
+			kind += "." + group
+		}
+		for _, k := range Kinds {
+			if k.Group == group && k.Resource == resource {
+				kind = k.Flag
+			}
+		}
+		p.Kinds = append(p.Kinds, kind)
+	}
+	p.Names = annotationList(pol, NamesAnnotation)
+	spec, _ := pol["spec"].(map[string]any)
+	conds, _ := spec["matchConditions"].([]any)
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		expr, _ := m["expression"].(string)
+		if g := breakGlass.FindStringSubmatch(expr); m["name"] == "not-break-glass" && g != nil {
+			p.BreakGlassGroup, _ = strconv.Unquote(g[1])
 		}
 	}
-	return info, ""
+	return p
+}
+
+// Merge adds what an installed policy protects to the options: its kinds and names come first, the
+// options' own after them (each once); its break-glass group stays unless the options name one.
+func (o PolicyOptions) Merge(p Protected) PolicyOptions {
+	kinds := o.Kinds
+	if len(kinds) == 0 {
+		kinds = []string{"namespaces"}
+	}
+	o.Kinds = union(p.Kinds, kinds)
+	o.Names = union(p.Names, o.Names)
+	if o.BreakGlassGroup == "" {
+		o.BreakGlassGroup = p.BreakGlassGroup
+	}
+	return o
+}
+
+func union(a, b []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range append(append([]string(nil), a...), b...) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// annotationList reads one of the policy's comma-separated annotations, in its order.
+func annotationList(pol map[string]any, key string) []string {
+	meta, _ := pol["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	v, _ := annotations[key].(string)
+	var out []string
+	for _, entry := range strings.Split(v, ",") {
+		if entry = strings.TrimSpace(entry); entry != "" {
+			out = append(out, entry)
+		}
+	}
+	return out
+}
+
+// parseKindsAnnotation reads KindsAnnotation's entries: RESOURCE[.GROUP]=KIND.
+func parseKindsAnnotation(entries []string) map[string]string {
+	out := map[string]string{}
+	for _, entry := range entries {
+		rg, kind, ok := strings.Cut(entry, "=")
+		if !ok || rg == "" || kind == "" {
+			continue
+		}
+		resource, group, _ := strings.Cut(rg, ".")
+		out[group+"/"+kind] = resource
+	}
+	return out
 }
 
 func stringSlice(m map[string]any, path ...string) []string {

@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -15,6 +16,19 @@ const (
 	messageNobody     = `request.resource.resource + "/" + oldObject.metadata.name + " is protected from deletion by ValidatingAdmissionPolicy unprune-protect-deletion (label unprune.dev/protected=true, or named in the policy); nobody may delete it. If Argo CD tried to prune it, release it instead: unprune detach APP. If it really must go, remove the protection first."`
 	messageBreakGlass = `request.resource.resource + "/" + oldObject.metadata.name + " is protected from deletion by ValidatingAdmissionPolicy unprune-protect-deletion (label unprune.dev/protected=true, or named in the policy); only members of group platform-admins may delete it. If Argo CD tried to prune it, release it instead: unprune detach APP. If it really must go, remove the protection first."`
 )
+
+// lookup is a cluster's discovery for the tests: kubectl's names of ConfigMaps and StatefulSets.
+func lookup(name string) (Kind, error) {
+	switch name {
+	case "configmaps", "cm", "ConfigMap":
+		return Kind{Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}, nil
+	case "statefulsets.apps", "sts":
+		return Kind{Group: "apps", Resource: "statefulsets", Kind: "StatefulSet", Namespaced: true}, nil
+	case "ns":
+		return Kind{Resource: "namespaces", Kind: "Namespace"}, nil
+	}
+	return Kind{}, fmt.Errorf("cluster in-cluster serves no kind %s", name)
+}
 
 func mustPolicy(t *testing.T, o PolicyOptions) (policy, binding map[string]any) {
 	t.Helper()
@@ -167,10 +181,19 @@ func TestPolicyNames(t *testing.T) {
 			opts: PolicyOptions{Kinds: []string{"namespaces", "crds", "pvs"},
 				Names: []string{"pvs/data", "namespaces/team-a", "crds/widgets.example.com"}},
 			wantExpression: "!(" + protected +
-				` || (request.resource.resource == "customresourcedefinitions" && oldObject.metadata.name in ["widgets.example.com"])` +
+				` || (request.resource.group == "apiextensions.k8s.io" && request.resource.resource == "customresourcedefinitions" && oldObject.metadata.name in ["widgets.example.com"])` +
 				` || (request.resource.resource == "namespaces" && oldObject.metadata.name in ["team-a"])` +
 				` || (request.resource.resource == "persistentvolumes" && oldObject.metadata.name in ["data"]))`,
 			wantNames: "customresourcedefinitions/widgets.example.com,namespaces/team-a,persistentvolumes/data",
+		},
+		{
+			name: "namespaced kinds are named with their namespace, other groups with their group",
+			opts: PolicyOptions{Kinds: []string{"cm", "sts"}, Resolve: lookup,
+				Names: []string{"configmaps/shop/settings", "cm/shop/prices", "sts/db/postgres"}},
+			wantExpression: "!(" + protected +
+				` || (request.resource.resource == "configmaps" && oldObject.metadata.namespace + "/" + oldObject.metadata.name in ["shop/settings", "shop/prices"])` +
+				` || (request.resource.group == "apps" && request.resource.resource == "statefulsets" && oldObject.metadata.namespace + "/" + oldObject.metadata.name in ["db/postgres"]))`,
+			wantNames: "configmaps/shop/settings,configmaps/shop/prices,statefulsets/db/postgres",
 		},
 	}
 	for _, tt := range tests {
@@ -195,27 +218,52 @@ func TestPolicyErrors(t *testing.T) {
 		{
 			name:    "unknown kind",
 			opts:    PolicyOptions{Kinds: []string{"secrets"}},
-			wantErr: `unknown kind "secrets" for the policy: use namespaces, crds, pvs`,
+			wantErr: `unknown kind "secrets" for the policy: use namespaces, crds, pvs, or name any other kind as kubectl does (secrets, pvc, statefulsets.apps) with a cluster to look it up in`,
 		},
 		{
 			name:    "unknown kind after a known one",
 			opts:    PolicyOptions{Kinds: []string{"namespaces", "Namespaces"}},
-			wantErr: `unknown kind "Namespaces" for the policy: use namespaces, crds, pvs`,
+			wantErr: `unknown kind "Namespaces" for the policy: use namespaces, crds, pvs, or name any other kind as kubectl does (secrets, pvc, statefulsets.apps) with a cluster to look it up in`,
+		},
+		{
+			name:    "a kind the cluster does not serve",
+			opts:    PolicyOptions{Kinds: []string{"widgets"}, Resolve: lookup},
+			wantErr: `kind "widgets" for the policy: cluster in-cluster serves no kind widgets`,
+		},
+		{
+			name:    "a namespaced kind named without its namespace",
+			opts:    PolicyOptions{Kinds: []string{"cm"}, Resolve: lookup, Names: []string{"configmaps/settings"}},
+			wantErr: `<GuardName> "configmaps/settings": configmaps are namespaced: use configmaps/NAMESPACE/NAME`,
+		},
+		{
+			name:    "a cluster-scoped kind named with a namespace",
+			opts:    PolicyOptions{Names: []string{"namespaces/shop/team-a"}},
+			wantErr: `<GuardName> "namespaces/shop/team-a": namespaces are cluster-scoped: use namespaces/NAME`,
+		},
+		{
+			name:    "a namespaced name with an empty namespace",
+			opts:    PolicyOptions{Kinds: []string{"cm"}, Resolve: lookup, Names: []string{"cm//settings"}},
+			wantErr: `<GuardName> "cm//settings": configmaps are namespaced: use cm/NAMESPACE/NAME`,
+		},
+		{
+			name:    "a name of a resolved kind not in --kinds",
+			opts:    PolicyOptions{Kinds: []string{"cm"}, Resolve: lookup, Names: []string{"secrets/shop/token"}},
+			wantErr: `<GuardName> "secrets/shop/token": add secrets to <GuardKinds> too`,
 		},
 		{
 			name:    "name without a slash",
 			opts:    PolicyOptions{Names: []string{"team-a"}},
-			wantErr: `<GuardName> "team-a": use KIND/NAME, e.g. namespaces/team-a`,
+			wantErr: `<GuardName> "team-a": use RESOURCE/NAME, or RESOURCE/NAMESPACE/NAME for a namespaced kind, e.g. namespaces/team-a`,
 		},
 		{
 			name:    "name with an empty name",
 			opts:    PolicyOptions{Names: []string{"namespaces/"}},
-			wantErr: `<GuardName> "namespaces/": use KIND/NAME, e.g. namespaces/team-a`,
+			wantErr: `<GuardName> "namespaces/": use RESOURCE/NAME, or RESOURCE/NAMESPACE/NAME for a namespaced kind, e.g. namespaces/team-a`,
 		},
 		{
 			name:    "name with an unknown kind",
 			opts:    PolicyOptions{Names: []string{"secrets/token"}},
-			wantErr: `<GuardName> "secrets/token": unknown kind "secrets" for the policy: use namespaces, crds, pvs`,
+			wantErr: `<GuardName> "secrets/token": add secrets to <GuardKinds> too`,
 		},
 		{
 			name:    "name of a kind not in --kinds (default)",
@@ -338,6 +386,7 @@ func TestParseKinds(t *testing.T) {
 	pv := Kind{Flag: "pvs", Resource: "persistentvolumes", Kind: "PersistentVolume"}
 	tests := []struct {
 		in      []string
+		resolve func(string) (Kind, error)
 		want    []Kind
 		wantErr string
 	}{
@@ -345,12 +394,18 @@ func TestParseKinds(t *testing.T) {
 		{in: []string{}, want: []Kind{ns}},
 		{in: []string{"crds"}, want: []Kind{crd}},
 		{in: []string{"pvs", "namespaces", "crds"}, want: []Kind{pv, ns, crd}},
-		{in: []string{"pv"}, wantErr: `unknown kind "pv" for the policy: use namespaces, crds, pvs`},
-		{in: []string{""}, wantErr: `unknown kind "" for the policy: use namespaces, crds, pvs`},
-		{in: []string{"customresourcedefinitions"}, wantErr: `unknown kind "customresourcedefinitions" for the policy: use namespaces, crds, pvs`},
+		{in: []string{"pv"}, wantErr: `unknown kind "pv" for the policy: use namespaces, crds, pvs, or name any other kind as kubectl does (secrets, pvc, statefulsets.apps) with a cluster to look it up in`},
+		{in: []string{""}, wantErr: `unknown kind "" for the policy: use namespaces, crds, pvs, or name any other kind as kubectl does (secrets, pvc, statefulsets.apps) with a cluster to look it up in`},
+		{in: []string{"customresourcedefinitions"}, wantErr: `unknown kind "customresourcedefinitions" for the policy: use namespaces, crds, pvs, or name any other kind as kubectl does (secrets, pvc, statefulsets.apps) with a cluster to look it up in`},
+		// With a cluster to ask: any kind, named as kubectl names it; one named twice counts once.
+		{in: []string{"namespaces", "cm", "ns", "ConfigMap"}, resolve: lookup, want: []Kind{ns,
+			{Flag: "cm", Resource: "configmaps", Kind: "ConfigMap", Namespaced: true}}},
+		{in: []string{"sts"}, resolve: lookup, want: []Kind{{Flag: "sts", Group: "apps", Resource: "statefulsets", Kind: "StatefulSet", Namespaced: true}}},
+		{in: []string{""}, resolve: lookup, wantErr: `unknown kind "" for the policy: use namespaces, crds, pvs, or name any other kind as kubectl does (secrets, pvc, statefulsets.apps) with a cluster to look it up in`},
+		{in: []string{"widgets"}, resolve: lookup, wantErr: `kind "widgets" for the policy: cluster in-cluster serves no kind widgets`},
 	}
 	for _, tt := range tests {
-		got, err := ParseKinds(tt.in)
+		got, err := ParseKinds(tt.in, tt.resolve)
 		if tt.wantErr != "" {
 			if err == nil || err.Error() != tt.wantErr {
 				t.Errorf("ParseKinds(%q) error = %v, want %q", tt.in, err, tt.wantErr)
@@ -453,11 +508,31 @@ func TestProtectPlan(t *testing.T) {
 			target: plan.Target{Ref: teamA, Deleting: true, Labels: map[string]string{"unprune.dev/protected": "true"}},
 			want:   planWant{refusalCode: plan.RefuseDeleting},
 		},
+		// Each sync of an app with Replace=true writes its manifest over the object: the label goes.
+		{
+			name:   "declared by an app that syncs with Replace=true",
+			target: plan.Target{Ref: teamA, Declared: true, Replaced: true},
+			want:   planWant{refusalCode: plan.RefuseReplacedBySync},
+		},
+		{
+			name:   "labelled already, by an app that syncs with Replace=true",
+			target: plan.Target{Ref: teamA, Declared: true, Replaced: true, Labels: map[string]string{"unprune.dev/protected": "true"}},
+			want:   planWant{refusalCode: plan.RefuseReplacedBySync},
+		},
+		{
+			name:   "declared by an app that applies",
+			target: plan.Target{Ref: teamA, Declared: true},
+			want:   planWant{changes: []journal.Change{journal.Addition(journal.FieldLabel, "unprune.dev/protected", "true")}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			checkPlan(t, ProtectPlan(tt.target), tt.target, tt.want)
 		})
+	}
+	p := ProtectPlan(plan.Target{Ref: teamA, Resource: "namespaces", Declared: true, Replaced: true})
+	if want := "Protect it by name instead (unprune guard policy <GuardMerge> <GuardKinds> namespaces <GuardName> namespaces/team-a <Apply>)"; p.Refusal == nil || !strings.Contains(p.Refusal.Message, want) {
+		t.Errorf("refusal %+v does not say %q", p.Refusal, want)
 	}
 }
 
@@ -523,6 +598,11 @@ func TestConfirmPlan(t *testing.T) {
 			name:   "being deleted with Prune=false",
 			target: plan.Target{Ref: teamA, Deleting: true, Annotations: map[string]string{key: "Prune=false"}},
 			want:   planWant{refusalCode: plan.RefuseDeleting},
+		},
+		{
+			name:   "declared by an app that syncs with Replace=true",
+			target: plan.Target{Ref: teamA, Declared: true, Replaced: true},
+			want:   planWant{refusalCode: plan.RefuseReplacedBySync},
 		},
 	}
 	for _, tt := range tests {

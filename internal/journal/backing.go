@@ -26,6 +26,19 @@ type Backing interface {
 	Where() string
 }
 
+// BulkReader is a Backing that reads every journal at once — one paginated LIST of ConfigMaps
+// rather than a GET for each — which Store.List uses when its Backing has it.
+type BulkReader interface {
+	// ReadAll returns every journal's path and bytes, by path.
+	ReadAll(ctx context.Context) ([]Stored, error)
+}
+
+// Stored is one journal as a BulkReader returns it.
+type Stored struct {
+	Path string
+	Data []byte
+}
+
 // Decode reads a journal's bytes — the document and the records appended to it — as Load does;
 // name is used in messages. torn reports a last record cut short (dropped).
 func Decode(name string, data []byte) (j *Journal, torn bool, err error) {

@@ -267,6 +267,17 @@ func (s *Store) List() ([]Summary, error) {
 // each loads every journal file of the directory, in directory order. A missing directory means no
 // journals.
 func (s *Store) each(fn func(path string, j *Journal, torn bool, err error)) error {
+	if bulk, ok := s.Backing.(BulkReader); ok {
+		all, err := bulk.ReadAll(context.Background())
+		if err != nil {
+			return fmt.Errorf("list journals in %s: %w", s.Dir, err)
+		}
+		for _, st := range all {
+			j, torn, err := decode(st.Path, st.Data)
+			fn(st.Path, j, torn, err)
+		}
+		return nil
+	}
 	if s.Backing != nil {
 		paths, err := s.Backing.List(context.Background())
 		if err != nil {

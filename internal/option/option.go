@@ -59,6 +59,7 @@ const (
 	// guard policy's.
 	GuardName
 	GuardKinds
+	GuardMerge
 	Apply
 
 	// watch's.
@@ -86,7 +87,7 @@ var idents = [...]string{
 	ArgoCDAuthToken: "ArgoCDAuthToken", ClusterContext: "ClusterContext", ClusterCredentials: "ClusterCredentials",
 	Via: "Via", DryRun: "DryRun", Yes: "Yes", Force: "Force", To: "To", Prepare: "Prepare",
 	Probe: "Probe", ControllerAs: "ControllerAs", RepoDir: "RepoDir",
-	GuardName: "GuardName", GuardKinds: "GuardKinds", Apply: "Apply",
+	GuardName: "GuardName", GuardKinds: "GuardKinds", GuardMerge: "GuardMerge", Apply: "Apply",
 	MetricsBindAddress: "MetricsBindAddress", AppNamespaces: "AppNamespaces", LeaseDuration: "LeaseDuration",
 	RenewDeadline: "RenewDeadline", RetryPeriod: "RetryPeriod", ResyncPeriod: "ResyncPeriod", Workers: "Workers",
 	LiveCacheSize: "LiveCacheSize", LiveCacheTTL: "LiveCacheTTL", WatchTimeout: "WatchTimeout",

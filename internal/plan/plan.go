@@ -38,8 +38,10 @@ func ParseStrategy(s string) (Strategy, error) {
 
 // Target is a live object of an Application, as read from the cluster.
 type Target struct {
-	Instance        string // the app's instance name (app, or <namespace>_<app>)
-	Ref             argocd.ObjectRef
+	Instance string // the app's instance name (app, or <namespace>_<app>)
+	Ref      argocd.ObjectRef
+	// Resource is the API resource serving it (deployments), where the planner knows it.
+	Resource        string
 	Labels          map[string]string
 	Annotations     map[string]string
 	OwnerReferences []string // "Kind/name" of each owner
@@ -50,6 +52,10 @@ type Target struct {
 	// Declared is true when the app's status lists the object as part of its desired state (a row
 	// not requiring pruning): its manifest is in the app's git, and Argo CD applies it again.
 	Declared bool
+	// Replaced is true when the app that declares it syncs it with Replace=true (its syncOptions, or
+	// the object's own sync-options): every sync writes the whole manifest over the object (a PUT,
+	// for a Namespace or a CRD too), so no label or annotation that is not in the manifest survives.
+	Replaced bool
 	// Hook is true when the status row marks the object a hook, or (without a row) its annotations do.
 	Hook bool
 	// ManagedFields are the object's metadata.managedFields.

@@ -157,6 +157,8 @@ func AuditTable(w io.Writer, o Output, doc AuditReport) error {
 		switch {
 		case r.Deleted == string(audit.WhenRemovedFromGit):
 			when = "when removed from git"
+		case r.Deleted == string(audit.WhenForceSynced):
+			when = "by a forced sync of its app (Replace=true; another app declares it too)"
 		case r.Deleted == string(audit.WhenArgoCDUpgraded):
 			when = "by a prune sync after an upgrade to Argo CD v3.6+ (set installationID first)"
 		case r.Cascade != nil:

@@ -109,6 +109,36 @@ func judgeAdopted(app argocd.Application, moved []argocd.Resource, patchedAt tim
 	return o
 }
 
+// StaleRequest is how long a refresh request may stay pending with no comparison after the change
+// before it is asked again: the controller may have taken it without the comparison it asks for,
+// or it may never have reached the controller (a request set again unchanged sends no watch event;
+// the backends' Refresh renew it with a change).
+const StaleRequest = 15 * time.Second
+
+// Asker decides, for a wait on Argo CD's comparison, when to ask for a refresh: Reask after the last
+// request when none is pending (the controller took it without a comparison late enough), and
+// StaleRequest after a pending one was first seen, and after the last request, when one is.
+type Asker struct {
+	Reask          time.Duration
+	asked, pending time.Time
+}
+
+// Due reports whether to ask at now, given the refresh request the app carries ("" when none).
+func (a *Asker) Due(now time.Time, request string) bool {
+	switch {
+	case request == "":
+		a.pending = time.Time{}
+		return now.Sub(a.asked) >= a.Reask
+	case a.pending.IsZero():
+		a.pending = now
+		return false
+	}
+	return now.Sub(a.pending) >= StaleRequest && now.Sub(a.asked) >= StaleRequest
+}
+
+// Asked records a request made at now.
+func (a *Asker) Asked(now time.Time) { a.asked, a.pending = now, time.Time{} }
+
 // DefaultPoll is how often an app is read while waiting for Argo CD.
 const DefaultPoll = 100 * time.Millisecond
 
@@ -141,17 +171,18 @@ func Wait(ctx context.Context, argo cluster.ArgoCD, app argocd.Application, rele
 	if err != nil {
 		return Outcome{App: app}, err
 	}
-	asked := time.Time{}
+	ask := Asker{Reask: opts.Reask}
 	for {
 		o := Judge(current, released, want, patchedAt)
-		if o.Verified || !now().Before(deadline) {
+		t := now()
+		if o.Verified || !t.Before(deadline) {
 			return o, nil
 		}
-		if current.Refresh == "" && !o.Fresh && now().Sub(asked) >= opts.Reask {
+		if !o.Fresh && ask.Due(t, current.Refresh) {
 			if err := argo.Refresh(ctx, current, false); err != nil {
 				return o, err
 			}
-			asked = now()
+			ask.Asked(t)
 		}
 		select {
 		case <-ctx.Done():

@@ -134,7 +134,7 @@ func (e *events) observe(key string, s Summary) {
 	next := eventState{pruning: map[string]argocd.Resource{}, unguarded: map[string]bool{}}
 	app := appRef{Namespace: s.Namespace, Name: s.Name, UID: types.UID(s.UID)}
 	var found []transition
-	for _, k := range sortedKeys(s.HighRiskPruning) {
+	for _, k := range slices.Sorted(maps.Keys(s.HighRiskPruning)) {
 		f := s.HighRiskPruning[k]
 		next.pruning[k] = f.Resource
 		_, wasPruning := prev.pruning[k]
@@ -429,7 +429,8 @@ func guardCommand(r argocd.Resource) string {
 	for _, k := range guard.Kinds {
 		if k.Group == r.Group && k.Kind == r.Kind {
 			protect := confirmed([]string{"guard", "protect"}, r.String())
-			policy := option.Command{Path: []string{"guard", "policy"}, Options: []option.Setting{{Name: option.GuardKinds, Value: k.Flag}, option.Flag(option.Apply)}}
+			// --merge: the policy installed may protect more than this kind, which a plain apply drops.
+			policy := option.Command{Path: []string{"guard", "policy"}, Options: []option.Setting{option.Flag(option.GuardMerge), {Name: option.GuardKinds, Value: k.Flag}, option.Flag(option.Apply)}}
 			return fmt.Sprintf("%v (with %v)", protect, policy)
 		}
 	}

@@ -1,8 +1,6 @@
 package watch
 
 import (
-	"sort"
-
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/audit"
 	"github.com/unprune/unprune/internal/risk"
@@ -149,14 +147,4 @@ func riskLabel(c risk.Class) string {
 		return riskHigh
 	}
 	return riskNormal
-}
-
-// sortedKeys returns a map's keys in order, for events emitted in a stable order.
-func sortedKeys(m map[string]Finding) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -179,7 +179,7 @@ func TestEventsOnTransitionsOnly(t *testing.T) {
 	// A second high-risk row starts requiring pruning, unguarded: one Event, naming the commands.
 	step(summary(app, row(app, ns("a"), audit.Now, risk.High, true), row(app, ns("b"), audit.Now, risk.High, false)))
 	if len(rec.sent) != 1 || !strings.HasPrefix(rec.sent[0], ReasonHighRiskRequiresPruning+": Namespace/b requires pruning") ||
-		!strings.Contains(rec.sent[0], "unprune detach argocd/app Namespace/b <Yes>") || !strings.Contains(rec.sent[0], "unprune guard protect Namespace/b <Yes> (with unprune guard policy <GuardKinds> namespaces <Apply>)") ||
+		!strings.Contains(rec.sent[0], "unprune detach argocd/app Namespace/b <Yes>") || !strings.Contains(rec.sent[0], "unprune guard protect Namespace/b <Yes> (with unprune guard policy <GuardMerge> <GuardKinds> namespaces <Apply>)") ||
 		!strings.Contains(rec.sent[0], "the 3 objects in it") {
 		t.Fatalf("events: %q", rec.sent)
 	}

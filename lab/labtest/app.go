@@ -268,9 +268,23 @@ func (a *App) RefreshAndWait(t testing.TB) {
 // its request vanished without running.
 func (a *App) Sync(t testing.TB, prune bool) Operation {
 	t.Helper()
+	return a.sync(t, prune, false)
+}
+
+// ForceSync is Sync with FORCE ticked (`argocd app sync --force`): the operation's
+// syncStrategy.apply.force, which gitops-engine passes to kubectl apply --force, or to kubectl
+// replace --force for resources synced with Replace=true.
+func (a *App) ForceSync(t testing.TB, prune bool) Operation {
+	t.Helper()
+	return a.sync(t, prune, true)
+}
+
+func (a *App) sync(t testing.TB, prune, force bool) Operation {
+	t.Helper()
 	// Auto-sync runs operations too, within the same second: a unique initiator tells ours apart.
-	initiator := a.RequestSync(t, prune)
-	request := func() { a.requestSync(t, prune, initiator) }
+	initiator := UniqueName("labtest")
+	a.requestSync(t, prune, force, initiator)
+	request := func() { a.requestSync(t, prune, force, initiator) }
 	var op Operation
 	asked := time.Now()
 	Eventually(t, 2*time.Minute, "sync of "+a.Name+" to finish", func() (bool, string) {
@@ -300,11 +314,11 @@ func (a *App) Sync(t testing.TB, prune bool) Operation {
 func (a *App) RequestSync(t testing.TB, prune bool) string {
 	t.Helper()
 	initiator := UniqueName("labtest")
-	a.requestSync(t, prune, initiator)
+	a.requestSync(t, prune, false, initiator)
 	return initiator
 }
 
-func (a *App) requestSync(t testing.TB, prune bool, initiator string) {
+func (a *App) requestSync(t testing.TB, prune, force bool, initiator string) {
 	t.Helper()
 	a.WaitStatus(t, 2*time.Minute, "to have no operation running", func(s Status) bool { return s.Idle() })
 	sync := map[string]any{"revision": "main", "prune": prune}
@@ -312,6 +326,9 @@ func (a *App) requestSync(t testing.TB, prune bool, initiator string) {
 		// argocd-server's Sync takes the app's syncPolicy.syncOptions when the request names none
 		// (server/application/application.go); the controller reads them only from the operation.
 		sync["syncOptions"] = a.SyncOptions
+	}
+	if force {
+		sync["syncStrategy"] = map[string]any{"apply": map[string]any{"force": true}}
 	}
 	a.patch(t, map[string]any{"operation": map[string]any{
 		"initiatedBy": map[string]any{"username": initiator},

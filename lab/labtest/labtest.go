@@ -259,6 +259,9 @@ func InstallNamespace(cfg lab.ArgoCDConfig) string {
 	if cfg.ResourceSelectors != "" {
 		parts = append(parts, "selectors")
 	}
+	if cfg.Hydrator {
+		parts = append(parts, "hydrator")
+	}
 	return strings.Join(parts, "-")
 }
 

@@ -46,12 +46,12 @@ func wantTracking(t *testing.T, kube kubernetes.Interface, app *labtest.App, ns 
 	}
 }
 
-// TestArgoCDV3_0 runs the incident on the real Argo CD v3.0.23: its default tracking is the
-// annotation, and the reverted Namespace requires pruning.
-func TestArgoCDV3_0(t *testing.T) {
+// TestArgoCDV3_5 runs the incident on the real Argo CD v3.5.1, built with its in-tree gitops-engine:
+// its default tracking is the annotation, and the reverted Namespace requires pruning.
+func TestArgoCDV3_5(t *testing.T) {
 	env := labtest.Get(t)
 	start := time.Now()
-	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.0.23"})
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.5.1"})
 	app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t)})
 	ns := labtest.UniqueName("incident")
 	t.Cleanup(func() { env.DeleteNamespace(ns) })
@@ -61,7 +61,7 @@ func TestArgoCDV3_0(t *testing.T) {
 	if r, ok := s.Find("Namespace", ns); !ok || !r.RequiresPruning || s.Sync != "OutOfSync" || s.Revision != reverted {
 		t.Errorf("after the revert: %s; want OutOfSync at %.8s with Namespace %s requiring pruning", s, reverted, ns)
 	}
-	t.Logf("v3.0.23: installation, incident and checks in %.1fs", time.Since(start).Seconds())
+	t.Logf("v3.5.1: installation, incident and checks in %.1fs", time.Since(start).Seconds())
 }
 
 // TestRemote has the real Argo CD v3.6.1 controller deploy to the remote cluster, by server URL

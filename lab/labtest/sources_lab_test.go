@@ -18,7 +18,7 @@ import (
 
 // The helm each release's repo-server runs (lab/modules/argocd-*/repo-server-tools), as a chart
 // sees it in .Capabilities.HelmVersion.
-var repoServerHelm = map[string]string{"v3.6.1": "v4.3.1", "v3.2.11": "v3.18.4", "v3.1.16": "v3.18.4", "v3.0.23": "v3.17.1", "v2.14.11": "v3.16.3"}
+var repoServerHelm = map[string]string{"v3.6.1": "v4.3.1", "v3.5.1": "v4.2.1", "v3.4.7": "v3.19.4", "v3.3.14": "v3.19.4", "v3.2.11": "v3.18.4", "v3.1.16": "v3.18.4", "v3.0.23": "v3.17.1", "v2.14.11": "v3.16.3"}
 
 // TestHelmAndKustomize: on every Argo CD release the lab runs (CI's, or UNPRUNE_LAB_MATRIX's), the real repo-server renders a Helm
 // chart with the release's own helm and a kustomize overlay with its kustomize, and the real

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -14,10 +13,23 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-// Dir is deploy/ in this work tree.
+// Dir is deploy/ in this work tree: found from the working directory (a test's is its package's),
+// not from the source file's path, which -trimpath builds do not keep.
 func Dir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "deploy")
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "deploy", "base")); err == nil {
+			return filepath.Join(dir, "deploy")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			panic("deploytest: no deploy/base above the working directory")
+		}
+		dir = parent
+	}
 }
 
 // Build renders deploy/<path> with the overlay lines added (namespace:, namePrefix:, components:

@@ -47,7 +47,7 @@ func noWildcardNoSecrets(t *testing.T, where string, r rule) {
 	}
 }
 
-// TestRBACLeastPrivilege: the base grants reads only, except Events (create, patch) and its own Lease
+// TestRBACLeastPrivilege: the base grants reads only, except Events (create) and its own Lease
 // (create; get and update by name); no wildcard; no Secrets; nothing that writes elsewhere.
 func TestRBACLeastPrivilege(t *testing.T) {
 	objs := Build(t, "base")

@@ -135,6 +135,13 @@ func proveDetach(t *testing.T, env *labtest.Env, c detachCell) {
 		if f.Risk != "High" || f.Instance != app.Instance() {
 			t.Errorf("finding %+v: want risk high and instance %q", f, app.Instance())
 		}
+		// unprune's model of the release (its default tracking method above all) must agree with
+		// what this Argo CD does: detach's fallback for a model that disagrees (it removes every
+		// kind of tracking naming the app) would otherwise hide a rule on the wrong line.
+		if f.ModelMismatch {
+			t.Errorf("scan's model of Argo CD %s disagrees with it (tracking method %s from %s): %v", c.cfg.Version, rep.ArgoCD.TrackingMethod,
+				rep.ArgoCD.TrackingMethodSource, f.Notes)
+		}
 		keys := map[string]bool{}
 		for _, m := range f.Tracking {
 			keys[m.Key] = true

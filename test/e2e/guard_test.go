@@ -28,14 +28,17 @@ import (
 var gvrCRD = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // policyOnce installs unprune's admission policy once per lab: it is cluster-wide and only denies
-// deleting labelled objects, so the other tests are not affected.
+// deleting labelled objects, so the other tests are not affected. Every test that applies it
+// applies policyArgs, so that none takes away a kind another relies on.
 var policyOnce sync.Once
+
+// policyArgs are the policy's kinds (ConfigMaps: TestForceReplaceOfASharedObject) and break-glass group.
+var policyArgs = []string{"guard", "policy", "--kinds=namespaces,crds,configmaps", "--break-glass-group=lab-break-glass", "--apply", "--yes"}
 
 func installPolicy(t *testing.T, env *labtest.Env) {
 	t.Helper()
 	policyOnce.Do(func() {
-		r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace=argocd-v361-annotation", "guard", "policy",
-			"--kinds=namespaces,crds", "--break-glass-group=lab-break-glass", "--apply", "--yes")
+		r := unprune(t, env, labtest.TempDir(t), append([]string{"--argocd-namespace=argocd-v361-annotation"}, policyArgs...)...)
 		if r.Code != cli.ExitOK {
 			t.Fatalf("guard policy --apply exit %d", r.Code)
 		}

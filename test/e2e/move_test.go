@@ -216,6 +216,7 @@ func newMoveCaseWith(t *testing.T, env *labtest.Env, cfg lab.ArgoCDConfig, b lab
 	}
 	c.b.WaitSynced(t, rev)
 	c.objects = []object{{kind: "ConfigMap", namespace: ns, name: cm}, {kind: "Deployment", namespace: ns, name: dep}}
+	waitDeploymentSettled(t, env.Cluster, c.objects[1])
 	return c
 }
 
@@ -251,7 +252,7 @@ func (c *moveCase) commitMove(t *testing.T) string {
 // moveCells are the Argo CD versions and tracking methods move and rename are proven on.
 var moveCells = []struct{ version, tracking string }{
 	{"v3.6.1", "annotation"}, {"v3.6.1", "label"}, {"v3.6.1", "annotation+label"},
-	{"v3.0.23", "annotation"}, {"v2.14.11", "label"},
+	{"v3.5.1", "annotation"}, {"v2.14.11", "label"},
 }
 
 // TestMoveThroughPrepare: prepare, commit, move — nothing deleted at any moment, the tracking names

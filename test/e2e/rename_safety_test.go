@@ -69,6 +69,32 @@ func ownedReplicaSets(t *testing.T, c *labtest.Cluster, dep object) []string {
 	return out
 }
 
+// waitDeploymentSettled waits until kube-controller-manager's deployment controller has done its
+// writes on a new Deployment: one ReplicaSet, the Deployment's revision annotation, and a status
+// that has observed its generation and counts every replica. The controller writes the annotation
+// and status after it creates the ReplicaSet, so a snapshot of labels, annotations or
+// resourceVersion taken before this would see a write of the controller's as a change of ours.
+// In the lab no kubelet runs, so the pods stay Pending and the Deployment writes nothing further.
+func waitDeploymentSettled(t *testing.T, c *labtest.Cluster, dep object) {
+	t.Helper()
+	labtest.Eventually(t, 2*time.Minute, "the deployment controller to settle "+dep.String(), func() (bool, string) {
+		d, err := c.Kube.AppsV1().Deployments(dep.namespace).Get(labtest.Context(t), dep.name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		rs := ownedReplicaSets(t, c, dep)
+		state := fmt.Sprintf("replicasets %v, revision %q, observed generation %d of %d, replicas %d/%d updated %d",
+			rs, d.Annotations["deployment.kubernetes.io/revision"], d.Status.ObservedGeneration, d.Generation,
+			d.Status.Replicas, want, d.Status.UpdatedReplicas)
+		return len(rs) == 1 && d.Annotations["deployment.kubernetes.io/revision"] != "" &&
+			d.Status.ObservedGeneration >= d.Generation && d.Status.Replicas == want && d.Status.UpdatedReplicas == want, state
+	})
+}
+
 // metadataSnapshot is every object's labels and annotations.
 func metadataSnapshot(t *testing.T, c *labtest.Cluster, objects []object) map[object][2]map[string]string {
 	t.Helper()
@@ -142,10 +168,7 @@ func TestRenameHelmChartApp(t *testing.T) {
 				return s.Revision == rev && s.Sync == "Synced" && s.Idle()
 			})
 			web := objects[2]
-			labtest.Eventually(t, time.Minute, "the Deployment's ReplicaSet", func() (bool, string) {
-				rs := ownedReplicaSets(t, env.Cluster, web)
-				return len(rs) == 1, fmt.Sprint(rs)
-			})
+			waitDeploymentSettled(t, env.Cluster, web)
 			rsBefore := ownedReplicaSets(t, env.Cluster, web)
 			snapshot := metadataSnapshot(t, env.Cluster, objects)
 			policy, _ := appPolicy(t, env, app.Namespace, app.Name)

@@ -58,6 +58,7 @@ func newRenameCase(t *testing.T, env *labtest.Env, install *labtest.Install) *re
 		}
 		return s.Revision == rev && s.Sync == "Synced"
 	})
+	waitDeploymentSettled(t, env.Cluster, c.objects[2])
 	setFinalizers(t, env, app.Namespace, app.Name, []string{resourcesFinalizer})
 	// CreateApp's cleanup deletes the app: without the finalizer first, that would cascade.
 	t.Cleanup(func() { dropApp(env, app.Namespace, app.Name) })
@@ -115,21 +116,6 @@ func dropApp(env *labtest.Env, namespace, name string) {
 	_ = apps.Delete(context.Background(), name, metav1.DeleteOptions{})
 }
 
-// replicaSets are the names and UIDs of a Deployment's ReplicaSets: a rollout would add one.
-func replicaSets(t *testing.T, c *labtest.Cluster, dep object) []string {
-	t.Helper()
-	list, err := c.Kube.AppsV1().ReplicaSets(dep.namespace).List(labtest.Context(t), metav1.ListOptions{LabelSelector: "run=" + dep.name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, rs := range list.Items {
-		out = append(out, rs.Name+"/"+string(rs.UID))
-	}
-	slices.Sort(out)
-	return out
-}
-
 func appExists(t *testing.T, env *labtest.Env, namespace, name string) (map[string]any, bool) {
 	t.Helper()
 	u, err := env.Dynamic.Resource(labtest.GVRApplication).Namespace(namespace).Get(labtest.Context(t), name, metav1.GetOptions{})
@@ -158,7 +144,7 @@ func TestRenameDeletesNothing(t *testing.T) {
 			if dep.kind != "Deployment" {
 				t.Fatalf("objects[2] is %s", dep)
 			}
-			rsBefore := replicaSets(t, env.Cluster, dep)
+			rsBefore := ownedReplicaSets(t, env.Cluster, dep)
 			newName := labtest.UniqueName("renamed")
 			t.Cleanup(func() { dropApp(env, old.Namespace, newName) })
 			journals := labtest.TempDir(t)
@@ -213,7 +199,7 @@ func TestRenameDeletesNothing(t *testing.T) {
 					t.Errorf("the new app's row for %s: %+v (listed %t)", o, r, ok)
 				}
 			}
-			if got := replicaSets(t, env.Cluster, dep); !slices.Equal(got, rsBefore) {
+			if got := ownedReplicaSets(t, env.Cluster, dep); !slices.Equal(got, rsBefore) {
 				t.Errorf("a rollout: ReplicaSets %v, were %v", got, rsBefore)
 			}
 
@@ -236,7 +222,7 @@ func TestRenameDeletesNothing(t *testing.T) {
 					t.Errorf("%s after undo: labels %v annotations %v", o, m.Labels, m.Annotations)
 				}
 			}
-			if got := replicaSets(t, env.Cluster, dep); !slices.Equal(got, rsBefore) {
+			if got := ownedReplicaSets(t, env.Cluster, dep); !slices.Equal(got, rsBefore) {
 				t.Errorf("a rollout after undo: ReplicaSets %v, were %v", got, rsBefore)
 			}
 			if bad := stop(); len(bad) > 0 {
@@ -279,11 +265,12 @@ func TestRenameRemoteDestination(t *testing.T) {
 		_, ok := s.Find("Deployment", dep.name)
 		return ok && s.Revision == rev && s.Sync == "Synced"
 	})
+	waitDeploymentSettled(t, remote.Cluster, dep)
 	setFinalizers(t, env, app.Namespace, app.Name, []string{resourcesFinalizer})
 	t.Cleanup(func() { dropApp(env, app.Namespace, app.Name) })
 	newName := labtest.UniqueName("far-renamed")
 	t.Cleanup(func() { dropApp(env, app.Namespace, newName) })
-	rsBefore := replicaSets(t, remote.Cluster, dep)
+	rsBefore := ownedReplicaSets(t, remote.Cluster, dep)
 	stop := watchNothingDeleted(t, remote.Cluster, objects...)
 
 	r := cmdtest.Run(t, kubeconfig, labtest.TempDir(t), "--argocd-namespace="+install.Namespace(), "rename", app.Name, newName, "--yes", "--timeout", "2m",
@@ -301,7 +288,7 @@ func TestRenameRemoteDestination(t *testing.T) {
 			t.Errorf("%s after the rename: annotations %v", o, m.Annotations)
 		}
 	}
-	if got := replicaSets(t, remote.Cluster, dep); !slices.Equal(got, rsBefore) {
+	if got := ownedReplicaSets(t, remote.Cluster, dep); !slices.Equal(got, rsBefore) {
 		t.Errorf("a rollout: ReplicaSets %v, were %v", got, rsBefore)
 	}
 	if bad := stop(); len(bad) > 0 {

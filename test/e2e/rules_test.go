@@ -262,14 +262,14 @@ func TestLongInstanceAnnotationLabel(t *testing.T) {
 	}
 }
 
-// TestAppLevelPruneOption: before v3.4 (v2.14.11 in CI) the app's syncOptions Prune=false does not
-// stop a prune; audit --fail-on high says so (exit 1), and a prune sync indeed deletes the
-// namespace. From v3.4.0 (gitops-engine pkg/sync/sync_context.go, WithDefaultPruneOption) the option
-// guards a sync that carries it, as argocd-server's and auto-sync's do: audit names the app-level
-// guard as soft (not guarded), the prune sync keeps the namespace, and a sync request with an option
-// list of its own prunes it.
+// TestAppLevelPruneOption: before v3.4 (v2.14.11 in CI; v3.3.14 the last line in the matrix) the
+// app's syncOptions Prune=false does not stop a prune; audit --fail-on high says so (exit 1), and a
+// prune sync indeed deletes the namespace. From v3.4.0 (v3.5.1 in CI; gitops-engine
+// pkg/sync/sync_context.go, WithDefaultPruneOption) the option guards a sync that carries it, as
+// argocd-server's and auto-sync's do: audit names the app-level guard as soft (not guarded), the
+// prune sync keeps the namespace, and a sync request with an option list of its own prunes it.
 func TestAppLevelPruneOption(t *testing.T) {
-	onEachLine(t, appLevelPruneHonoured, appLevelPruneOption, "v2.14.11")
+	onEachLine(t, appLevelPruneHonoured, appLevelPruneOption, "v2.14.11", "v3.5.1")
 }
 
 // onEachLine runs prove in parallel on each release line (defaults when no matrix is asked for),
@@ -291,7 +291,8 @@ func onEachLine(t *testing.T, expected map[string]bool, prove func(*testing.T, *
 
 // appLevelPruneHonoured: whether a release's prune sync keeps a resource because of the app's
 // syncOptions Prune=false (v3.4.0 and later).
-var appLevelPruneHonoured = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.11": false, "v3.6.1": true}
+var appLevelPruneHonoured = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.11": false, "v3.3.14": false,
+	"v3.4.7": true, "v3.5.1": true, "v3.6.1": true}
 
 func appLevelPruneOption(t *testing.T, env *labtest.Env, version string, honoured bool) {
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: "annotation"})
@@ -358,7 +359,8 @@ func TestAppLevelDeleteOption(t *testing.T) {
 
 // appLevelDeleteHonoured: whether a release's cascade keeps a resource because of the app's
 // syncOptions Delete=false (v3.4.0 and later).
-var appLevelDeleteHonoured = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.11": false, "v3.6.1": true}
+var appLevelDeleteHonoured = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.11": false, "v3.3.14": false,
+	"v3.4.7": true, "v3.5.1": true, "v3.6.1": true}
 
 func appLevelDeleteOption(t *testing.T, env *labtest.Env, version string, honoured bool) {
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Tracking: "annotation"})
@@ -430,15 +432,17 @@ func TestRefreshIsConsumed(t *testing.T) {
 // foreignInstallationIDTracked: whether a release tracks an object carrying another installation's
 // installation-id when none is configured (util/argo/resource_tracking.go, getAppInstanceValue): an
 // operator-precedence bug ignores it from v2.12.12/v2.13.0 through v3.5.x; v3.6.0 fixed it (#28852).
-var foreignInstallationIDTracked = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.11": false, "v3.6.1": true}
+var foreignInstallationIDTracked = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.11": false, "v3.3.14": false,
+	"v3.4.7": false, "v3.5.1": false, "v3.6.1": true}
 
 // TestForeignInstallationID: with no installationID configured, an object carrying another
 // installation's installation-id is ignored before v3.6 (the precedence bug) but still tracked by
-// v3.6.1 (fixed). unprune's scan agrees with Argo CD on each release.
+// v3.6.1 (fixed). unprune's scan agrees with Argo CD on each release. CI runs the two sides of the
+// fix: v3.5.1, the last line with the bug, and v3.6.1.
 func TestForeignInstallationID(t *testing.T) {
 	t.Parallel()
 	env := labtest.Get(t)
-	for _, version := range labtest.Lines("v3.0.23", "v3.6.1") {
+	for _, version := range labtest.Lines("v3.5.1", "v3.6.1") {
 		tracked, known := foreignInstallationIDTracked[version]
 		if !known {
 			t.Fatalf("no expectation for Argo CD %s", version)
@@ -477,7 +481,7 @@ func TestForeignInstallationID(t *testing.T) {
 			if c.tracked && items[0].ModelMismatch {
 				t.Errorf("scan says unprune's model disagrees with Argo CD: %+v", items[0])
 			}
-			// unprune's own judgement of the object, named with --force: untracked for v3.0.23.
+			// unprune's own judgement of the object, named with --force: untracked before v3.6.
 			r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+install.Namespace(), "detach", app.Name, "Namespace/"+ns, "--force")
 			if !c.tracked && (r.Code != cli.ExitOK || !strings.Contains(r.Stdout, "installation-id")) {
 				t.Errorf("unprune would change an object Argo CD %s ignores: exit %d", c.version, r.Code)
@@ -490,7 +494,7 @@ func TestForeignInstallationID(t *testing.T) {
 }
 
 // TestUpgradeHandsOverForeignObjects: two installations share a cluster. B, with an installationID,
-// applies a ConfigMap for its app; A (v3.0.23, no installationID) has an app of the same name that
+// applies a ConfigMap for its app; A (v3.5.1, the last line with the bug; no installationID) has an app of the same name that
 // does not render it. A ignores the object today; audit of A predicts that an upgrade to v3.6 hands
 // it to A's app, which then requires pruning it. The real v3.6.1 controller, with A's settings and an
 // app of the same name (C), decides the same: its comparison lists the object as requiring pruning,
@@ -498,7 +502,7 @@ func TestForeignInstallationID(t *testing.T) {
 func TestUpgradeHandsOverForeignObjects(t *testing.T) {
 	t.Parallel()
 	env := labtest.Get(t)
-	a := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.0.23", Tracking: "annotation"})
+	a := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.5.1", Tracking: "annotation"})
 	b := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", InstallationID: "lab-installation"})
 	c := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation"})
 	name := labtest.UniqueName("web")
@@ -567,7 +571,8 @@ func TestUpgradeHandsOverForeignObjects(t *testing.T) {
 // made Argo CD copy the desired annotation onto the live one for the comparison and show it Synced.
 // Under annotation+label tracking the label Argo CD writes names the app, so the row differs on
 // every release.
-var staleTrackingIsDiff = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.11": false, "v3.6.1": true}
+var staleTrackingIsDiff = map[string]bool{"v2.14.11": false, "v3.0.23": false, "v3.1.16": false, "v3.2.11": false, "v3.3.14": false,
+	"v3.4.7": true, "v3.5.1": true, "v3.6.1": true}
 
 // TestStaleTrackingID: app A deploys a ConfigMap, app B declares the same one (the moment between a
 // move's commit and B's sync). Argo CD shows B's row Synced or OutOfSync by release; what move and

@@ -120,30 +120,39 @@ func uiJournals(t *testing.T, env *labtest.Env, namespace string) []journal.Summ
 	return sums
 }
 
-// TestUIExtension: in Argo CD v2.14.11's own UI, built from its sources (React 16.14.0), and in the
-// host page on the real argocd-server v3.6.1 and v3.0.23, with the extension served by its
-// /extensions.js and the backend behind its proxy extension, the viewer sees the stuck
-// Namespace, its risk and contents, and Argo CD's RBAC refuses the viewer's release (journaled as
-// failed, nothing changed); the admin sees the plan and the diff, releases, and sees the app Synced
-// with the Namespace and its contents intact; the undo in the UI is refused by Argo CD (its API
-// patches only an app's resources) with the command that undoes it, and that command, reading the
-// UI's journal from its ConfigMap, restores the tracking exactly. No page logs an error.
+// TestUIExtension: in Argo CD's own UI, built from its sources — v2.14.11 (React 16.14.0) and v3.5.1
+// (React 19.2.6) — and in the host page on the real argocd-server v3.6.1 (whose UI's argo-ui pin is
+// not at hand), with the extension served by its /extensions.js and the backend behind its proxy
+// extension, the viewer sees the stuck Namespace, its risk and contents, and Argo CD's RBAC refuses
+// the viewer's release from the top bar's UNPRUNE (journaled as failed, nothing changed); the admin
+// sees the plan and the diff, releases, and sees the app Synced with the Namespace and its contents
+// intact, the outcome still on show; the undo in the UI is refused by Argo CD (its API patches only
+// an app's resources) with the command that undoes it, and that command, reading the UI's journal
+// from its ConfigMap, restores the tracking exactly. No page logs an error.
 //
-// It runs on v3.6.1 (the host page with React 19.2.6), v3.0.23 (React 16.14.0) and v2.14.11 (Argo
-// CD's own UI, whose React is 16.14.0), each with the React its UI pins: the same bundle, unchanged.
-// v2.14.11 tracks by annotation here, as the two others do by default.
+// The same bundle, unchanged, runs with the React each UI pins. All three track by annotation (v3.5.1
+// and v3.6.1 by default, v2.14.11 by setting), so that all show the same diff.
 func TestUIExtension(t *testing.T) {
-	for _, tc := range []struct{ version, namespace, react string }{{"v3.6.1", "argocd-ui", "19.2.6"}, {"v3.0.23", "argocd-ui-v30", "16.14.0"}, {"v2.14.11", "argocd-ui-v214", "16.14.0"}} {
-		t.Run(tc.version, func(t *testing.T) { uiExtension(t, tc.version, tc.namespace, tc.react) })
+	for _, tc := range uiLines {
+		t.Run(tc.version, func(t *testing.T) { uiExtension(t, tc.config(), tc.react) })
 	}
 }
 
-func uiExtension(t *testing.T, version, namespace, react string) {
+// uiLines are the installations the browser tests drive, one per line and shared by the tests:
+// Argo CD's own UI on v3.5.1 (React 19) and v2.14.11 (React 16), and the host page on v3.6.1.
+var uiLines = []uiLine{
+	{"v3.6.1", "", "argocd-ui", "19.2.6"}, {"v3.5.1", "", "argocd-ui-v35", "19.2.6"}, {"v2.14.11", "annotation", "argocd-ui-v214", "16.14.0"},
+}
+
+type uiLine struct{ version, tracking, namespace, react string }
+
+func (l uiLine) config() lab.ArgoCDConfig {
+	return lab.ArgoCDConfig{Version: l.version, Tracking: l.tracking, Namespace: l.namespace, Server: true, UI: true}
+}
+
+func uiExtension(t *testing.T, cfg lab.ArgoCDConfig, react string) {
 	env := labtest.Get(t)
-	cfg := lab.ArgoCDConfig{Version: version, Namespace: namespace, Server: true, UI: true}
-	if version == "v2.14.11" {
-		cfg.Tracking = "annotation"
-	}
+	version := cfg.Version
 	install := env.ArgoCD(t, cfg)
 	if install.State.UI == nil {
 		t.Fatal("the lab started no UI extension")
@@ -161,12 +170,17 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 	if _, err := env.Kube.CoreV1().ConfigMaps(ns).Create(ctx, data, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The backend counts no ConfigMaps or Pods (it may not list them cluster-wide): a kind it counts.
+	reader := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "data-reader", Namespace: ns}}
+	if _, err := env.Kube.CoreV1().ServiceAccounts(ns).Create(ctx, reader, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	labels, annotations, uid := metadataOf(t, env, ns)
 	tracking := annotations[argocd.AnnotationTrackingID]
 	if tracking == "" {
 		t.Fatalf("the incident left no tracking-id on %s: %v", ns, annotations)
 	}
-	row, label := "Namespace//"+ns, "Namespace "+ns
+	row, label := "Namespace/"+ns, "Namespace "+ns
 
 	// The viewer sees the same answers, and Argo CD refuses the release.
 	viewer := drive(t, install, lab.ServerViewer, app, "refused", row, label, artifacts)
@@ -176,7 +190,7 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 	mustContain(t, "the viewer's panel", viewer.Panel.Summary, "1 resource requires pruning", "1 high-risk", "1 unguarded")
 	mustContain(t, "the viewer's panel", viewer.Panel.First, label, "HIGH RISK")
 	mustContain(t, "the viewer's flyout", viewer.Flyout.Item, label, "deleting a namespace deletes everything in it", "Nothing guards this deletion")
-	// What the prune takes with it (the ConfigMap "data" at least), and the app's cascade: it has no
+	// What the prune takes with it (the ServiceAccount "data-reader" at least), and the app's cascade: it has no
 	// resources finalizer, so deleting it deletes none of its resources.
 	if m := regexp.MustCompile(`A prune deletes it with ([0-9]+) objects? in it`).FindStringSubmatch(viewer.Flyout.Item); m == nil || m[1] == "0" {
 		t.Errorf("the viewer's flyout: %q does not name the objects in the namespace", viewer.Flyout.Item)
@@ -194,7 +208,7 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 	if uid2 != uid {
 		t.Fatalf("the namespace was recreated")
 	}
-	sums := uiJournals(t, env, install.Namespace())
+	sums := uiJournals(t, env, install.State.UI.JournalNamespace)
 	if len(sums) != 1 || sums[0].Failed != 1 || sums[0].Applied != 0 {
 		t.Fatalf("after the viewer's refused release, want one journal with one failed entry: %+v", sums)
 	}
@@ -219,12 +233,12 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 		t.Fatalf("the namespace's contents: %v", err)
 	}
 	var released journal.Summary
-	for _, s := range uiJournals(t, env, install.Namespace()) {
+	for _, s := range uiJournals(t, env, install.State.UI.JournalNamespace) {
 		if s.Applied == 1 {
 			released = s
 		}
 	}
-	if released.ID == "" || !strings.Contains(admin.UndoCommand, released.ID) || !strings.Contains(admin.UndoCommand, "--journal-dir configmaps:"+install.Namespace()) {
+	if released.ID == "" || !strings.Contains(admin.UndoCommand, released.ID) || !strings.Contains(admin.UndoCommand, "--journal-dir configmaps:"+install.State.UI.JournalNamespace) {
 		t.Fatalf("the page names %q; the applied journal is %q", admin.UndoCommand, released.ID)
 	}
 
@@ -234,7 +248,7 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 	mustContain(t, "the undo plan", undo.UndoPlan, label, "restore", argocd.AnnotationTrackingID)
 	mustContain(t, "the undo through Argo CD", undo.UndoResult, "no longer lists", "undo with a kubeconfig")
 	fields := strings.Fields(undo.UndoCommand)
-	if len(fields) < 5 || fields[0] != "unprune" || fields[1] != "undo" || fields[2] != "--journal-dir" || fields[3] != "configmaps:"+install.Namespace() {
+	if len(fields) < 5 || fields[0] != "unprune" || fields[1] != "undo" || fields[2] != "--journal-dir" || fields[3] != "configmaps:"+install.State.UI.JournalNamespace {
 		t.Fatalf("the page's undo command %q", undo.UndoCommand)
 	}
 	r := cmdtest.Run(t, env.State.Kubeconfig, fields[3], append([]string{"undo"}, fields[4:]...)...)
@@ -248,10 +262,19 @@ func uiExtension(t *testing.T, version, namespace, react string) {
 // TestUIUndoThroughArgoCD: where Argo CD still lists a released object — a namespaced one in the
 // app's destination namespace, shown as an orphaned resource by a project that monitors them —
 // its API can patch it, so the UI's undo restores the tracking exactly through argocd-server, as
-// the admin, and the journal says undone.
+// the admin, and the journal says undone. Before that, the Prune=confirm guard and its undo. In Argo
+// CD's own UI, on each line the lab builds it for (v3.5.1 with React 19, v2.14.11 with React 16).
 func TestUIUndoThroughArgoCD(t *testing.T) {
+	for _, l := range uiLines {
+		if lab.OwnUI(labtest.Get(t).Root, l.version) {
+			t.Run(l.version, func(t *testing.T) { uiUndoThroughArgoCD(t, l.config()) })
+		}
+	}
+}
+
+func uiUndoThroughArgoCD(t *testing.T, cfg lab.ArgoCDConfig) {
 	env := labtest.Get(t)
-	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Namespace: "argocd-ui", Server: true, UI: true})
+	install := env.ArgoCD(t, cfg)
 	artifacts := uiArtifacts(t)
 	ctx := labtest.Context(t)
 	project := labtest.UniqueName("orphans")
@@ -320,13 +343,13 @@ func TestUIUndoThroughArgoCD(t *testing.T) {
 	sameExcept(t, "labels after the undo", before.Labels, restored.Labels, nil, nil)
 	sameExcept(t, "annotations after the undo", before.Annotations, restored.Annotations, nil, nil)
 	undone := false
-	for _, s := range uiJournals(t, env, install.Namespace()) {
+	for _, s := range uiJournals(t, env, install.State.UI.JournalNamespace) {
 		for _, a := range s.Applications {
 			undone = undone || a.Name == app.Name && s.Undone == 1
 		}
 	}
 	if !undone {
-		t.Fatalf("no journal of %s says undone: %+v", app.Name, uiJournals(t, env, install.Namespace()))
+		t.Fatalf("no journal of %s says undone: %+v", app.Name, uiJournals(t, env, install.State.UI.JournalNamespace))
 	}
 	app.WaitStatus(t, 90*time.Second, "to require pruning of "+name+" again", labtest.RequiresPruningAt(reverted, "ConfigMap", name))
 }

@@ -428,10 +428,11 @@ func TestPrunedNamespaceTakesItsApps(t *testing.T) {
 // TestCascadeTakesCopies sees deleted is then no member of the cascade — check leaves it out, and
 // Argo CD's cascade deletes the child's Namespace but not the copy. Releases before v3.6 do not read
 // the key: there check names the copy, and the cascade deletes it (argocd.RuleResourceSelectors).
+// CI runs both sides of the rule's boundary, v3.5.1 and v3.6.1.
 func TestResourceSelectorsHideACopy(t *testing.T) {
 	env := labtest.Get(t)
 	const hiddenLabel = "unprune-lab/hidden"
-	for _, version := range labtest.Lines("v3.6.1", "v2.14.11") {
+	for _, version := range labtest.Lines("v3.6.1", "v3.5.1") {
 		t.Run(version, func(t *testing.T) {
 			t.Parallel()
 			v, err := argocd.ParseVersion(version)

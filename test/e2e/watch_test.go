@@ -439,12 +439,12 @@ func TestWatch(t *testing.T) {
 }
 
 // TestWatchAcrossReleases: the watch reads each release line's tracking as audit does. On Argo CD
-// v2.14 with label tracking and v3.0 with annotation+label, one replica as the shipped
+// v2.14 with label tracking and v3.5 with annotation+label, one replica as the shipped
 // ServiceAccount counts the incident's Namespace, announces it once, and counts it no more once
 // detach released it.
 func TestWatchAcrossReleases(t *testing.T) {
 	bin := buildUnprune(t)
-	cfgs := []lab.ArgoCDConfig{{Version: "v2.14.11", Tracking: "label"}, {Version: "v3.0.23", Tracking: "annotation+label"}}
+	cfgs := []lab.ArgoCDConfig{{Version: "v2.14.11", Tracking: "label"}, {Version: "v3.5.1", Tracking: "annotation+label"}}
 	if versions := labtest.Lines(); len(versions) > 0 {
 		cfgs = nil
 		for _, v := range versions {

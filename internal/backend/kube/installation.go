@@ -284,34 +284,43 @@ func (a *ArgoCD) Project(ctx context.Context, name string) (argocd.Project, erro
 // the request also carries refresh-timestamp, with which the controller tells a request made during
 // a comparison from the one it answers.
 //
-// Both requests go through the metadata client: an Application's status can hold thousands of rows,
+// A request is renewed only when it changes the object: a patch that changes nothing sends no
+// watch event, and the controller, which acts on events, never sees it. From v3.6 the new
+// timestamp is the change; before, a request already pending is taken off first and set again.
+//
+// The requests go through the metadata client: an Application's status can hold thousands of rows,
 // which neither the read nor the patch's response needs to carry.
 func (a *ArgoCD) Refresh(ctx context.Context, app argocd.Application, hard bool) error {
 	apps := a.Objects.Metadata.Resource(GVRApplication).Namespace(app.Namespace)
+	current, err := apps.Get(ctx, app.Name, metav1.GetOptions{})
+	if err != nil {
+		return cluster.Explain(err, "read Application "+app.Ref()+" to request a refresh", a.Cluster())
+	}
+	pending := current.Annotations[argocd.AnnotationRefresh]
 	kind := "normal"
-	if hard || app.Refresh == "hard" {
+	if hard || pending == "hard" {
 		kind = "hard"
-	} else {
-		current, err := apps.Get(ctx, app.Name, metav1.GetOptions{})
-		if err != nil {
-			return cluster.Explain(err, "read Application "+app.Ref()+" to request a refresh", a.Cluster())
-		}
-		if current.Annotations[argocd.AnnotationRefresh] == "hard" {
-			kind = "hard"
-		}
 	}
 	annotations := map[string]any{argocd.AnnotationRefresh: kind}
-	if argocd.RefreshTimestampSupported(a.version) {
+	patch := func(annotations map[string]any) error {
+		data, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
+		if err != nil {
+			return err
+		}
+		if _, err = apps.Patch(ctx, app.Name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: a.Objects.FieldManager}); err != nil {
+			return cluster.Explain(err, "request a refresh of Application "+app.Ref(), a.Cluster())
+		}
+		return nil
+	}
+	switch {
+	case argocd.RefreshTimestampSupported(a.version):
 		annotations[argocd.AnnotationRefreshTimestamp] = time.Now().UTC().Format(time.RFC3339Nano)
+	case pending == kind:
+		if err := patch(map[string]any{argocd.AnnotationRefresh: nil}); err != nil {
+			return err
+		}
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
-	if err != nil {
-		return err
-	}
-	if _, err = apps.Patch(ctx, app.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: a.Objects.FieldManager}); err != nil {
-		return cluster.Explain(err, "request a refresh of Application "+app.Ref(), a.Cluster())
-	}
-	return nil
+	return patch(annotations)
 }
 
 // Destination returns the objects of the cluster the app deploys to.

@@ -21,6 +21,49 @@ const (
 	ViaArgoCD Via = "argocd"
 )
 
+// Capabilities are what a backend can do. Commands ask them instead of asking which backend the
+// session reaches Argo CD and the clusters through.
+type Capabilities struct {
+	// DryRun: a write can be sent as a server-side dry run, and a DELETE probed with one.
+	DryRun bool
+	// StoredObjects: objects are read as the cluster stores them (argocd-server masks Secrets' data).
+	StoredObjects bool
+	// Preconditions: Application objects can be created, and patched and deleted with uid and
+	// resourceVersion preconditions.
+	Preconditions bool
+	// KubernetesAPI: the Kubernetes API itself — list and watch, objects of any kind (admission
+	// policies, the guards' labels and annotations) — is reached, not only what Argo CD's API offers.
+	KubernetesAPI bool
+}
+
+// Capabilities are what the backend v chooses can do: everything through the kubeconfig; through
+// argocd-server's API only what it offers (its resource actions and patches, no dry run, no
+// precondition, masked Secrets).
+func (v Via) Capabilities() Capabilities {
+	if v == ViaArgoCD {
+		return Capabilities{}
+	}
+	return Capabilities{DryRun: true, StoredObjects: true, Preconditions: true, KubernetesAPI: true}
+}
+
+// ServerNamed reports whether argocd-server can be asked besides the Kubernetes API: the backend is
+// its API, or its address is given as a flag or in $ARGOCD_SERVER (the argocd CLI's saved login is
+// used only with ViaArgoCD).
+func (c Config) ServerNamed(getenv func(string) string) bool {
+	return c.Via == ViaArgoCD || c.API.Server != "" || getenv("ARGOCD_SERVER") != ""
+}
+
+// ConnectServer connects to argocd-server as the configuration says, reading the environment
+// through getenv.
+func (c Config) ConnectServer(getenv func(string) string) (*argocdapi.Client, error) {
+	opts := c.API
+	opts.Getenv, opts.Timeout = getenv, c.RequestTimeout
+	if opts.Context == "" {
+		opts.Context = c.ArgoCDContext
+	}
+	return argocdapi.Connect(opts)
+}
+
 // Config is the global configuration, parsed and checked from the flags before anything connects.
 type Config struct {
 	// Kubeconfig is kubectl's flags: --kubeconfig, --context, --request-timeout, --as, ….

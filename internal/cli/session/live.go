@@ -175,14 +175,19 @@ func (s *live) argoIn(ctx context.Context, namespace string) (cluster.ArgoCD, er
 
 // apiClient connects to argocd-server.
 func (s *live) apiClient() (*argocdapi.Client, error) {
-	return s.api.get(func() (*argocdapi.Client, error) {
-		opts := s.cfg.API
-		opts.Getenv, opts.Timeout = s.Getenv, s.cfg.RequestTimeout
-		if opts.Context == "" {
-			opts.Context = s.cfg.ArgoCDContext
-		}
-		return argocdapi.Connect(opts)
-	})
+	return s.api.get(func() (*argocdapi.Client, error) { return s.cfg.ConnectServer(s.Getenv) })
+}
+
+// Oracle shares the client of argocd-server with the backend, when that is its API.
+func (s *live) Oracle(namespace string) (cluster.Oracle, error) {
+	if !s.cfg.ServerNamed(s.Getenv) {
+		return nil, nil
+	}
+	c, err := s.apiClient()
+	if err != nil {
+		return nil, err
+	}
+	return argocdapi.NewArgoCD(c, namespace), nil
 }
 
 // destinations resolves Argo CD's destination clusters the way the flags say.

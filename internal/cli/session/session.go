@@ -44,4 +44,9 @@ type Session interface {
 	JournalArgoCD(ctx context.Context, j *journal.Journal) (cluster.ArgoCD, error)
 	// Journals is the journal store.
 	Journals() (*journal.Store, error)
+
+	// Oracle is argocd-server's API for the installation in namespace, to ask Argo CD itself (its
+	// rendering of a revision, its ApplicationSet generation) whichever backend reads the rest:
+	// nil when the configuration names no server (Config.ServerNamed).
+	Oracle(namespace string) (cluster.Oracle, error)
 }

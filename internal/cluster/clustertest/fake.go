@@ -55,6 +55,8 @@ type Cluster struct {
 	objects map[string]*cluster.Object
 	rv      int
 	calls   []Call
+	// applied holds what Apply stored (not dry runs), by group/resource/name, for GetClusterObject.
+	applied map[string]map[string]any
 
 	// BeforePatch runs before a patch is judged, under the cluster's lock: it may change the stored
 	// object (another writer; its resourceVersion is then bumped) or fail the patch.
@@ -71,8 +73,9 @@ type Cluster struct {
 }
 
 var (
-	_ cluster.Objects = (*Cluster)(nil)
-	_ cluster.Applier = (*Cluster)(nil)
+	_ cluster.Objects      = (*Cluster)(nil)
+	_ cluster.Applier      = (*Cluster)(nil)
+	_ cluster.PolicyReader = (*Cluster)(nil)
 )
 
 // NewCluster returns an empty cluster serving kinds (DefaultKinds when none).
@@ -252,7 +255,8 @@ func (c *Cluster) Patch(ctx context.Context, r cluster.Ref, body []byte, dryRun 
 }
 
 // Apply records a server-side apply of a cluster-scoped object (guard policy --apply), as an
-// "apply" call whose Body is the object; the fake keeps no admission objects, so nothing else changes.
+// "apply" call whose Body is the object, and keeps the object for GetClusterObject (unless a dry
+// run); it enforces nothing.
 func (c *Cluster) Apply(_ context.Context, group, version, resource string, obj map[string]any, dryRun bool) error {
 	body, err := json.Marshal(obj)
 	if err != nil {
@@ -266,7 +270,29 @@ func (c *Cluster) Apply(_ context.Context, group, version, resource string, obj 
 	}
 	ref := cluster.Ref{Group: group, Version: version, Resource: resource, Name: name}
 	c.calls = append(c.calls, Call{Verb: "apply", Ref: ref, Body: string(body), DryRun: dryRun, Result: "ok"})
+	if !dryRun {
+		if c.applied == nil {
+			c.applied = map[string]map[string]any{}
+		}
+		var stored map[string]any
+		_ = json.Unmarshal(body, &stored)
+		c.applied[group+"/"+resource+"/"+name] = stored
+	}
 	return nil
+}
+
+// GetClusterObject returns what Apply stored.
+func (c *Cluster) GetClusterObject(_ context.Context, group, version, resource, name string) (map[string]any, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	obj, ok := c.applied[group+"/"+resource+"/"+name]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: group, Resource: resource}, name)
+	}
+	body, _ := json.Marshal(obj)
+	var out map[string]any
+	_ = json.Unmarshal(body, &out)
+	return out, nil
 }
 
 func apply(m map[string]string, patch map[string]*string) map[string]string {

@@ -72,7 +72,10 @@ type Store struct {
 	FieldManager string
 }
 
-var _ journal.Backing = (*Store)(nil)
+var (
+	_ journal.Backing    = (*Store)(nil)
+	_ journal.BulkReader = (*Store)(nil)
+)
 
 // New returns the ConfigMap store of namespace.
 func New(client kubernetes.Interface, namespace string) *Store {
@@ -259,6 +262,31 @@ func (s *Store) List(ctx context.Context) ([]string, error) {
 		opts.Continue = list.Continue
 	}
 	sort.Strings(out)
+	return out, nil
+}
+
+// ReadAll returns every journal, read by one paginated LIST: listing the journals (the UI's flyout,
+// the backend's bound on them, undo --list) costs one request per 500, not one per journal.
+func (s *Store) ReadAll(ctx context.Context) ([]journal.Stored, error) {
+	var out []journal.Stored
+	opts := metav1.ListOptions{LabelSelector: LabelJournal, Limit: 500}
+	for {
+		list, err := s.Client.CoreV1().ConfigMaps(s.Namespace).List(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, cm := range list.Items {
+			if cm.Labels[LabelJournal] == "" {
+				continue // as get refuses it: not a journal
+			}
+			out = append(out, journal.Stored{Path: pathPrefix + s.Namespace + "/" + cm.Name, Data: []byte(cm.Data[DataKey])})
+		}
+		if list.Continue == "" {
+			break
+		}
+		opts.Continue = list.Continue
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Path < out[b].Path })
 	return out, nil
 }
 

@@ -141,3 +141,35 @@ func TestNamespaceOfJournalDir(t *testing.T) {
 		t.Fatal("a directory is not the ConfigMap store")
 	}
 }
+
+// Listing the journals reads them all with one LIST (a page of 500), not a GET each: the UI's
+// flyout and the backend's bound on journals list them on every release.
+func TestListReadsAllInOneRequest(t *testing.T) {
+	client := fake.NewClientset()
+	store := journal.NewBackedStore(New(client, "unprune"), func() time.Time { return t0 })
+	store.Rand = bytes.NewReader([]byte{1, 2, 3, 4, 5, 6})
+	for range 3 {
+		rec, err := store.Create(testJournal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rec.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	client.ClearActions()
+	sums, err := store.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sums) != 3 || sums[0].Err != nil || len(sums[0].Applications) != 1 || sums[0].Applications[0].Name != "guestbook" {
+		t.Fatalf("summaries %+v", sums)
+	}
+	var verbs []string
+	for _, a := range client.Actions() {
+		verbs = append(verbs, a.GetVerb())
+	}
+	if strings.Join(verbs, ",") != "list" {
+		t.Errorf("requests %v, want one list", verbs)
+	}
+}

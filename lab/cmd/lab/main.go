@@ -5,10 +5,11 @@
 //	lab status   list the lab's processes and whether each is alive
 //
 // Configuration comes from the environment, as `make lab-up VAR=…` passes it: ARGOCD_VERSION
-// (v3.6.1, v3.2.11, v3.1.16, v3.0.23, v2.14.11 or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES,
+// (one of lab.ArgoCDVersions, v3.6.1 … v2.14.11, or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES,
 // KCM, REMOTE (a second cluster, registered with the installation), SERVER (argocd-server), UI
-// (unprune's UI extension, with SERVER; in Argo CD's own UI for the releases lab.OwnUI names), APPSET_POLICY and APPSET_POLICY_OVERRIDE (the
-// ApplicationSet controller's policy), NOTIFICATIONS (Argo CD's notifications controller), LAB_DIR.
+// (unprune's UI extension, with SERVER; in Argo CD's own UI for the releases lab.OwnUI names), APPSET_POLICY and
+// APPSET_POLICY_OVERRIDE (the ApplicationSet controller's policy), NOTIFICATIONS (Argo CD's notifications
+// controller), HYDRATOR (Argo CD's commit-server, with the source hydrator enabled), LAB_DIR.
 package main
 
 import (
@@ -75,6 +76,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			}
 		}
 		for _, a := range st.ArgoCD {
+			if a.Config.Hydrator {
+				fmt.Fprintf(stderr, "lab: Argo CD's commit-server of %s runs, and the source hydrator is on (hydrator.enabled in argocd-cmd-params-cm): an app with "+
+					"spec.sourceHydrator gets its dry source rendered and pushed to its syncSource branch (file:// repositories need no write credentials)\n", a.Config.Namespace)
+			}
+		}
+		for _, a := range st.ArgoCD {
 			if a.ServerURL == "" {
 				continue
 			}
@@ -84,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				fmt.Fprintf(stderr, "lab:            argocd login 127.0.0.1:%d --plaintext --username %s --password %s\n", a.ServerPort, u.Name, u.Password)
 			}
 			if ui := a.UI; ui != nil && ui.ArgoCDURL != "" {
-				fmt.Fprintf(stderr, "lab: Argo CD %s's own UI with unprune's extension: open %s and sign in as one of the users above; the status panel item is on every app's page, the Unprune tab in each resource's panel\n", a.Config.Version, ui.ArgoCDURL)
+				fmt.Fprintf(stderr, "lab: Argo CD %s's own UI with unprune's extension: open %s and sign in as one of the users above; the status panel item is on every app's page, UNPRUNE in the top bar of an app with a resource requiring pruning\n", a.Config.Version, ui.ArgoCDURL)
 				fmt.Fprintf(stderr, "lab:   the host page of the fast tests: %s\n", ui.URL)
 			} else if ui != nil {
 				fmt.Fprintf(stderr, "lab: unprune's UI extension in Argo CD's API: open %s and sign in as one of the users above (the host page stands in for Argo CD's UI, which the lab builds only for %s; see docs/ui.md)\n", ui.URL, strings.Join(lab.OwnUIVersions(root), ", "))
@@ -158,6 +165,10 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	hydrator, err := onOff(getenv, "HYDRATOR", false)
+	if err != nil {
+		return cfg, err
+	}
 	version := getenv("ARGOCD_VERSION")
 	if version == "" {
 		version = "v3.6.1"
@@ -168,6 +179,9 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 		}
 		if notifications {
 			return cfg, fmt.Errorf("NOTIFICATIONS=1 needs an Argo CD: set ARGOCD_VERSION to one of %s", strings.Join(lab.ArgoCDVersions, ", "))
+		}
+		if hydrator {
+			return cfg, fmt.Errorf("HYDRATOR=1 needs an Argo CD: set ARGOCD_VERSION to one of %s", strings.Join(lab.ArgoCDVersions, ", "))
 		}
 		return cfg, nil
 	}
@@ -191,6 +205,7 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 		AppSetPolicy:         getenv("APPSET_POLICY"),
 		AppSetPolicyOverride: getenv("APPSET_POLICY_OVERRIDE"),
 		Notifications:        notifications,
+		Hydrator:             hydrator,
 	}
 	return cfg, cfg.ArgoCD.Validate()
 }

@@ -42,6 +42,12 @@ func TestConfigFromEnv(t *testing.T) {
 		},
 		{env: map[string]string{"NOTIFICATIONS": "sometimes"}, wantErr: true},
 		{env: map[string]string{"ARGOCD_VERSION": "none", "NOTIFICATIONS": "on"}, wantErr: true},
+		{
+			env:  map[string]string{"ARGOCD_VERSION": "v2.14.11", "HYDRATOR": "1"},
+			want: lab.Config{Dir: "/d", KCM: true, ArgoCD: &lab.ArgoCDConfig{Namespace: "argocd", Version: "v2.14.11", Hydrator: true}},
+		},
+		{env: map[string]string{"HYDRATOR": "maybe"}, wantErr: true},
+		{env: map[string]string{"ARGOCD_VERSION": "none", "HYDRATOR": "on"}, wantErr: true},
 	}
 	for _, tt := range tests {
 		got, err := configFromEnv("/d", func(k string) string { return tt.env[k] })

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/backend/argocdapi"
 	"github.com/unprune/unprune/internal/cli/session"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
@@ -38,6 +39,19 @@ func Factory(argo *clustertest.ArgoCD, env map[string]string, rand io.Reader) fu
 	return func(cfg session.Config) session.Session {
 		return &Session{Argo: argo, Config: cfg, Env: env, Rand: rand}
 	}
+}
+
+// Oracle is a client of the argocd-server the configuration or Env names (a test's HTTP server),
+// as the real session's.
+func (s *Session) Oracle(namespace string) (cluster.Oracle, error) {
+	if !s.Config.ServerNamed(s.Getenv) {
+		return nil, nil
+	}
+	c, err := s.Config.ConnectServer(s.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return argocdapi.NewArgoCD(c, namespace), nil
 }
 
 // Counter is a reader of 0, 1, 2, … as big-endian 16-bit numbers: journal IDs that are the same on
