@@ -3,7 +3,7 @@ package cli
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/unprune/unprune/internal/cli/session"
+	"github.com/unprune/unprune/internal/session"
 )
 
 // How unprune reaches Argo CD and the clusters (--via).

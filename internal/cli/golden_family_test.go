@@ -17,10 +17,10 @@ import (
 
 	"github.com/unprune/unprune/internal/appset"
 	"github.com/unprune/unprune/internal/argocd"
-	"github.com/unprune/unprune/internal/cli/session"
-	"github.com/unprune/unprune/internal/cli/session/sessiontest"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
+	"github.com/unprune/unprune/internal/session"
+	"github.com/unprune/unprune/internal/session/sessiontest"
 )
 
 // setWorld is an Argo CD whose ApplicationSet "teams" generates payments and search from a list;

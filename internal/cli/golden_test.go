@@ -15,7 +15,7 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/unprune/unprune/internal/cli/session/sessiontest"
+	"github.com/unprune/unprune/internal/session/sessiontest"
 	"github.com/unprune/unprune/internal/version"
 )
 

@@ -10,8 +10,8 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/unprune/unprune/internal/cli/session"
-	"github.com/unprune/unprune/internal/cli/session/sessiontest"
+	"github.com/unprune/unprune/internal/session"
+	"github.com/unprune/unprune/internal/session/sessiontest"
 	"github.com/unprune/unprune/internal/watch"
 )
 

@@ -23,12 +23,12 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/backend/argocdapi"
 	"github.com/unprune/unprune/internal/backend/kube"
-	"github.com/unprune/unprune/internal/cli/session"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/printer"
 	"github.com/unprune/unprune/internal/progress"
+	"github.com/unprune/unprune/internal/session"
 	"github.com/unprune/unprune/internal/version"
 )
 

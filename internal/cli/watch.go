@@ -9,7 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/unprune/unprune/internal/argocd"
-	"github.com/unprune/unprune/internal/cli/session"
+	"github.com/unprune/unprune/internal/session"
 	"github.com/unprune/unprune/internal/watch"
 )
 

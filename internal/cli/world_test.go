@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/unprune/unprune/internal/argocd"
-	"github.com/unprune/unprune/internal/cli/session/sessiontest"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
+	"github.com/unprune/unprune/internal/session/sessiontest"
 )
 
 var goldenVersion = argocd.Version{Major: 3, Minor: 6, Patch: 1}

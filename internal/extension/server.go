@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/unprune/unprune/internal/argocd"
-	"github.com/unprune/unprune/internal/cli/session"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/session"
 )
 
 // Headers argocd-server sets (server/extension/extension.go) and the one its extension config adds.

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/unprune/unprune/internal/argocd"
-	"github.com/unprune/unprune/internal/cli/session"
-	"github.com/unprune/unprune/internal/cli/session/sessiontest"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/session"
+	"github.com/unprune/unprune/internal/session/sessiontest"
 )
 
 const token = "s3cret-token"

@@ -13,10 +13,10 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/backend/argocdapi"
-	"github.com/unprune/unprune/internal/cli/session"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/session"
 )
 
 // Session serves one fake Argo CD installation; its in-cluster destination is the home cluster.
