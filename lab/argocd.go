@@ -38,6 +38,9 @@ type ArgoCDConfig struct {
 	Server bool `json:"server,omitempty"`
 	// UI also runs unprune's UI extension with argocd-server (which it needs): see lab/ui.go.
 	UI bool `json:"ui,omitempty"`
+	// UIRemoteClusters installs the UI's backend with deploy/ui-extension/remote-clusters: it reads
+	// Argo CD's cluster Secrets and answers for apps deploying to other clusters (with UI).
+	UIRemoteClusters bool `json:"uiRemoteClusters,omitempty"`
 	// AppSetPolicy and AppSetPolicyOverride start the ApplicationSet controller with a policy
 	// (lab/appset.go): applicationsetcontroller.policy and .enable.policy.override in
 	// argocd-cmd-params-cm, as a real installation configures it.
@@ -120,6 +123,9 @@ func (c ArgoCDConfig) Validate() error {
 	}
 	if c.UI && !c.Server {
 		return fmt.Errorf("UI=1 needs argocd-server: set SERVER=1 too")
+	}
+	if c.UIRemoteClusters && !c.UI {
+		return fmt.Errorf("UI_REMOTE_CLUSTERS=1 installs the UI's backend for remote clusters: set UI=1 (and SERVER=1) too")
 	}
 	if err := c.validateAppSet(); err != nil {
 		return err

@@ -244,7 +244,7 @@ func startUIBackend(ctx context.Context, st *State, a *ArgoCD, home string) erro
 		return err
 	}
 	kubeconfig := filepath.Join(home, "unprune-extension.kubeconfig")
-	if err := applyExtensionRBAC(ctx, st, root, cfg.Namespace, ui.JournalNamespace, kubeconfig); err != nil {
+	if err := applyExtensionRBAC(ctx, st, root, cfg.Namespace, ui.JournalNamespace, cfg.UIRemoteClusters, kubeconfig); err != nil {
 		return err
 	}
 	port := ui.BackendURL[len("http://127.0.0.1:"):]
@@ -255,6 +255,10 @@ func startUIBackend(ctx context.Context, st *State, a *ArgoCD, home string) erro
 			"--journal-namespace=" + ui.JournalNamespace},
 		Env: []string{"UNPRUNE_EXTENSION_TOKEN=" + ui.Token, "HOME=" + filepath.Join(home, "home")},
 		Dir: home,
+	}
+	if cfg.UIRemoteClusters {
+		// deploy/ui-extension/remote-clusters's flag (its Role: applyExtensionRBAC).
+		p.Args = append(p.Args, "--cluster-credentials=argocd")
 	}
 	if _, err := p.start(st.Dir); err != nil {
 		return err
@@ -277,10 +281,17 @@ func journalNamespace(argoCDNamespace string) string { return argoCDNamespace + 
 // deploy/ui-extension/backend (the ClusterRole named after the installation's namespace, so that
 // installations keep their own), the journals' namespace with its Role from
 // deploy/ui-extension/journals, and writes a kubeconfig holding a token of its ServiceAccount.
-func applyExtensionRBAC(ctx context.Context, st *State, root, namespace, journals, kubeconfig string) error {
+func applyExtensionRBAC(ctx context.Context, st *State, root, namespace, journals string, remoteClusters bool, kubeconfig string) error {
 	backend, err := yamlDocuments(filepath.Join(root, "deploy", "ui-extension", "backend", "rbac.yaml"))
 	if err != nil {
 		return err
+	}
+	if remoteClusters {
+		remote, err := yamlDocuments(filepath.Join(root, "deploy", "ui-extension", "remote-clusters", "role.yaml"))
+		if err != nil {
+			return err
+		}
+		backend = append(backend, remote...)
 	}
 	journalDocs, err := yamlDocuments(filepath.Join(root, "deploy", "ui-extension", "journals", "rbac.yaml"))
 	if err != nil {

@@ -133,9 +133,12 @@ func (o *ExtensionOptions) Complete() error {
 		},
 		MaxJournals:       o.MaxJournals,
 		MaxJournalsPerApp: o.MaxJournalsPerApp,
-		ToolVersion:       version.Get().String(),
-		Now:               o.Now,
-		Log:               o.ErrOut,
+		// What reaches another cluster than Argo CD's: its cluster Secrets, a context of the
+		// kubeconfig, or Argo CD's API (which reaches every cluster Argo CD does).
+		RemoteDestinations: o.ClusterCredentials != "" || len(o.ClusterContexts) > 0 || o.ClustersFile != "" || o.Via == ViaArgoCD,
+		ToolVersion:        version.Get().String(),
+		Now:                o.Now,
+		Log:                o.ErrOut,
 	}
 	// A token file is read again when it changes; one from the environment cannot change.
 	if o.TokenFile != "" {

@@ -1,6 +1,7 @@
 package extension
 
 import (
+	"errors"
 	"net/http"
 	"sort"
 	"strings"
@@ -128,6 +129,12 @@ func (s *server) application(r *request) reply {
 	ans := ApplicationAnswer{APIVersion: APIVersion, Kind: "UIApplication", ToolVersion: s.cfg.ToolVersion,
 		Application: AppRef{Namespace: r.app.Namespace, Name: r.app.Name, Project: r.app.Project},
 		SyncStatus:  r.app.SyncStatus, AutoPrune: r.app.AutoPrune, Items: []Item{}, Warnings: rep.Warnings}
+	if _, err := r.argo.Destination(r.Context(), r.app); err != nil {
+		var remote *RemoteUnreadError
+		if errors.As(err, &remote) {
+			ans.Warnings = append([]string{remote.Error()}, ans.Warnings...)
+		}
+	}
 	var cascadeRow *audit.Row
 	for i, row := range rep.Rows {
 		switch {

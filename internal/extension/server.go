@@ -58,9 +58,14 @@ type Config struct {
 	// the store: at the bound it refuses (429) until an operator removes old ones. Zero means the
 	// defaults, DefaultMaxJournals and DefaultMaxJournalsPerApp.
 	MaxJournals, MaxJournalsPerApp int
-	ToolVersion                    string
-	Now                            func() time.Time
-	Log                            io.Writer
+	// RemoteDestinations: the session reaches clusters other than the one Argo CD runs in (the
+	// backend was given Argo CD's cluster credentials, deploy/ui-extension/remote-clusters, or
+	// kubeconfig contexts for them). Without it an app deploying elsewhere gets RemoteUnreadError's
+	// plain answer instead of the command line's remedy.
+	RemoteDestinations bool
+	ToolVersion        string
+	Now                func() time.Time
+	Log                io.Writer
 }
 
 func (c Config) now() time.Time {
@@ -263,7 +268,41 @@ func (s *server) serve(r *http.Request, fn handlerFunc) reply {
 		return fail(http.StatusBadRequest, "ProjectMismatch", "Application %s is in project %s, not %s", app.Ref(), app.Project, p)
 	}
 	user := requester(r.Header.Get(HeaderUsername), r.Header.Get(HeaderUserID), r.Header.Get(HeaderGroups))
+	if !s.cfg.RemoteDestinations {
+		argo = inClusterOnly{ArgoCD: argo}
+	}
 	return fn(&request{Request: r, argo: argo, settings: settings, app: app, user: user})
+}
+
+// RemoteUnreadError is why the backend cannot read an app's destination: it deploys to another
+// cluster than Argo CD's, and the backend was installed to read only the cluster it runs in.
+type RemoteUnreadError struct {
+	App         string
+	Destination argocd.Destination
+}
+
+func (e *RemoteUnreadError) Error() string {
+	return fmt.Sprintf("Application %s deploys to cluster %s, and unprune's backend reads only the cluster Argo CD runs in: "+
+		"what is in it and the release cannot be read here. Install the backend with deploy/ui-extension/remote-clusters "+
+		"(it then reads Argo CD's cluster Secrets), or run unprune with a kubeconfig for that cluster", e.App, e.Destination)
+}
+
+// inClusterOnly is Argo CD seen by a backend that reaches only the cluster Argo CD runs in: every
+// other destination is a RemoteUnreadError, not the command line's advice on flags.
+type inClusterOnly struct{ cluster.ArgoCD }
+
+func (a inClusterOnly) Destination(ctx context.Context, app argocd.Application) (cluster.Objects, error) {
+	if !app.Destination.InCluster() {
+		return nil, &RemoteUnreadError{App: app.Ref(), Destination: app.Destination}
+	}
+	return a.ArgoCD.Destination(ctx, app)
+}
+
+func (a inClusterOnly) Reach(ctx context.Context, d argocd.Destination) (cluster.Objects, error) {
+	if !d.InCluster() && d.Name != argocd.InClusterName {
+		return nil, &RemoteUnreadError{App: "(any)", Destination: d}
+	}
+	return a.ArgoCD.Reach(ctx, d)
 }
 
 // requester is who asked, as journals record it, from the headers argocd-server's proxy sets

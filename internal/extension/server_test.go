@@ -465,3 +465,59 @@ func TestNoJournalsInArgoCDsNamespace(t *testing.T) {
 		t.Fatalf("journals written: %+v", sums)
 	}
 }
+
+// An app deploying to another cluster: a backend that reaches only Argo CD's cluster says so
+// plainly (the answer's first warning, the row's live error, the release's failure), and one
+// installed to reach it (RemoteDestinations) reads it like any other.
+func TestRemoteDestination(t *testing.T) {
+	const server = "https://prod.example:6443"
+	remoteApp := func(f *fixture) {
+		prod := clustertest.NewCluster("prod", server)
+		f.argo.Remote[server] = prod
+		id := argocd.TrackingID{Instance: "shop", Kind: "Namespace", Namespace: "shop", Name: "orders"}
+		prod.Add("", "Namespace", "", "orders", nil, map[string]string{argocd.AnnotationTrackingID: id.String()})
+		prod.Add("", "ConfigMap", "orders", "data", nil, nil)
+		f.argo.AddApp(argocd.Application{Name: "shop", Project: "default", SyncStatus: "OutOfSync",
+			Destination: argocd.Destination{Server: server, Namespace: "shop"},
+			Resources:   []argocd.Resource{{Version: "v1", Kind: "Namespace", Name: "orders", Status: "OutOfSync", RequiresPruning: true}}})
+	}
+	t.Run("not reached", func(t *testing.T) {
+		f := newFixture(t)
+		remoteApp(f)
+		var a ApplicationAnswer
+		if code := f.call("GET", "/application", "argocd:shop", nil, &a); code != http.StatusOK {
+			t.Fatalf("status %d", code)
+		}
+		want := "Application argocd/shop deploys to cluster " + server
+		if len(a.Warnings) == 0 || !strings.Contains(a.Warnings[0], want) || !strings.Contains(a.Warnings[0], "deploy/ui-extension/remote-clusters") {
+			t.Fatalf("warnings %q, want first %q … deploy/ui-extension/remote-clusters", a.Warnings, want)
+		}
+		if len(a.Items) != 1 || !strings.Contains(a.Items[0].LiveError, "reads only the cluster Argo CD runs in") || strings.Contains(a.Items[0].LiveError, "--") {
+			t.Fatalf("items %+v: want the plain reason, no flag", a.Items)
+		}
+		var e Error
+		if code := f.call("GET", "/resource?version=v1&kind=Namespace&name=orders", "argocd:shop", nil, &e); code != http.StatusBadGateway || !strings.Contains(e.Message, "reads only the cluster Argo CD runs in") {
+			t.Fatalf("release plan: %d %+v", code, e)
+		}
+		// An in-cluster app of the same backend is read as ever.
+		var home ApplicationAnswer
+		if code := f.call("GET", "/application", "argocd:guestbook", nil, &home); code != http.StatusOK || len(home.Warnings) != 0 || home.Items[0].LiveError != "" {
+			t.Fatalf("the in-cluster app: %d %+v", code, home)
+		}
+	})
+	t.Run("reached", func(t *testing.T) {
+		f := newFixture(t, func(c *Config) { c.RemoteDestinations = true })
+		remoteApp(f)
+		var a ApplicationAnswer
+		if code := f.call("GET", "/application", "argocd:shop", nil, &a); code != http.StatusOK {
+			t.Fatalf("status %d", code)
+		}
+		if len(a.Warnings) != 0 || len(a.Items) != 1 || a.Items[0].LiveError != "" {
+			t.Fatalf("answer %+v", a)
+		}
+		var r ResourceAnswer
+		if code := f.call("GET", "/resource?version=v1&kind=Namespace&name=orders", "argocd:shop", nil, &r); code != http.StatusOK || r.Release.Outcome != "Planned" {
+			t.Fatalf("release plan: %d %+v", code, r)
+		}
+	})
+}

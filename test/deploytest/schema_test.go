@@ -35,6 +35,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	for _, c := range []string{"servicemonitor", "networkpolicy", "exact-counts", "remote-clusters"} {
 		objs = append(objs, Build(t, "base", "components:", "  - DEPLOYcomponents/"+c)...)
 	}
+	objs = append(objs, Build(t, "ui-extension/backend", "components:", "  - DEPLOYui-extension/remote-clusters")...)
 	objs = append(objs, Build(t, "grafana")...)
 	seen := map[string]bool{}
 	for _, o := range objs {

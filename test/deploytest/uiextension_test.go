@@ -568,3 +568,37 @@ func TestDocumentedHelmValues(t *testing.T) {
 		t.Errorf("configs.rbac policy.unprune.csv %q, the component's %q", got, want)
 	}
 }
+
+// TestUIExtensionRemoteClusters: the backend's opt-in for remote destinations adds exactly list and
+// watch on Secrets in Argo CD's namespace (Argo CD's cluster Secrets), bound to the backend's
+// ServiceAccount alone, and the flag that uses them; still nothing that writes a ConfigMap there.
+func TestUIExtensionRemoteClusters(t *testing.T) {
+	objs := Build(t, "ui-extension/backend", "components:", "  - DEPLOYui-extension/remote-clusters")
+	var secretRules []rule
+	for _, role := range Kind(objs, "Role") {
+		for _, r := range rules(t, role) {
+			if slices.Contains(r.resources, "secrets") {
+				if ns := role["metadata"].(map[string]any)["namespace"]; ns != argoCDNamespace {
+					t.Errorf("a rule on Secrets in namespace %v", ns)
+				}
+				secretRules = append(secretRules, r)
+			}
+		}
+	}
+	if len(secretRules) != 1 || !slices.Equal(secretRules[0].verbs, []string{"list", "watch"}) || !slices.Equal(secretRules[0].groups, []string{""}) || len(secretRules[0].names) != 0 {
+		t.Errorf("rules on Secrets: %+v; want one, list and watch only", secretRules)
+	}
+	if b := named(objs, "RoleBinding", "unprune-extension-remote-clusters"); b == nil {
+		t.Error("no RoleBinding unprune-extension-remote-clusters")
+	} else if s := asSlice(b["subjects"]); len(s) != 1 || s[0].(map[string]any)["name"] != "unprune-extension" || s[0].(map[string]any)["namespace"] != argoCDNamespace {
+		t.Errorf("the remote clusters' Role is bound to %v", s)
+	}
+	if w := writesArgoCDConfigMaps(grants(t, objs, "unprune-extension", argoCDNamespace)); len(w) > 0 {
+		t.Errorf("the backend may change ConfigMaps of Argo CD's namespace: %+v", w)
+	}
+	dep := named(objs, "Deployment", "unprune-extension")
+	c := asSlice(dep["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"])[0].(map[string]any)
+	if args := fmt.Sprint(c["args"]); !strings.Contains(args, "--cluster-credentials=argocd") || !strings.Contains(args, "--token-file=") {
+		t.Errorf("args %s: want the backend's and --cluster-credentials=argocd", args)
+	}
+}

@@ -7,7 +7,8 @@
 // Configuration comes from the environment, as `make lab-up VAR=…` passes it: ARGOCD_VERSION
 // (one of lab.ArgoCDVersions, v3.6.1 … v2.14.11, or none), TRACKING, INSTANCE_LABEL_KEY, INSTALLATION_ID, APP_NAMESPACES,
 // KCM, REMOTE (a second cluster, registered with the installation), SERVER (argocd-server), UI
-// (unprune's UI extension, with SERVER; in Argo CD's own UI for the releases lab.OwnUI names), APPSET_POLICY and
+// (unprune's UI extension, with SERVER; in Argo CD's own UI for the releases lab.OwnUI names),
+// UI_REMOTE_CLUSTERS (its backend with deploy/ui-extension/remote-clusters), APPSET_POLICY and
 // APPSET_POLICY_OVERRIDE (the ApplicationSet controller's policy), NOTIFICATIONS (Argo CD's notifications
 // controller), HYDRATOR (Argo CD's commit-server, with the source hydrator enabled), LAB_DIR.
 package main
@@ -161,6 +162,10 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	uiRemote, err := onOff(getenv, "UI_REMOTE_CLUSTERS", false)
+	if err != nil {
+		return cfg, err
+	}
 	notifications, err := onOff(getenv, "NOTIFICATIONS", false)
 	if err != nil {
 		return cfg, err
@@ -201,6 +206,7 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 		AppNamespaces:    appNamespaces,
 		Server:           server,
 		UI:               ui,
+		UIRemoteClusters: uiRemote,
 		// The ApplicationSet controller's policy, through argocd-cmd-params-cm (lab/appset.go).
 		AppSetPolicy:         getenv("APPSET_POLICY"),
 		AppSetPolicyOverride: getenv("APPSET_POLICY_OVERRIDE"),
