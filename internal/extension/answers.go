@@ -15,103 +15,22 @@ import (
 	"github.com/unprune/unprune/internal/risk"
 )
 
-// APIVersion is the version of the backend's documents.
-const APIVersion = "unprune.dev/v1alpha2"
-
-// AppRef names an Application.
-type AppRef struct {
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	Project   string `json:"project,omitempty"`
+func resourceOf(r argocd.Resource) printer.ResourceRef {
+	return printer.ResourceRef{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 }
 
-// Resource names one of the app's resources as Argo CD lists it.
-type Resource struct {
-	Group     string `json:"group,omitempty"`
-	Version   string `json:"version"`
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-}
-
-func resourceOf(r argocd.Resource) Resource {
-	return Resource{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
-}
-
-func (r Resource) row() argocd.Resource {
+func argocdResource(r printer.ResourceRef) argocd.Resource {
 	return argocd.Resource{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 }
 
-// Guard is one thing that stops the deletion, with its explanation.
-type Guard struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-	// Hard: it holds whatever a sync request says.
-	Hard bool `json:"hard"`
-}
-
-// Contents is what the deletion takes with it; -1 means not counted.
-type Contents struct {
-	Objects         int64  `json:"objects"`
-	CustomResources int64  `json:"customResources"`
-	Partial         string `json:"partial,omitempty"`
-}
-
-// Item is one resource a prune would delete: audit's row.
-type Item struct {
-	Resource Resource  `json:"resource"`
-	Hook     bool      `json:"hook,omitempty"`
-	Risk     string    `json:"risk"`
-	RiskWhy  string    `json:"riskWhy,omitempty"`
-	Contents *Contents `json:"contents,omitempty"`
-	Guards   []Guard   `json:"guards"`
-	// Guarded: a hard guard stops the prune.
-	Guarded   bool     `json:"guarded"`
-	Notes     []string `json:"notes,omitempty"`
-	LiveError string   `json:"liveError,omitempty"`
-}
-
-// Cascade is what deleting the Application deletes with it, of high risk.
-type Cascade struct {
-	// Finalizer is the app's resources finalizer; empty: deleting the app deletes nothing.
-	Finalizer string     `json:"finalizer,omitempty"`
-	HighRisk  []Resource `json:"highRisk"`
-	// ManagedBy names a parent app or ApplicationSet that may delete the app.
-	ManagedBy string `json:"managedBy,omitempty"`
-	Unknown   string `json:"unknown,omitempty"`
-}
-
-// ApplicationSummary counts an app's rows requiring pruning.
-type ApplicationSummary struct {
-	RequiresPruning   int `json:"requiresPruning"`
-	HighRisk          int `json:"highRisk"`
-	Unguarded         int `json:"unguarded"`
-	UnguardedHighRisk int `json:"unguardedHighRisk"`
-}
-
-// ApplicationAnswer is GET /application.
-type ApplicationAnswer struct {
-	APIVersion  string             `json:"apiVersion"`
-	Kind        string             `json:"kind"`
-	ToolVersion string             `json:"toolVersion"`
-	Application AppRef             `json:"application"`
-	SyncStatus  string             `json:"syncStatus"`
-	AutoPrune   bool               `json:"autoPrune"`
-	Summary     ApplicationSummary `json:"summary"`
-	// Items require pruning, high-risk first; hooks (never pruned) are left out.
-	Items    []Item   `json:"items"`
-	Cascade  Cascade  `json:"cascade"`
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-func itemOf(row audit.Row) Item {
-	it := Item{Resource: resourceOf(row.Resource), Hook: row.Resource.Hook, Risk: string(row.Risk), RiskWhy: row.RiskWhy,
-		Guarded: row.Guarded, Notes: row.Notes, LiveError: row.LiveError, Guards: []Guard{}}
+func itemOf(row audit.Row) printer.UIItem {
+	it := printer.UIItem{Resource: resourceOf(row.Resource), Hook: row.Resource.Hook, Risk: string(row.Risk), RiskWhy: row.RiskWhy,
+		Guarded: row.Guarded, Notes: row.Notes, LiveError: row.LiveError, Guards: []printer.UIGuard{}}
 	if c := row.Contents; c != nil {
-		it.Contents = &Contents{Objects: c.Objects, CustomResources: c.CustomResources, Partial: c.Partial}
+		it.Contents = &printer.UIContents{Objects: c.Objects, CustomResources: c.CustomResources, Partial: c.Partial}
 	}
 	for _, g := range row.Guards {
-		it.Guards = append(it.Guards, Guard{Name: string(g), Description: g.Describe(), Hard: g.Hard()})
+		it.Guards = append(it.Guards, printer.UIGuard{Name: string(g), Description: g.Describe(), Hard: g.Hard()})
 	}
 	return it
 }
@@ -126,9 +45,9 @@ func (s *server) application(r *request) reply {
 	if err != nil {
 		return fail(http.StatusBadGateway, "AuditFailed", "%v", err)
 	}
-	ans := ApplicationAnswer{APIVersion: APIVersion, Kind: "UIApplication", ToolVersion: s.cfg.ToolVersion,
-		Application: AppRef{Namespace: r.app.Namespace, Name: r.app.Name, Project: r.app.Project},
-		SyncStatus:  r.app.SyncStatus, AutoPrune: r.app.AutoPrune, Items: []Item{}, Warnings: rep.Warnings}
+	ans := printer.UIApplication{APIVersion: printer.APIVersion, Kind: "UIApplication", ToolVersion: s.cfg.ToolVersion,
+		Application: printer.UIAppRef{AppRef: printer.AppRef{Namespace: r.app.Namespace, Name: r.app.Name}, Project: r.app.Project},
+		SyncStatus:  r.app.SyncStatus, AutoPrune: r.app.AutoPrune, Items: []printer.UIItem{}, Warnings: rep.Warnings}
 	if _, err := r.argo.Destination(r.Context(), r.app); err != nil {
 		var remote *RemoteUnreadError
 		if errors.As(err, &remote) {
@@ -162,7 +81,7 @@ func (s *server) application(r *request) reply {
 }
 
 // sortItems puts high-risk rows first, unguarded before guarded, then by name.
-func sortItems(items []Item) {
+func sortItems(items []printer.UIItem) {
 	sort.SliceStable(items, func(i, j int) bool {
 		a, b := items[i], items[j]
 		if (a.Risk == string(risk.High)) != (b.Risk == string(risk.High)) {
@@ -171,15 +90,15 @@ func sortItems(items []Item) {
 		if a.Guarded != b.Guarded {
 			return !a.Guarded
 		}
-		return a.Resource.row().String() < b.Resource.row().String()
+		return argocdResource(a.Resource).String() < argocdResource(b.Resource).String()
 	})
 }
 
 // cascade is what deleting the app deletes of high risk: audit's whole-app row when a parent or
 // ApplicationSet may delete it, else the watch's reading (audit.CascadeHighRisk), nothing without
 // a resources finalizer.
-func (s *server) cascade(r *request, row *audit.Row) Cascade {
-	c := Cascade{HighRisk: []Resource{}}
+func (s *server) cascade(r *request, row *audit.Row) printer.UICascade {
+	c := printer.UICascade{HighRisk: []printer.ResourceRef{}}
 	if row != nil && row.Cascade != nil {
 		c.Finalizer, c.ManagedBy = row.Cascade.Finalizer, row.Cascade.ManagedBy
 		for _, h := range row.Cascade.HighRisk {
@@ -218,21 +137,10 @@ func (s *server) cascade(r *request, row *audit.Row) Cascade {
 	return c
 }
 
-// Change is one key a release (or an undo) changes.
-type Change struct {
-	Field  string  `json:"field"`
-	Key    string  `json:"key"`
-	Before *string `json:"before"`
-	After  *string `json:"after"`
-	// Description is the change in words, for what Before and After cannot show (an embedded
-	// configuration, managedFields entries).
-	Description string `json:"description"`
-}
-
-func changesOf(cs []journalChange) []Change {
-	out := []Change{}
+func changesOf(cs []journalChange) []printer.UIChange {
+	out := []printer.UIChange{}
 	for _, c := range cs {
-		ch := Change{Field: string(c.Field), Key: c.Key, Description: c.String()}
+		ch := printer.UIChange{Field: string(c.Field), Key: c.Key, Description: c.String()}
 		if c.Embedded == nil && c.ManagedFields == nil {
 			ch.Before, ch.After = c.Before, c.After
 		}
@@ -241,39 +149,8 @@ func changesOf(cs []journalChange) []Change {
 	return out
 }
 
-// Plan is what a release would do to one object: the engine's decision and the metadata diff.
-type Plan struct {
-	// Outcome is Planned (there is something to release), Unchanged, Refused, Gone or Failed.
-	Outcome string   `json:"outcome"`
-	Reason  string   `json:"reason,omitempty"`
-	Message string   `json:"message,omitempty"`
-	Changes []Change `json:"changes"`
-	Notes   []string `json:"notes,omitempty"`
-	// Diff is the unified diff of the object's labels and annotations, live and after.
-	Diff string `json:"diff,omitempty"`
-	// ResourceVersion and UID are the live object's, as planned: a release sends exactly this plan
-	// only while the object is unchanged.
-	ResourceVersion string `json:"resourceVersion,omitempty"`
-	UID             string `json:"uid,omitempty"`
-}
-
-// ResourceAnswer is GET /resource.
-type ResourceAnswer struct {
-	APIVersion  string `json:"apiVersion"`
-	Kind        string `json:"kind"`
-	ToolVersion string `json:"toolVersion"`
-	Application AppRef `json:"application"`
-	Item        Item   `json:"item"`
-	// RequiresPruning is the app's status row's.
-	RequiresPruning bool `json:"requiresPruning"`
-	Release         Plan `json:"release"`
-	// Confirm is the other way to keep it: Prune=confirm merged into its sync-options (what
-	// `unprune guard confirm` plans), so that a prune waits for approval on the Application.
-	Confirm Plan `json:"confirm"`
-}
-
 // rowOf finds the request's resource among the app's status rows.
-func rowOf(r *request, want Resource) (argocd.Resource, bool) {
+func rowOf(r *request, want printer.ResourceRef) (argocd.Resource, bool) {
 	for _, row := range r.app.Resources {
 		if row.Group == want.Group && row.Kind == want.Kind && row.Namespace == want.Namespace && row.Name == want.Name {
 			return row, true
@@ -282,25 +159,25 @@ func rowOf(r *request, want Resource) (argocd.Resource, bool) {
 	return argocd.Resource{}, false
 }
 
-func queryResource(r *request) Resource {
+func queryResource(r *request) printer.ResourceRef {
 	q := r.URL.Query()
-	return Resource{Group: q.Get("group"), Kind: q.Get("kind"), Namespace: q.Get("namespace"), Name: q.Get("name")}
+	return printer.ResourceRef{Group: q.Get("group"), Kind: q.Get("kind"), Namespace: q.Get("namespace"), Name: q.Get("name")}
 }
 
 func (s *server) resource(r *request) reply {
 	want := queryResource(r)
 	row, found := rowOf(r, want)
 	if !found {
-		return fail(http.StatusNotFound, "NotInApplication", "Application %s lists no %s", r.app.Ref(), want.row())
+		return fail(http.StatusNotFound, "NotInApplication", "Application %s lists no %s", r.app.Ref(), argocdResource(want))
 	}
-	ans := ResourceAnswer{APIVersion: APIVersion, Kind: "UIResource", ToolVersion: s.cfg.ToolVersion,
-		Application:     AppRef{Namespace: r.app.Namespace, Name: r.app.Name, Project: r.app.Project},
+	ans := printer.UIResource{APIVersion: printer.APIVersion, Kind: "UIResource", ToolVersion: s.cfg.ToolVersion,
+		Application:     printer.UIAppRef{AppRef: printer.AppRef{Namespace: r.app.Namespace, Name: r.app.Name}, Project: r.app.Project},
 		RequiresPruning: row.RequiresPruning}
 	rep, err := s.auditApp(r)
 	if err != nil {
 		return fail(http.StatusBadGateway, "AuditFailed", "%v", err)
 	}
-	ans.Item = Item{Resource: resourceOf(row), Hook: row.Hook, Guards: []Guard{}}
+	ans.Item = printer.UIItem{Resource: resourceOf(row), Hook: row.Hook, Guards: []printer.UIGuard{}}
 	for _, ar := range rep.Rows {
 		if ar.When == audit.Now && ar.Resource.Key() == row.Key() {
 			ans.Item = itemOf(ar)
@@ -367,8 +244,8 @@ func (s *server) planRelease(r *request, row argocd.Resource) (*engine.Item, err
 	return nil, errNotPlanned(row)
 }
 
-func planOf(it *engine.Item) Plan {
-	p := Plan{Outcome: string(it.Outcome), Reason: it.Reason, Message: it.Message, Changes: changesOf(it.Plan.Changes), Notes: it.Plan.Notes}
+func planOf(it *engine.Item) printer.UIPlan {
+	p := printer.UIPlan{Outcome: string(it.Outcome), Reason: it.Reason, Message: it.Message, Changes: changesOf(it.Plan.Changes), Notes: it.Plan.Notes}
 	if it.Live != nil {
 		p.ResourceVersion, p.UID = it.Live.ResourceVersion, it.Live.UID
 		if len(it.Plan.Changes) > 0 {

@@ -3,6 +3,7 @@ package extension
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/unprune/unprune/internal/printer"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -26,55 +27,18 @@ func errNotPlanned(row argocd.Resource) error {
 	return fmt.Errorf("the engine planned nothing for %s", row)
 }
 
-// PatchRequest is the request the browser sends to argocd-server's API with the user's session:
-// POST /api/v1/applications/{name}/resource (`argocd app patch-resource`), whose body is the
-// request's "patch" field, a JSON string (application.proto: body: "patch"), holding the same
-// merge patch with a resourceVersion precondition that `unprune detach --via argocd` sends.
-type PatchRequest struct {
-	Method string            `json:"method"`
-	Path   string            `json:"path"`
-	Query  map[string]string `json:"query"`
-	// Body is the HTTP body to send as it is (JSON).
-	Body string `json:"body"`
-}
-
-func patchRequest(app argocd.Application, ref cluster.Ref, patch []byte) PatchRequest {
+func patchRequest(app argocd.Application, ref cluster.Ref, patch []byte) printer.UIPatch {
 	q := map[string]string{"namespace": ref.Namespace, "resourceName": ref.Name, "version": ref.Version, "group": ref.Group,
 		"kind": ref.Kind, "patchType": "application/merge-patch+json", "appNamespace": app.Namespace}
 	if app.Project != "" {
 		q["project"] = app.Project
 	}
 	body, _ := json.Marshal(string(patch))
-	return PatchRequest{Method: "POST", Path: "/api/v1/applications/" + url.PathEscape(app.Name) + "/resource", Query: q, Body: string(body)}
+	return printer.UIPatch{Method: "POST", Path: "/api/v1/applications/" + url.PathEscape(app.Name) + "/resource", Query: q, Body: string(body)}
 }
 
-// ReleaseRequest is POST /releases: the resource the user previewed, at the resourceVersion of the
-// preview, and the argocd-server the browser talks to (recorded in the journal).
-type ReleaseRequest struct {
-	Resource        Resource `json:"resource"`
-	ResourceVersion string   `json:"resourceVersion"`
-	ArgoCDServer    string   `json:"argocdServer,omitempty"`
-}
-
-// JournalRef names a journal and how `unprune undo` reaches it.
-type JournalRef struct {
-	ID   string `json:"id"`
-	Path string `json:"path"`
-	// UndoCommand undoes it with a kubeconfig.
-	UndoCommand string `json:"undoCommand"`
-}
-
-// ReleaseStarted is the answer of POST /releases: the journal (planned) and the patch to send.
-type ReleaseStarted struct {
-	APIVersion string       `json:"apiVersion"`
-	Kind       string       `json:"kind"`
-	Journal    JournalRef   `json:"journal"`
-	Release    Plan         `json:"release"`
-	Patch      PatchRequest `json:"patch"`
-}
-
-func (s *server) journalRef(j *journal.Journal, path string) JournalRef {
-	ref := JournalRef{ID: j.ID, Path: path}
+func (s *server) journalRef(j *journal.Journal, path string) printer.UIJournalRef {
+	ref := printer.UIJournalRef{ID: j.ID, Path: path}
 	if s.cfg.UndoCommand != nil {
 		ref.UndoCommand = s.cfg.UndoCommand(j.ID)
 	}
@@ -82,13 +46,13 @@ func (s *server) journalRef(j *journal.Journal, path string) JournalRef {
 }
 
 func (s *server) beginRelease(r *request) reply {
-	var req ReleaseRequest
+	var req printer.UIReleaseRequest
 	if err := decodeBody(r, &req); err != nil {
 		return fail(http.StatusBadRequest, "BadRequest", "%v", err)
 	}
 	row, found := rowOf(r, req.Resource)
 	if !found {
-		return fail(http.StatusNotFound, "NotInApplication", "Application %s lists no %s", r.app.Ref(), req.Resource.row())
+		return fail(http.StatusNotFound, "NotInApplication", "Application %s lists no %s", r.app.Ref(), argocdResource(req.Resource))
 	}
 	it, err := s.planRelease(r, row)
 	if err != nil {
@@ -97,7 +61,7 @@ func (s *server) beginRelease(r *request) reply {
 	p := planOf(it)
 	switch {
 	case it.Outcome != engine.OutcomePlanned:
-		return reply{http.StatusConflict, Error{APIVersion: APIVersion, Kind: "Error", Reason: string(it.Outcome), Message: "nothing to release: " + orDefault(p.Message, string(it.Outcome))}}
+		return reply{http.StatusConflict, printer.UIError{APIVersion: printer.APIVersion, Kind: "Error", Reason: string(it.Outcome), Message: "nothing to release: " + orDefault(p.Message, string(it.Outcome))}}
 	case req.ResourceVersion == "" || it.Live.ResourceVersion != req.ResourceVersion:
 		return fail(http.StatusConflict, "ChangedSincePreview", "%s changed since the preview (resourceVersion %s, previewed %s): review the new plan before releasing", it.Ref, it.Live.ResourceVersion, req.ResourceVersion)
 	}
@@ -106,13 +70,13 @@ func (s *server) beginRelease(r *request) reply {
 
 // beginConfirm is POST /guards: the same as a release, for guard confirm's plan.
 func (s *server) beginConfirm(r *request) reply {
-	var req ReleaseRequest
+	var req printer.UIReleaseRequest
 	if err := decodeBody(r, &req); err != nil {
 		return fail(http.StatusBadRequest, "BadRequest", "%v", err)
 	}
 	row, found := rowOf(r, req.Resource)
 	if !found || !row.RequiresPruning {
-		return fail(http.StatusNotFound, "NotRequiringPruning", "Application %s lists no %s requiring pruning: the UI guards only those (a resource git still holds gets its sync-options from git)", r.app.Ref(), req.Resource.row())
+		return fail(http.StatusNotFound, "NotRequiringPruning", "Application %s lists no %s requiring pruning: the UI guards only those (a resource git still holds gets its sync-options from git)", r.app.Ref(), argocdResource(req.Resource))
 	}
 	it, err := s.planConfirm(r, row)
 	if err != nil {
@@ -121,7 +85,7 @@ func (s *server) beginConfirm(r *request) reply {
 	p := planOf(it)
 	switch {
 	case it.Outcome != engine.OutcomePlanned:
-		return reply{http.StatusConflict, Error{APIVersion: APIVersion, Kind: "Error", Reason: string(it.Outcome), Message: "nothing to change: " + orDefault(strings.Join(append([]string{p.Message}, p.Notes...), " "), string(it.Outcome))}}
+		return reply{http.StatusConflict, printer.UIError{APIVersion: printer.APIVersion, Kind: "Error", Reason: string(it.Outcome), Message: "nothing to change: " + orDefault(strings.Join(append([]string{p.Message}, p.Notes...), " "), string(it.Outcome))}}
 	case req.ResourceVersion == "" || it.Live.ResourceVersion != req.ResourceVersion:
 		return fail(http.StatusConflict, "ChangedSincePreview", "%s changed since the preview (resourceVersion %s, previewed %s): review the new plan first", it.Ref, it.Live.ResourceVersion, req.ResourceVersion)
 	}
@@ -130,7 +94,7 @@ func (s *server) beginConfirm(r *request) reply {
 
 // journalAndPatch writes the journal of one planned item (every entry planned, before anything is
 // sent) and answers with the patch for the browser to send through argocd-server.
-func (s *server) journalAndPatch(r *request, it *engine.Item, command, strategy, argocdServer string, p Plan) reply {
+func (s *server) journalAndPatch(r *request, it *engine.Item, command, strategy, argocdServer string, p printer.UIPlan) reply {
 	patch, err := engine.MergePatch(it.Live.ResourceVersion, it.Plan.Changes)
 	if err != nil {
 		return fail(http.StatusInternalServerError, "PatchFailed", "%v", err)
@@ -168,7 +132,7 @@ func (s *server) journalAndPatch(r *request, it *engine.Item, command, strategy,
 		return fail(http.StatusInternalServerError, "JournalFailed", "write the journal (nothing was changed): %v", err)
 	}
 	s.cfg.logf("%s %s of %s in %s planned by %s: journal %s", command, strategy, it.Ref, r.app.Ref(), r.user, path)
-	return ok(ReleaseStarted{APIVersion: APIVersion, Kind: "UIReleaseStarted", Journal: s.journalRef(j, path), Release: p,
+	return ok(printer.UIReleaseStarted{APIVersion: printer.APIVersion, Kind: "UIReleaseStarted", Journal: s.journalRef(j, path), Release: p,
 		Patch: patchRequest(r.app, it.Ref, patch)})
 }
 
@@ -205,35 +169,6 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
-}
-
-// Sent is what the browser saw when it sent a patch to argocd-server: its HTTP status and, when
-// it failed, Argo CD's message. It explains a failure; the journal's state comes from the cluster.
-type Sent struct {
-	Status  int    `json:"status"`
-	Message string `json:"message,omitempty"`
-}
-
-// ReleaseResult is the answer of POST /releases/{id}/result and GET /releases/{id}.
-type ReleaseResult struct {
-	APIVersion string     `json:"apiVersion"`
-	Kind       string     `json:"kind"`
-	Journal    JournalRef `json:"journal"`
-	// State is the journal entry's: applied, failed, planned (not known yet).
-	State   string `json:"state"`
-	Message string `json:"message,omitempty"`
-	// Verification is Argo CD's view after the release (GET only).
-	Verification *Verification `json:"verification,omitempty"`
-}
-
-// Verification is verify.Judge's reading of the app's status.
-type Verification struct {
-	// Verified: a comparison after the patch no longer lists the object.
-	Verified   bool       `json:"verified"`
-	Fresh      bool       `json:"fresh"`
-	SyncStatus string     `json:"syncStatus"`
-	Lingering  []Resource `json:"lingering"`
-	OutOfSync  []Resource `json:"outOfSync"`
 }
 
 // openOwn opens a journal of the request's app.
@@ -276,7 +211,7 @@ func (s *server) readEntry(r *request, j *journal.Journal, e journal.Entry) (*cl
 }
 
 func (s *server) releaseResult(r *request) reply {
-	var sent Sent
+	var sent printer.UISent
 	if err := decodeBody(r, &sent); err != nil {
 		return fail(http.StatusBadRequest, "BadRequest", "%v", err)
 	}
@@ -287,7 +222,7 @@ func (s *server) releaseResult(r *request) reply {
 	e := j.Entries[0]
 	if e.State != journal.StatePlanned {
 		_ = rec.Close()
-		return ok(ReleaseResult{APIVersion: APIVersion, Kind: "UIReleaseResult", Journal: s.journalRef(j, rec.Path()), State: string(e.State), Message: e.Error})
+		return ok(printer.UIReleaseResult{APIVersion: printer.APIVersion, Kind: "UIReleaseResult", Journal: s.journalRef(j, rec.Path()), State: string(e.State), Message: e.Error})
 	}
 	live, err := s.readEntry(r, j, e)
 	var state journal.State
@@ -327,11 +262,11 @@ func (s *server) releaseResult(r *request) reply {
 		return fail(http.StatusInternalServerError, "JournalFailed", "record the outcome in journal %s: %v", j.ID, err)
 	}
 	s.cfg.logf("release journal %s of %s (%s): %s %s", j.ID, r.app.Ref(), r.user, state, msg)
-	return ok(ReleaseResult{APIVersion: APIVersion, Kind: "UIReleaseResult", Journal: s.journalRef(j, rec.Path()), State: string(state), Message: msg})
+	return ok(printer.UIReleaseResult{APIVersion: printer.APIVersion, Kind: "UIReleaseResult", Journal: s.journalRef(j, rec.Path()), State: string(state), Message: msg})
 }
 
 // describeRefusal words what argocd-server answered.
-func describeRefusal(sent Sent) string {
+func describeRefusal(sent printer.UISent) string {
 	switch {
 	case sent.Status == http.StatusForbidden:
 		return "Argo CD's RBAC refused the patch (" + orDefault(sent.Message, "permission denied") + "): it needs applications, update on the app (from v3.0 update/GROUP/KIND/NAMESPACE/NAME); nothing was changed"
@@ -350,11 +285,11 @@ func (s *server) releaseStatus(r *request) reply {
 	}
 	_ = rec.Close()
 	e := j.Entries[0]
-	res := ReleaseResult{APIVersion: APIVersion, Kind: "UIReleaseResult", Journal: s.journalRef(j, rec.Path()), State: string(e.State), Message: e.Error}
+	res := printer.UIReleaseResult{APIVersion: printer.APIVersion, Kind: "UIReleaseResult", Journal: s.journalRef(j, rec.Path()), State: string(e.State), Message: e.Error}
 	if e.State == journal.StateApplied && j.Command == "detach" {
 		row := argocd.Resource{Group: e.Object.Group, Version: e.Object.Version, Kind: e.Object.Kind, Namespace: e.Object.Namespace, Name: e.Object.Name}
 		o := verify.Judge(r.app, []argocd.Resource{row}, verify.Gone, e.UpdatedAt)
-		v := &Verification{Verified: o.Verified, Fresh: o.Fresh, SyncStatus: o.App.SyncStatus, Lingering: []Resource{}, OutOfSync: []Resource{}}
+		v := &printer.UIVerification{Verified: o.Verified, Fresh: o.Fresh, SyncStatus: o.App.SyncStatus, Lingering: []printer.ResourceRef{}, OutOfSync: []printer.ResourceRef{}}
 		for _, l := range o.Lingering {
 			v.Lingering = append(v.Lingering, resourceOf(l))
 		}

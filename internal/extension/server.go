@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/unprune/unprune/internal/printer"
 	"io"
 	"net"
 	"net/http"
@@ -199,17 +200,8 @@ type reply struct {
 
 type handlerFunc func(r *request) reply
 
-// Error is the document of a refusal or failure.
-type Error struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	// Reason is a machine-readable code; Message says what happened and what to do.
-	Reason  string `json:"reason"`
-	Message string `json:"message"`
-}
-
 func fail(status int, reason, format string, args ...any) reply {
-	return reply{status, Error{APIVersion: APIVersion, Kind: "Error", Reason: reason, Message: fmt.Sprintf(format, args...)}}
+	return reply{status, printer.UIError{APIVersion: printer.APIVersion, Kind: "Error", Reason: reason, Message: fmt.Sprintf(format, args...)}}
 }
 
 func ok(doc any) reply { return reply{http.StatusOK, doc} }
@@ -226,7 +218,7 @@ func (s *server) scoped(fn handlerFunc) http.Handler {
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(rep.doc)
 		if rep.status >= 400 {
-			if e, isErr := rep.doc.(Error); isErr {
+			if e, isErr := rep.doc.(printer.UIError); isErr {
 				s.cfg.logf("%s %s (%s, app %s): %d %s: %s", r.Method, r.URL.Path, r.Header.Get(HeaderUsername), r.Header.Get(HeaderApplication), rep.status, e.Reason, e.Message)
 			}
 		}

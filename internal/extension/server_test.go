@@ -3,6 +3,7 @@ package extension
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/unprune/unprune/internal/printer"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -116,7 +117,7 @@ func TestOnlyThroughArgoCDsProxy(t *testing.T) {
 		{"another project", []string{HeaderProject, "infra"}, http.StatusBadRequest, "ProjectMismatch"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var e Error
+			var e printer.UIError
 			if got := f.call("GET", "/application", "argocd:guestbook", nil, &e, tc.headers...); got != tc.want || e.Reason != tc.reason {
 				t.Fatalf("got %d %+v, want %d %s", got, e, tc.want, tc.reason)
 			}
@@ -129,11 +130,11 @@ func TestOnlyThroughArgoCDsProxy(t *testing.T) {
 
 func TestApplicationAnswer(t *testing.T) {
 	f := newFixture(t)
-	var a ApplicationAnswer
+	var a printer.UIApplication
 	if code := f.call("GET", "/application", "argocd:guestbook", nil, &a); code != http.StatusOK {
 		t.Fatalf("status %d", code)
 	}
-	if a.Summary != (ApplicationSummary{RequiresPruning: 2, HighRisk: 2, Unguarded: 1, UnguardedHighRisk: 1}) {
+	if a.Summary != (printer.UISummary{RequiresPruning: 2, HighRisk: 2, Unguarded: 1, UnguardedHighRisk: 1}) {
 		t.Fatalf("summary %+v", a.Summary)
 	}
 	// High risk first, the unguarded before the guarded.
@@ -150,7 +151,7 @@ func TestApplicationAnswer(t *testing.T) {
 
 func TestResourceOfAnotherAppIsRefused(t *testing.T) {
 	f := newFixture(t)
-	var e Error
+	var e printer.UIError
 	if code := f.call("GET", "/resource?kind=ConfigMap&namespace=platform&name=settings", "argocd:guestbook", nil, &e); code != http.StatusNotFound || e.Reason != "NotInApplication" {
 		t.Fatalf("got %d %+v", code, e)
 	}
@@ -160,7 +161,7 @@ func TestResourceOfAnotherAppIsRefused(t *testing.T) {
 // sends through argocd-server, and the journal completed from what the object then shows.
 func TestRelease(t *testing.T) {
 	f := newFixture(t)
-	var ans ResourceAnswer
+	var ans printer.UIResource
 	if code := f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans); code != http.StatusOK {
 		t.Fatalf("status %d", code)
 	}
@@ -176,8 +177,8 @@ func TestRelease(t *testing.T) {
 	}
 
 	// A plan previewed at another resourceVersion is not sent: the user reviews the new one.
-	var e Error
-	req := ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: "0", ArgoCDServer: "https://argocd.example.com"}
+	var e printer.UIError
+	req := printer.UIReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: "0", ArgoCDServer: "https://argocd.example.com"}
 	if code := f.call("POST", "/releases", "argocd:guestbook", req, &e); code != http.StatusConflict || e.Reason != "ChangedSincePreview" {
 		t.Fatalf("stale preview: %d %+v", code, e)
 	}
@@ -186,7 +187,7 @@ func TestRelease(t *testing.T) {
 	}
 
 	req.ResourceVersion = p.ResourceVersion
-	var started ReleaseStarted
+	var started printer.UIReleaseStarted
 	if code := f.call("POST", "/releases", "argocd:guestbook", req, &started); code != http.StatusOK {
 		t.Fatalf("status %d", code)
 	}
@@ -218,15 +219,15 @@ func TestRelease(t *testing.T) {
 	if _, err := f.home.Patch(t.Context(), f.refs["team-a"], []byte(patch), false); err != nil {
 		t.Fatal(err)
 	}
-	var res ReleaseResult
-	if code := f.call("POST", "/releases/"+j.ID+"/result", "argocd:guestbook", Sent{Status: 200}, &res); code != http.StatusOK || res.State != "applied" {
+	var res printer.UIReleaseResult
+	if code := f.call("POST", "/releases/"+j.ID+"/result", "argocd:guestbook", printer.UISent{Status: 200}, &res); code != http.StatusOK || res.State != "applied" {
 		t.Fatalf("result %d %+v", code, res)
 	}
 	// Another app's header cannot read or complete it.
 	if code := f.call("GET", "/releases/"+j.ID, "argocd:platform", nil, &e); code != http.StatusForbidden || e.Reason != "OtherApplication" {
 		t.Fatalf("another app: %d %+v", code, e)
 	}
-	var list JournalList
+	var list printer.UIJournalList
 	if code := f.call("GET", "/journals", "argocd:guestbook", nil, &list); code != http.StatusOK || len(list.Items) != 1 || list.Items[0].Entries[0].State != "applied" {
 		t.Fatalf("journals %d %+v", code, list)
 	}
@@ -238,14 +239,14 @@ func TestRelease(t *testing.T) {
 // Argo CD refused the patch (the viewer): the journal says failed, with no change left to undo.
 func TestRefusedRelease(t *testing.T) {
 	f := newFixture(t)
-	var ans ResourceAnswer
+	var ans printer.UIResource
 	f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans)
-	var started ReleaseStarted
-	if code := f.call("POST", "/releases", "argocd:guestbook", ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion}, &started); code != http.StatusOK {
+	var started printer.UIReleaseStarted
+	if code := f.call("POST", "/releases", "argocd:guestbook", printer.UIReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion}, &started); code != http.StatusOK {
 		t.Fatalf("status %d", code)
 	}
-	var res ReleaseResult
-	f.call("POST", "/releases/"+started.Journal.ID+"/result", "argocd:guestbook", Sent{Status: 403, Message: "permission denied"}, &res)
+	var res printer.UIReleaseResult
+	f.call("POST", "/releases/"+started.Journal.ID+"/result", "argocd:guestbook", printer.UISent{Status: 403, Message: "permission denied"}, &res)
 	if res.State != "failed" || !strings.Contains(res.Message, "Argo CD's RBAC refused the patch (permission denied)") {
 		t.Fatalf("result %+v", res)
 	}
@@ -262,14 +263,14 @@ func TestRefusedRelease(t *testing.T) {
 // (guard confirm's plan), journaled and sent as a release is; the row then shows the guard.
 func TestConfirm(t *testing.T) {
 	f := newFixture(t)
-	var ans ResourceAnswer
+	var ans printer.UIResource
 	f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans)
 	c := ans.Confirm
 	if c.Outcome != "Planned" || len(c.Changes) != 1 || c.Changes[0].Key != argocd.AnnotationSyncOptions || c.Changes[0].After == nil || *c.Changes[0].After != "Prune=confirm" {
 		t.Fatalf("confirm plan %+v", c)
 	}
-	var started ReleaseStarted
-	if code := f.call("POST", "/guards", "argocd:guestbook", ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: c.ResourceVersion}, &started); code != http.StatusOK {
+	var started printer.UIReleaseStarted
+	if code := f.call("POST", "/guards", "argocd:guestbook", printer.UIReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: c.ResourceVersion}, &started); code != http.StatusOK {
 		t.Fatalf("status %d", code)
 	}
 	j, _, err := f.store.Load(started.Journal.Path)
@@ -283,8 +284,8 @@ func TestConfirm(t *testing.T) {
 	if _, err := f.home.Patch(t.Context(), f.refs["team-a"], []byte(patch), false); err != nil {
 		t.Fatal(err)
 	}
-	var res ReleaseResult
-	if code := f.call("POST", "/guards/"+j.ID+"/result", "argocd:guestbook", Sent{Status: 200}, &res); code != http.StatusOK || res.State != "applied" {
+	var res printer.UIReleaseResult
+	if code := f.call("POST", "/guards/"+j.ID+"/result", "argocd:guestbook", printer.UISent{Status: 200}, &res); code != http.StatusOK || res.State != "applied" {
 		t.Fatalf("result %d %+v", code, res)
 	}
 	f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans)
@@ -292,8 +293,8 @@ func TestConfirm(t *testing.T) {
 		t.Fatalf("after the guard: %+v %+v", ans.Item, ans.Confirm)
 	}
 	// A resource git still holds gets its sync-options from git: the UI does not guard it.
-	var e Error
-	if code := f.call("POST", "/guards", "argocd:platform", ReleaseRequest{Resource: Resource{Version: "v1", Kind: "ConfigMap", Namespace: "platform", Name: "settings"}, ResourceVersion: "1"}, &e); code != http.StatusNotFound || e.Reason != "NotRequiringPruning" {
+	var e printer.UIError
+	if code := f.call("POST", "/guards", "argocd:platform", printer.UIReleaseRequest{Resource: printer.ResourceRef{Version: "v1", Kind: "ConfigMap", Namespace: "platform", Name: "settings"}, ResourceVersion: "1"}, &e); code != http.StatusNotFound || e.Reason != "NotRequiringPruning" {
 		t.Fatalf("a Synced row: %d %+v", code, e)
 	}
 }
@@ -302,18 +303,18 @@ func TestConfirm(t *testing.T) {
 // what the object shows, and the journal list says so.
 func TestUndoOfARelease(t *testing.T) {
 	f := newFixture(t)
-	var ans ResourceAnswer
+	var ans printer.UIResource
 	f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans)
-	var started ReleaseStarted
-	f.call("POST", "/releases", "argocd:guestbook", ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion}, &started)
+	var started printer.UIReleaseStarted
+	f.call("POST", "/releases", "argocd:guestbook", printer.UIReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion}, &started)
 	var patch string
 	_ = json.Unmarshal([]byte(started.Patch.Body), &patch)
 	if _, err := f.home.Patch(t.Context(), f.refs["team-a"], []byte(patch), false); err != nil {
 		t.Fatal(err)
 	}
-	var res ReleaseResult
-	f.call("POST", "/releases/"+started.Journal.ID+"/result", "argocd:guestbook", Sent{Status: 200}, &res)
-	var undo UndoAnswer
+	var res printer.UIReleaseResult
+	f.call("POST", "/releases/"+started.Journal.ID+"/result", "argocd:guestbook", printer.UISent{Status: 200}, &res)
+	var undo printer.UIUndo
 	if code := f.call("POST", "/journals/"+started.Journal.ID+"/undo", "argocd:guestbook", nil, &undo); code != http.StatusOK || len(undo.Items) != 1 || undo.Items[0].Patch == nil {
 		t.Fatalf("undo plan %d %+v", code, undo)
 	}
@@ -323,11 +324,11 @@ func TestUndoOfARelease(t *testing.T) {
 	if _, err := f.home.Patch(t.Context(), f.refs["team-a"], []byte(patch), false); err != nil {
 		t.Fatal(err)
 	}
-	var done UndoResult
-	if code := f.call("POST", "/journals/"+started.Journal.ID+"/undo/result", "argocd:guestbook", UndoSent{Entry: 0, Sent: Sent{Status: 200}}, &done); code != http.StatusOK || done.State != "undone" {
+	var done printer.UIUndoResult
+	if code := f.call("POST", "/journals/"+started.Journal.ID+"/undo/result", "argocd:guestbook", printer.UIUndoSent{Entry: 0, UISent: printer.UISent{Status: 200}}, &done); code != http.StatusOK || done.State != "undone" {
 		t.Fatalf("undo result %d %+v", code, done)
 	}
-	var list JournalList
+	var list printer.UIJournalList
 	f.call("GET", "/journals", "argocd:guestbook", nil, &list)
 	if len(list.Items) != 1 || list.Items[0].Entries[0].State != "undone" {
 		t.Fatalf("journals after the undo: %+v", list.Items)
@@ -341,11 +342,11 @@ func TestUndoOfARelease(t *testing.T) {
 // named, with its id, and without the groups header a local account cannot have.
 func TestReleaseRecordsTheRequester(t *testing.T) {
 	f := newFixture(t)
-	var ans ResourceAnswer
+	var ans printer.UIResource
 	if code := f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans); code != http.StatusOK {
 		t.Fatalf("status %d", code)
 	}
-	req := ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion, ArgoCDServer: "https://argocd.example.com"}
+	req := printer.UIReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion, ArgoCDServer: "https://argocd.example.com"}
 	if code := f.call("POST", "/releases", "argocd:guestbook", req, nil, HeaderUsername, "alice", HeaderUserID, "alice", HeaderGroups, "admins"); code != http.StatusOK {
 		t.Fatalf("release: %d", code)
 	}
@@ -386,16 +387,16 @@ func TestJournalsAreBounded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, func(c *Config) { c.MaxJournals, c.MaxJournalsPerApp = tc.total, tc.perApp })
-			var ans ResourceAnswer
+			var ans printer.UIResource
 			f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans)
-			req := ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion}
+			req := printer.UIReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion}
 			for i := range 2 {
-				var started ReleaseStarted
+				var started printer.UIReleaseStarted
 				if code := f.call("POST", "/releases", "argocd:guestbook", req, &started); code != http.StatusOK {
 					t.Fatalf("release %d: status %d", i, code)
 				}
 			}
-			var e Error
+			var e printer.UIError
 			if code := f.call("POST", "/releases", "argocd:guestbook", req, &e); code != http.StatusTooManyRequests || e.Reason != "TooManyJournals" || !strings.Contains(e.Message, tc.want) {
 				t.Fatalf("the third release: %d %+v; want 429 saying %q", code, e, tc.want)
 			}
@@ -428,7 +429,7 @@ func TestTokenFollowsItsFile(t *testing.T) {
 	replace("first\n")
 	f := newFixture(t, func(c *Config) { c.Token, c.TokenFile = "", file })
 	status := func(tok string) int {
-		var e Error
+		var e printer.UIError
 		return f.call("GET", "/application", "argocd:guestbook", nil, &e, HeaderToken, tok)
 	}
 	if got := status("first"); got != http.StatusOK {
@@ -454,10 +455,10 @@ func TestTokenFollowsItsFile(t *testing.T) {
 // CD's found at run time, not named by a flag) writes none there and says why.
 func TestNoJournalsInArgoCDsNamespace(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.JournalNamespace = "argocd" })
-	var ans ResourceAnswer
+	var ans printer.UIResource
 	f.call("GET", "/resource?kind=Namespace&name=team-a", "argocd:guestbook", nil, &ans)
-	var e Error
-	req := ReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion}
+	var e printer.UIError
+	req := printer.UIReleaseRequest{Resource: ans.Item.Resource, ResourceVersion: ans.Release.ResourceVersion}
 	if code := f.call("POST", "/releases", "argocd:guestbook", req, &e); code != http.StatusInternalServerError || e.Reason != "JournalsInArgoCDNamespace" {
 		t.Fatalf("%d %+v", code, e)
 	}
@@ -484,7 +485,7 @@ func TestRemoteDestination(t *testing.T) {
 	t.Run("not reached", func(t *testing.T) {
 		f := newFixture(t)
 		remoteApp(f)
-		var a ApplicationAnswer
+		var a printer.UIApplication
 		if code := f.call("GET", "/application", "argocd:shop", nil, &a); code != http.StatusOK {
 			t.Fatalf("status %d", code)
 		}
@@ -495,12 +496,12 @@ func TestRemoteDestination(t *testing.T) {
 		if len(a.Items) != 1 || !strings.Contains(a.Items[0].LiveError, "reads only the cluster Argo CD runs in") || strings.Contains(a.Items[0].LiveError, "--") {
 			t.Fatalf("items %+v: want the plain reason, no flag", a.Items)
 		}
-		var e Error
+		var e printer.UIError
 		if code := f.call("GET", "/resource?version=v1&kind=Namespace&name=orders", "argocd:shop", nil, &e); code != http.StatusBadGateway || !strings.Contains(e.Message, "reads only the cluster Argo CD runs in") {
 			t.Fatalf("release plan: %d %+v", code, e)
 		}
 		// An in-cluster app of the same backend is read as ever.
-		var home ApplicationAnswer
+		var home printer.UIApplication
 		if code := f.call("GET", "/application", "argocd:guestbook", nil, &home); code != http.StatusOK || len(home.Warnings) != 0 || home.Items[0].LiveError != "" {
 			t.Fatalf("the in-cluster app: %d %+v", code, home)
 		}
@@ -508,14 +509,14 @@ func TestRemoteDestination(t *testing.T) {
 	t.Run("reached", func(t *testing.T) {
 		f := newFixture(t, func(c *Config) { c.RemoteDestinations = true })
 		remoteApp(f)
-		var a ApplicationAnswer
+		var a printer.UIApplication
 		if code := f.call("GET", "/application", "argocd:shop", nil, &a); code != http.StatusOK {
 			t.Fatalf("status %d", code)
 		}
 		if len(a.Warnings) != 0 || len(a.Items) != 1 || a.Items[0].LiveError != "" {
 			t.Fatalf("answer %+v", a)
 		}
-		var r ResourceAnswer
+		var r printer.UIResource
 		if code := f.call("GET", "/resource?version=v1&kind=Namespace&name=orders", "argocd:shop", nil, &r); code != http.StatusOK || r.Release.Outcome != "Planned" {
 			t.Fatalf("release plan: %d %+v", code, r)
 		}

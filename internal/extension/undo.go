@@ -3,40 +3,14 @@ package extension
 import (
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/printer"
 )
 
-// JournalEntry is one object of a journal.
-type JournalEntry struct {
-	Resource Resource `json:"resource"`
-	State    string   `json:"state"`
-	Error    string   `json:"error,omitempty"`
-	Changes  []Change `json:"changes"`
-}
-
-// JournalItem is one journal of a UI release.
-type JournalItem struct {
-	JournalRef
-	CreatedAt time.Time      `json:"createdAt"`
-	Command   string         `json:"command"`
-	Entries   []JournalEntry `json:"entries"`
-}
-
-// JournalList is GET /journals: the app's journals, newest first.
-type JournalList struct {
-	APIVersion string        `json:"apiVersion"`
-	Kind       string        `json:"kind"`
-	Items      []JournalItem `json:"items"`
-	// Unreadable are journals of the store that could not be read, with why.
-	Unreadable []string `json:"unreadable,omitempty"`
-}
-
-func entryResource(e journal.Entry) Resource {
-	return Resource{Group: e.Object.Group, Version: e.Object.Version, Kind: e.Object.Kind, Namespace: e.Object.Namespace, Name: e.Object.Name}
+func entryResource(e journal.Entry) printer.ResourceRef {
+	return printer.ResourceRef{Group: e.Object.Group, Version: e.Object.Version, Kind: e.Object.Kind, Namespace: e.Object.Namespace, Name: e.Object.Name}
 }
 
 func (s *server) journals(r *request) reply {
@@ -45,7 +19,7 @@ func (s *server) journals(r *request) reply {
 	if err != nil {
 		return fail(http.StatusBadGateway, "JournalsUnreadable", "%v", err)
 	}
-	list := JournalList{APIVersion: APIVersion, Kind: "UIJournalList", Items: []JournalItem{}}
+	list := printer.UIJournalList{APIVersion: printer.APIVersion, Kind: "UIJournalList", Items: []printer.UIJournal{}}
 	for _, sum := range sums {
 		if sum.Err != nil {
 			list.Unreadable = append(list.Unreadable, sum.Path+": "+sum.Err.Error())
@@ -63,30 +37,13 @@ func (s *server) journals(r *request) reply {
 			list.Unreadable = append(list.Unreadable, sum.Path+": "+err.Error())
 			continue
 		}
-		item := JournalItem{JournalRef: s.journalRef(j, sum.Path), CreatedAt: j.CreatedAt, Command: j.Command, Entries: []JournalEntry{}}
+		item := printer.UIJournal{UIJournalRef: s.journalRef(j, sum.Path), CreatedAt: j.CreatedAt, Command: j.Command, Entries: []printer.UIJournalEntry{}}
 		for _, e := range j.Entries {
-			item.Entries = append(item.Entries, JournalEntry{Resource: entryResource(e), State: string(e.State), Error: e.Error, Changes: changesOf(e.Changes)})
+			item.Entries = append(item.Entries, printer.UIJournalEntry{Resource: entryResource(e), State: string(e.State), Error: e.Error, Changes: changesOf(e.Changes)})
 		}
 		list.Items = append(list.Items, item)
 	}
 	return ok(list)
-}
-
-// UndoItem is what undo would do to one entry's object.
-type UndoItem struct {
-	Entry    int      `json:"entry"`
-	Resource Resource `json:"resource"`
-	Plan
-	// Patch is the request that restores it through argocd-server, when there is one to send.
-	Patch *PatchRequest `json:"patch,omitempty"`
-}
-
-// UndoAnswer is POST /journals/{id}/undo: the undo, planned by the engine as `unprune undo` plans it.
-type UndoAnswer struct {
-	APIVersion string     `json:"apiVersion"`
-	Kind       string     `json:"kind"`
-	Journal    JournalRef `json:"journal"`
-	Items      []UndoItem `json:"items"`
 }
 
 // RefuseAutoPrune: restoring tracking in an app that prunes automatically lets Argo CD delete the
@@ -106,10 +63,10 @@ func (s *server) planUndo(r *request) reply {
 	if err != nil {
 		return fail(http.StatusBadGateway, "PlanFailed", "%v", err)
 	}
-	ans := UndoAnswer{APIVersion: APIVersion, Kind: "UIUndo", Journal: s.journalRef(j, path), Items: []UndoItem{}}
+	ans := printer.UIUndo{APIVersion: printer.APIVersion, Kind: "UIUndo", Journal: s.journalRef(j, path), Items: []printer.UIUndoItem{}}
 	for _, it := range u.Items {
 		entry := j.Entries[it.Entry]
-		item := UndoItem{Entry: it.Entry, Resource: entryResource(entry), Plan: planOf(it)}
+		item := printer.UIUndoItem{Entry: it.Entry, Resource: entryResource(entry), UIPlan: planOf(it)}
 		// The engine patches what lets an app delete only after that app's comparison shows it
 		// declares the object; the browser sends the patches itself and runs no such check, so the
 		// UI refuses those and says what to do.
@@ -145,25 +102,8 @@ func letsDelete(u *engine.Change, it *engine.Item) string {
 	return ""
 }
 
-// UndoSent is POST /journals/{id}/undo/result: which entry the browser restored, and what
-// argocd-server answered.
-type UndoSent struct {
-	Entry int `json:"entry"`
-	Sent
-}
-
-// UndoResult says whether the cluster shows the entry restored.
-type UndoResult struct {
-	APIVersion string     `json:"apiVersion"`
-	Kind       string     `json:"kind"`
-	Journal    JournalRef `json:"journal"`
-	Entry      int        `json:"entry"`
-	State      string     `json:"state"`
-	Message    string     `json:"message,omitempty"`
-}
-
 func (s *server) undoResult(r *request) reply {
-	var sent UndoSent
+	var sent printer.UIUndoSent
 	if err := decodeBody(r, &sent); err != nil {
 		return fail(http.StatusBadRequest, "BadRequest", "%v", err)
 	}
@@ -176,7 +116,7 @@ func (s *server) undoResult(r *request) reply {
 		return fail(http.StatusBadRequest, "BadRequest", "journal %s has no entry %d", j.ID, sent.Entry)
 	}
 	e := j.Entries[sent.Entry]
-	res := UndoResult{APIVersion: APIVersion, Kind: "UIUndoResult", Journal: s.journalRef(j, rec.Path()), Entry: sent.Entry, State: string(e.State)}
+	res := printer.UIUndoResult{APIVersion: printer.APIVersion, Kind: "UIUndoResult", Journal: s.journalRef(j, rec.Path()), Entry: sent.Entry, State: string(e.State)}
 	if e.State == journal.StateUndone {
 		return ok(res)
 	}
@@ -198,7 +138,7 @@ func (s *server) undoResult(r *request) reply {
 		restored = restored && c.Found(v, has)
 	}
 	if !restored {
-		res.Message = describeUndoRefusal(sent.Sent, e)
+		res.Message = describeUndoRefusal(sent.UISent, e)
 		return ok(res)
 	}
 	if err := rec.MarkUndone(sent.Entry); err != nil {
@@ -209,7 +149,7 @@ func (s *server) undoResult(r *request) reply {
 	return ok(res)
 }
 
-func describeUndoRefusal(sent Sent, e journal.Entry) string {
+func describeUndoRefusal(sent printer.UISent, e journal.Entry) string {
 	if sent.Status == http.StatusBadRequest || sent.Status == http.StatusNotFound || containsNotPart(sent.Message) {
 		return "Argo CD's API patches only the resources an Application lists, and it no longer lists " + e.Object.String() +
 			" (server/application/application.go, getAppLiveResource): undo with a kubeconfig, with the command below (" + orDefault(sent.Message, "") + ")"

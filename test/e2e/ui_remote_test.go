@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/unprune/unprune/internal/argocd"
-	"github.com/unprune/unprune/internal/extension"
+	"github.com/unprune/unprune/internal/printer"
 	"github.com/unprune/unprune/lab"
 	"github.com/unprune/unprune/lab/labtest"
 )
@@ -51,11 +51,11 @@ func TestUIRemoteDestination(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			var a extension.ApplicationAnswer
+			var a printer.UIApplication
 			if code, body := askBackend(t, install, app, "/application", &a); code != http.StatusOK {
 				t.Fatalf("GET /application: %d %s", code, body)
 			}
-			var item *extension.Item
+			var item *printer.UIItem
 			for i := range a.Items {
 				if a.Items[i].Resource.Kind == "Namespace" && a.Items[i].Resource.Name == ns {
 					item = &a.Items[i]
@@ -64,7 +64,7 @@ func TestUIRemoteDestination(t *testing.T) {
 			if item == nil {
 				t.Fatalf("the answer does not list Namespace %s: %+v", ns, a.Items)
 			}
-			var r extension.ResourceAnswer
+			var r printer.UIResource
 			code, body := askBackend(t, install, app, "/resource?version=v1&kind=Namespace&name="+ns, &r)
 			const plainly = "reads only the cluster Argo CD runs in"
 			if tc.reaches {
