@@ -149,6 +149,7 @@ export function ReleaseFlyout(props) {
     const [engaged, setEngaged] = R().useState([]);
     const rows = pruneRows(app);
     const listed = new Set(rows.map(resourceString));
+    const kept = new Set(engaged.map(resourceString));
     const shown = rows.concat(engaged.filter(r => !listed.has(resourceString(r))));
     return h(
         'div',
@@ -161,7 +162,8 @@ export function ReleaseFlyout(props) {
             return h(
                 'div',
                 {key, style: styles.row, 'data-testid': 'release-row', 'data-resource': key},
-                open === key
+                // A release or guard that started stays open with its outcome, whichever row is opened next.
+                open === key || kept.has(key)
                     ? h(ReleaseView, {application: app, resource: r, onEngage: () => setEngaged(e => (e.some(x => resourceString(x) === key) ? e : e.concat([r])))})
                     : h(
                           'div',
