@@ -99,13 +99,9 @@ func (o *AuditOptions) Validate(args []string) error {
 
 // Run audits and prints.
 func (o *AuditOptions) Run(ctx context.Context) error {
-	argo, s, err := o.connect(ctx)
+	argo, s, apps, scope, err := o.connectApps(ctx, o.Apps, o.selection)
 	if err != nil {
 		return err
-	}
-	apps, scope, err := listApps(ctx, o.GlobalOptions, argo, o.Apps, o.selection)
-	if err != nil {
-		return failure(err)
 	}
 	controllerAs := o.ControllerAs
 	if o.Probe && controllerAs == "" {

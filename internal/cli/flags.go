@@ -187,6 +187,20 @@ func parseApps(args []string, g *GlobalOptions) ([]engine.AppName, error) {
 	return out, nil
 }
 
+// connectApps is connect, then the apps a selecting command (scan, audit) works on: names, or what
+// the selection flags select, and the scope in words.
+func (g *GlobalOptions) connectApps(ctx context.Context, names []engine.AppName, f selectionFlags) (cluster.ArgoCD, argocd.Settings, []argocd.Application, string, error) {
+	argo, s, err := g.connect(ctx)
+	if err != nil {
+		return nil, s, nil, "", err
+	}
+	apps, scope, err := listApps(ctx, g, argo, names, f)
+	if err != nil {
+		return nil, s, nil, "", failure(err)
+	}
+	return argo, s, apps, scope, nil
+}
+
 // listApps reads the apps named, or those the selection flags choose.
 func listApps(ctx context.Context, g *GlobalOptions, argo cluster.ArgoCD, names []engine.AppName, f selectionFlags) ([]argocd.Application, string, error) {
 	if len(names) == 0 {

@@ -76,13 +76,9 @@ func (o *ScanOptions) Validate(args []string) error {
 
 // Run scans and prints. The exit code is 1 when stuck apps were found.
 func (o *ScanOptions) Run(ctx context.Context) error {
-	argo, s, err := o.connect(ctx)
+	argo, s, apps, scope, err := o.connectApps(ctx, o.Apps, o.selection)
 	if err != nil {
 		return err
-	}
-	apps, scope, err := listApps(ctx, o.GlobalOptions, argo, o.Apps, o.selection)
-	if err != nil {
-		return failure(err)
 	}
 	rep, err := scan.Run(ctx, argo, s, apps)
 	if err != nil {
