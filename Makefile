@@ -34,7 +34,8 @@ export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES
 LAB_ARGOCD_VERSIONS := v3.6.1 v3.5.1 v2.14.11
 repo_server_tools = $(strip $(shell sed 's/\#.*//' lab/modules/argocd-$(1)/repo-server-tools 2>/dev/null))
 # And the releases whose own UI the browser tests drive, built from their sources with that UI
-# embedded (lab/build.sh: argocd-ui-VERSION; the other lines' UI tests use the host page).
+# embedded and the argo-ui commit they pin (lab/build.sh: argocd-ui-VERSION; lab.ExactUIVersions).
+# v3.6.1's, built with a stand-in argo-ui commit, is built when `make lab-up SERVER=1 UI=1` asks.
 LAB_OWN_UI_VERSIONS := v3.5.1 v2.14.11
 LAB_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_VERSIONS),argocd-$(v) $(call repo_server_tools,$(v))) \
 	$(foreach v,$(LAB_OWN_UI_VERSIONS),argocd-ui-$(v))

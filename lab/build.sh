@@ -16,9 +16,10 @@
 # zip leaves out, from ../shared/third_party/argo-cd-gitops-engine beside the repository root (their
 # go.mod's replace); without that folder they refuse to build, saying so.
 #
-# And argocd-ui-v2.14.11, argocd-ui-v3.5.1: that release as its image builds it, its own UI (built
-# with node from the module's ui/ and argo-ui from ../shared/third_party) embedded, for UI=1; each
-# builds from lab/modules/argocd-VERSION, whose argo-ui file names the argo-ui commit.
+# And argocd-ui-v2.14.11, argocd-ui-v3.5.1, argocd-ui-v3.6.1: that release as its image builds it,
+# its own UI (built with node from the module's ui/ and argo-ui from ../shared/third_party) embedded,
+# for UI=1; each builds from lab/modules/argocd-VERSION, whose argo-ui file names the argo-ui commit
+# (v3.6.1's: a stand-in for the pin the folder lacks).
 #
 # The cache lives outside the work tree (UNPRUNE_LAB_CACHE, default ~/.cache/unprune/lab) so a fresh
 # clone, a later session or CI reuses it. Each entry is keyed by the component's go.mod, go.sum, the
@@ -398,6 +399,9 @@ recipe_argocd_ui_v2_14_11() {
 }
 recipe_argocd_ui_v3_5_1() {
 	recipe_argocd_ui "$1" 3 argocd-ui-v3.5.1 "${@:2}"
+}
+recipe_argocd_ui_v3_6_1() {
+	recipe_argocd_ui "$1" 3 argocd-ui-v3.6.1 "${@:2}"
 }
 
 [ $# -gt 0 ] || set -- etcd kubernetes argocd-v3.6.1 argocd-v3.5.1 argocd-v2.14.11 \

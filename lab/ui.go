@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -156,6 +157,21 @@ func OwnUIVersions(root string) []string {
 		}
 	}
 	return own
+}
+
+// ExactUIVersions are the releases of OwnUIVersions built with the argo-ui commit they pin: the
+// browser tests' proof runs in those (and `make test` builds them). A release built with a stand-in
+// commit (its argo-ui file says "instead-of <pin>": v3.6.1, whose pin ../shared/third_party lacks)
+// serves its UI to `make lab-up SERVER=1 UI=1`, built on first use, and is no proof.
+func ExactUIVersions(root string) []string {
+	var exact []string
+	for _, v := range OwnUIVersions(root) {
+		b, err := os.ReadFile(filepath.Join(root, "lab", "modules", "argocd-"+v, "argo-ui"))
+		if err == nil && !regexp.MustCompile(`(?m)^\s*instead-of `).Match(b) {
+			exact = append(exact, v)
+		}
+	}
+	return exact
 }
 
 // serverUIEnv is argocd-server's environment with the UI: the proxy extension is off by default

@@ -32,7 +32,7 @@ func TestUIRemoteDestination(t *testing.T) {
 		reaches bool
 	}{
 		{"in-cluster only", uiLines[0].config(), false},
-		{"remote clusters", lab.ArgoCDConfig{Version: "v3.6.1", Namespace: "argocd-ui-remote", Server: true, UI: true, UIRemoteClusters: true}, true},
+		{"remote clusters", lab.ArgoCDConfig{Version: uiLines[0].version, Namespace: "argocd-ui-remote", Server: true, UI: true, UIRemoteClusters: true}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			install := env.ArgoCD(t, tc.cfg)

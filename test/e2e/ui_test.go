@@ -120,28 +120,30 @@ func uiJournals(t *testing.T, env *labtest.Env, namespace string) []journal.Summ
 	return sums
 }
 
-// TestUIExtension: in Argo CD's own UI, built from its sources — v2.14.11 (React 16.14.0) and v3.5.1
-// (React 19.2.6) — and in the host page on the real argocd-server v3.6.1 (whose UI's argo-ui pin is
-// not at hand), with the extension served by its /extensions.js and the backend behind its proxy
-// extension, the viewer sees the stuck Namespace, its risk and contents, and Argo CD's RBAC refuses
-// the viewer's release from the top bar's UNPRUNE (journaled as failed, nothing changed); the admin
-// sees the plan and the diff, releases, and sees the app Synced with the Namespace and its contents
-// intact, the outcome still on show; the undo in the UI is refused by Argo CD (its API patches only
-// an app's resources) with the command that undoes it, and that command, reading the UI's journal
-// from its ConfigMap, restores the tracking exactly. No page logs an error.
+// TestUIExtension: in Argo CD's own UI, built from its sources with the argo-ui commit it pins —
+// v2.14.11 (React 16.14.0) and v3.5.1 (React 19.2.6) — with the extension served by its
+// /extensions.js and the backend behind its proxy extension, the viewer sees the stuck Namespace,
+// its risk and contents, and Argo CD's RBAC refuses the viewer's release from the top bar's UNPRUNE
+// (journaled as failed, nothing changed); the admin sees the plan and the diff, releases, and sees
+// the app Synced with the Namespace and its contents intact, the outcome still on show; the undo in
+// the UI is refused by Argo CD (its API patches only an app's resources) with the command that
+// undoes it, and that command, reading the UI's journal from its ConfigMap, restores the tracking
+// exactly. No page logs an error.
 //
-// The same bundle, unchanged, runs with the React each UI pins. All three track by annotation (v3.5.1
-// and v3.6.1 by default, v2.14.11 by setting), so that all show the same diff.
+// The same bundle, unchanged, runs with the React each UI pins. Both track by annotation (v3.5.1 by
+// default, v2.14.11 by setting), so that both show the same diff.
 func TestUIExtension(t *testing.T) {
 	for _, tc := range uiLines {
 		t.Run(tc.version, func(t *testing.T) { uiExtension(t, tc.config(), tc.react) })
 	}
 }
 
-// uiLines are the installations the browser tests drive, one per line and shared by the tests:
-// Argo CD's own UI on v3.5.1 (React 19) and v2.14.11 (React 16), and the host page on v3.6.1.
+// uiLines are the installations the browser tests drive, one per line and shared by the tests: Argo
+// CD's own UI, built with the argo-ui commit it pins (lab.ExactUIVersions), on v3.5.1 (React 19) and
+// v2.14.11 (React 16). v3.6.1's own UI is built with a stand-in argo-ui commit: `make lab-up SERVER=1
+// UI=1` serves it, but it is no proof.
 var uiLines = []uiLine{
-	{"v3.6.1", "", "argocd-ui", "19.2.6"}, {"v3.5.1", "", "argocd-ui-v35", "19.2.6"}, {"v2.14.11", "annotation", "argocd-ui-v214", "16.14.0"},
+	{"v3.5.1", "", "argocd-ui-v35", "19.2.6"}, {"v2.14.11", "annotation", "argocd-ui-v214", "16.14.0"},
 }
 
 type uiLine struct{ version, tracking, namespace, react string }
