@@ -138,8 +138,8 @@ func TestOwnUIOfEveryRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	exact := ExactUIVersions(root)
-	if len(exact) == 0 || len(exact) == len(own) && slices.Contains(own, "v3.6.1") {
-		t.Errorf("releases built with the argo-ui they pin: %v of %v; v3.6.1's pin is not at hand, so its UI must be the stand-in's", exact, own)
+	if len(exact) == 0 {
+		t.Errorf("no release of %v is built with the argo-ui it pins: the browser tests would have no proof", own)
 	}
 	m := regexp.MustCompile(`(?m)^LAB_OWN_UI_VERSIONS := (.*)$`).FindSubmatch(makefile)
 	if m == nil || !slices.Equal(strings.Fields(string(m[1])), exact) {
