@@ -3,7 +3,6 @@ package extension
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/unprune/unprune/internal/printer"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -15,6 +14,7 @@ import (
 	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/plan"
+	"github.com/unprune/unprune/internal/printer"
 	"github.com/unprune/unprune/internal/verify"
 )
 

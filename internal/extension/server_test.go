@@ -3,7 +3,6 @@ package extension
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/unprune/unprune/internal/printer"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/printer"
 	"github.com/unprune/unprune/internal/session"
 	"github.com/unprune/unprune/internal/session/sessiontest"
 )
