@@ -15,16 +15,8 @@ import (
 	"github.com/unprune/unprune/internal/risk"
 )
 
-func resourceOf(r argocd.Resource) printer.ResourceRef {
-	return printer.ResourceRef{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
-}
-
-func argocdResource(r printer.ResourceRef) argocd.Resource {
-	return argocd.Resource{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
-}
-
 func itemOf(row audit.Row) printer.UIItem {
-	it := printer.UIItem{Resource: resourceOf(row.Resource), Hook: row.Resource.Hook, Risk: string(row.Risk), RiskWhy: row.RiskWhy,
+	it := printer.UIItem{Resource: printer.NewResourceRef(row.Resource), Hook: row.Resource.Hook, Risk: string(row.Risk), RiskWhy: row.RiskWhy,
 		Guarded: row.Guarded, Notes: row.Notes, LiveError: row.LiveError, Guards: []printer.UIGuard{}}
 	if c := row.Contents; c != nil {
 		it.Contents = &printer.UIContents{Objects: c.Objects, CustomResources: c.CustomResources, Partial: c.Partial}
@@ -90,7 +82,7 @@ func sortItems(items []printer.UIItem) {
 		if a.Guarded != b.Guarded {
 			return !a.Guarded
 		}
-		return argocdResource(a.Resource).String() < argocdResource(b.Resource).String()
+		return a.Resource.String() < b.Resource.String()
 	})
 }
 
@@ -102,7 +94,7 @@ func (s *server) cascade(r *request, row *audit.Row) printer.UICascade {
 	if row != nil && row.Cascade != nil {
 		c.Finalizer, c.ManagedBy = row.Cascade.Finalizer, row.Cascade.ManagedBy
 		for _, h := range row.Cascade.HighRisk {
-			c.HighRisk = append(c.HighRisk, resourceOf(h))
+			c.HighRisk = append(c.HighRisk, printer.NewResourceRef(h))
 		}
 		return c
 	}
@@ -132,7 +124,7 @@ func (s *server) cascade(r *request, row *audit.Row) printer.UICascade {
 		high = audit.CascadeHighRisk(ctx, objects, r.settings.Settings, r.app, r.argo.Namespace())
 	}
 	for _, h := range high {
-		c.HighRisk = append(c.HighRisk, resourceOf(h))
+		c.HighRisk = append(c.HighRisk, printer.NewResourceRef(h))
 	}
 	return c
 }
@@ -168,7 +160,7 @@ func (s *server) resource(r *request) reply {
 	want := queryResource(r)
 	row, found := rowOf(r, want)
 	if !found {
-		return fail(http.StatusNotFound, "NotInApplication", "Application %s lists no %s", r.app.Ref(), argocdResource(want))
+		return fail(http.StatusNotFound, "NotInApplication", "Application %s lists no %s", r.app.Ref(), want)
 	}
 	ans := printer.UIResource{APIVersion: printer.APIVersion, Kind: "UIResource", ToolVersion: s.cfg.ToolVersion,
 		Application:     printer.UIAppRef{AppRef: printer.AppRef{Namespace: r.app.Namespace, Name: r.app.Name}, Project: r.app.Project},
@@ -177,7 +169,7 @@ func (s *server) resource(r *request) reply {
 	if err != nil {
 		return fail(http.StatusBadGateway, "AuditFailed", "%v", err)
 	}
-	ans.Item = printer.UIItem{Resource: resourceOf(row), Hook: row.Hook, Guards: []printer.UIGuard{}}
+	ans.Item = printer.UIItem{Resource: printer.NewResourceRef(row), Hook: row.Hook, Guards: []printer.UIGuard{}}
 	for _, ar := range rep.Rows {
 		if ar.When == audit.Now && ar.Resource.Key() == row.Key() {
 			ans.Item = itemOf(ar)

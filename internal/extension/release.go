@@ -52,7 +52,7 @@ func (s *server) beginRelease(r *request) reply {
 	}
 	row, found := rowOf(r, req.Resource)
 	if !found {
-		return fail(http.StatusNotFound, "NotInApplication", "Application %s lists no %s", r.app.Ref(), argocdResource(req.Resource))
+		return fail(http.StatusNotFound, "NotInApplication", "Application %s lists no %s", r.app.Ref(), req.Resource)
 	}
 	it, err := s.planRelease(r, row)
 	if err != nil {
@@ -76,7 +76,7 @@ func (s *server) beginConfirm(r *request) reply {
 	}
 	row, found := rowOf(r, req.Resource)
 	if !found || !row.RequiresPruning {
-		return fail(http.StatusNotFound, "NotRequiringPruning", "Application %s lists no %s requiring pruning: the UI guards only those (a resource git still holds gets its sync-options from git)", r.app.Ref(), argocdResource(req.Resource))
+		return fail(http.StatusNotFound, "NotRequiringPruning", "Application %s lists no %s requiring pruning: the UI guards only those (a resource git still holds gets its sync-options from git)", r.app.Ref(), req.Resource)
 	}
 	it, err := s.planConfirm(r, row)
 	if err != nil {
@@ -291,10 +291,10 @@ func (s *server) releaseStatus(r *request) reply {
 		o := verify.Judge(r.app, []argocd.Resource{row}, verify.Gone, e.UpdatedAt)
 		v := &printer.UIVerification{Verified: o.Verified, Fresh: o.Fresh, SyncStatus: o.App.SyncStatus, Lingering: []printer.ResourceRef{}, OutOfSync: []printer.ResourceRef{}}
 		for _, l := range o.Lingering {
-			v.Lingering = append(v.Lingering, resourceOf(l))
+			v.Lingering = append(v.Lingering, printer.NewResourceRef(l))
 		}
 		for _, l := range o.OutOfSync {
-			v.OutOfSync = append(v.OutOfSync, resourceOf(l))
+			v.OutOfSync = append(v.OutOfSync, printer.NewResourceRef(l))
 		}
 		res.Verification = v
 	}

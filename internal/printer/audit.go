@@ -80,7 +80,7 @@ func NewAuditReport(meta Metadata, argo *ArgoCD, r audit.Report) AuditReport {
 	for _, row := range r.Rows {
 		item := AuditItem{
 			Application: AppRef{row.App.Namespace, row.App.Name}, Cluster: NewClusterRef(row.Cluster), AutoPrune: row.App.AutoPrune,
-			Resource: fromRow(row.Resource), Deleted: string(row.When), Risk: string(row.Risk), RiskReason: row.RiskWhy,
+			Resource: NewResourceRef(row.Resource), Deleted: string(row.When), Risk: string(row.Risk), RiskReason: row.RiskWhy,
 			Guards: guardNames(row.Guards), Guarded: row.Guarded, Notes: row.Notes, Error: row.LiveError,
 			Contents: newAuditContents(row.Contents), Cascade: newAuditCascade(row.Cascade),
 		}
@@ -108,7 +108,7 @@ func newAuditCascade(c *audit.Cascade) *AuditCascade {
 	}
 	out := &AuditCascade{ManagedBy: c.ManagedBy, Finalizer: c.Finalizer, Resources: c.Resources, HighRisk: []ResourceRef{}}
 	for _, r := range c.HighRisk {
-		out.HighRisk = append(out.HighRisk, fromRow(r))
+		out.HighRisk = append(out.HighRisk, NewResourceRef(r))
 	}
 	return out
 }

@@ -246,10 +246,10 @@ func newVerification(v *verify.Result) *Verification {
 	out := &Verification{Verified: v.Verified, Compared: v.Compared, Synced: v.Synced, SyncStatus: v.SyncStatus, Revision: v.Revision,
 		ElapsedSeconds: v.Elapsed.Seconds(), Error: v.Error}
 	for _, r := range v.StillListed {
-		out.StillListed = append(out.StillListed, fromRow(r))
+		out.StillListed = append(out.StillListed, NewResourceRef(r))
 	}
 	for _, r := range v.OutOfSync {
-		out.OutOfSync = append(out.OutOfSync, fromRow(r))
+		out.OutOfSync = append(out.OutOfSync, NewResourceRef(r))
 	}
 	return out
 }

@@ -115,7 +115,7 @@ func NewCheckReport(meta Metadata, argo *ArgoCD, r check.Report) CheckReport {
 		doc.Items = append(doc.Items, item)
 	}
 	for _, m := range r.MovedOut {
-		doc.MovedOut = append(doc.MovedOut, MovedOut{Resource: fromRow(m.Resource), To: m.To})
+		doc.MovedOut = append(doc.MovedOut, MovedOut{Resource: NewResourceRef(m.Resource), To: m.To})
 	}
 	for _, a := range r.Answers {
 		doc.Answers = append(doc.Answers, CheckAnswer{Question: a.Question, By: a.By, Server: a.Server, For: a.For})
@@ -133,7 +133,7 @@ func NewCheckReport(meta Metadata, argo *ArgoCD, r check.Report) CheckReport {
 }
 
 func newCheckItem(it check.Item) CheckItem {
-	return CheckItem{Kind: string(it.Kind), Reason: string(it.Reason), Resource: fromRow(it.Resource), OtherInstance: it.OtherInstance,
+	return CheckItem{Kind: string(it.Kind), Reason: string(it.Reason), Resource: NewResourceRef(it.Resource), OtherInstance: it.OtherInstance,
 		Risk: string(it.Risk), RiskReason: it.RiskWhy, Guards: guardNames(it.Guards), Guarded: it.Guarded, Notes: it.Notes, Error: it.Error,
 		Contents: newAuditContents(it.Contents)}
 }

@@ -86,7 +86,8 @@ func (r ResourceRef) NameLine() string {
 	return kind + "/" + r.Name
 }
 
-func fromRow(r argocd.Resource) ResourceRef {
+// NewResourceRef names a row of Argo CD's status (or audit's) in a document.
+func NewResourceRef(r argocd.Resource) ResourceRef {
 	return ResourceRef{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
 }
 

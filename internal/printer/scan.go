@@ -86,7 +86,7 @@ func scanHead(meta Metadata, r scan.Report) ScanReport {
 func newScanItem(f *scan.Finding) ScanItem {
 	return ScanItem{
 		Application: AppRef{f.App.Namespace, f.App.Name}, Instance: f.Instance, Cluster: NewClusterRef(*f.Cluster),
-		AutoPrune: f.App.AutoPrune, Resource: fromRow(f.Resource), Risk: string(f.Risk), RiskReason: f.RiskWhy,
+		AutoPrune: f.App.AutoPrune, Resource: NewResourceRef(f.Resource), Risk: string(f.Risk), RiskReason: f.RiskWhy,
 		Guards: guardNames(f.Guards), Tracking: fields(f.Tracking), Ownership: f.Ownership, ModelMismatch: f.ModelMismatch,
 		Notes: f.Notes, Error: f.LiveError,
 	}
@@ -101,7 +101,7 @@ func (d ScanReport) Names() []string {
 func NewPrepared(found []scan.Prepared) []ScanPrepared {
 	var out []ScanPrepared
 	for _, p := range found {
-		out = append(out, ScanPrepared{Application: AppRef{p.App.Namespace, p.App.Name}, Resource: fromRow(p.Resource), Journal: p.Journal,
+		out = append(out, ScanPrepared{Application: AppRef{p.App.Namespace, p.App.Name}, Resource: NewResourceRef(p.Resource), Journal: p.Journal,
 			PreparedAt: p.At.UTC().Format(time.RFC3339), Marks: p.Marks, TrackedBy: p.TrackedBy})
 	}
 	return out
