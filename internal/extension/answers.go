@@ -1,7 +1,6 @@
 package extension
 
 import (
-	"errors"
 	"net/http"
 	"sort"
 	"strings"
@@ -40,11 +39,8 @@ func (s *server) application(r *request) reply {
 	ans := printer.UIApplication{APIVersion: printer.APIVersion, Kind: "UIApplication", ToolVersion: s.cfg.ToolVersion,
 		Application: printer.UIAppRef{AppRef: printer.AppRef{Namespace: r.app.Namespace, Name: r.app.Name}, Project: r.app.Project},
 		SyncStatus:  r.app.SyncStatus, AutoPrune: r.app.AutoPrune, Items: []printer.UIItem{}, Warnings: rep.Warnings}
-	if _, err := r.argo.Destination(r.Context(), r.app); err != nil {
-		var remote *RemoteUnreadError
-		if errors.As(err, &remote) {
-			ans.Warnings = append([]string{remote.Error()}, ans.Warnings...)
-		}
+	if !s.cfg.RemoteDestinations && !r.app.Destination.InCluster() {
+		ans.Warnings = append([]string{(&RemoteUnreadError{App: r.app.Ref(), Destination: r.app.Destination}).Error()}, ans.Warnings...)
 	}
 	var cascadeRow *audit.Row
 	for i, row := range rep.Rows {

@@ -266,17 +266,22 @@ func (s *server) serve(r *http.Request, fn handlerFunc) reply {
 	return fn(&request{Request: r, argo: argo, settings: settings, app: app, user: user})
 }
 
-// RemoteUnreadError is why the backend cannot read an app's destination: it deploys to another
-// cluster than Argo CD's, and the backend was installed to read only the cluster it runs in.
+// RemoteUnreadError is why the backend cannot read an app's destination (App empty: a cluster it
+// was asked to reach): it is another cluster than Argo CD's, and the backend was installed to read
+// only the cluster it runs in.
 type RemoteUnreadError struct {
 	App         string
 	Destination argocd.Destination
 }
 
 func (e *RemoteUnreadError) Error() string {
-	return fmt.Sprintf("Application %s deploys to cluster %s, and unprune's backend reads only the cluster Argo CD runs in: "+
-		"what is in it and the release cannot be read here. Install the backend with deploy/ui-extension/remote-clusters "+
-		"(it then reads Argo CD's cluster Secrets), or run unprune with a kubeconfig for that cluster", e.App, e.Destination)
+	what := "Application " + e.App + " deploys to cluster " + e.Destination.String()
+	if e.App == "" {
+		what = "cluster " + e.Destination.String() + " is not the one Argo CD runs in"
+	}
+	return what + ", and unprune's backend reads only the cluster Argo CD runs in: " +
+		"what is in it and the release cannot be read here. Install the backend with deploy/ui-extension/remote-clusters " +
+		"(it then reads Argo CD's cluster Secrets), or run unprune with a kubeconfig for that cluster"
 }
 
 // inClusterOnly is Argo CD seen by a backend that reaches only the cluster Argo CD runs in: every
@@ -292,7 +297,7 @@ func (a inClusterOnly) Destination(ctx context.Context, app argocd.Application) 
 
 func (a inClusterOnly) Reach(ctx context.Context, d argocd.Destination) (cluster.Objects, error) {
 	if !d.InCluster() && d.Name != argocd.InClusterName {
-		return nil, &RemoteUnreadError{App: "(any)", Destination: d}
+		return nil, &RemoteUnreadError{Destination: d}
 	}
 	return a.ArgoCD.Reach(ctx, d)
 }
