@@ -24,13 +24,18 @@ type Application struct {
 	UID             string
 	ResourceVersion string
 	Labels          map[string]string
-	Project         string
-	Destination     Destination
-	Automated       bool
-	AutoPrune       bool
-	SyncOptions     []string
-	SyncStatus      string
-	Revision        string
+	Annotations     map[string]string
+	// Finalizers are metadata.finalizers; Deleting is true once the app has a deletionTimestamp, when
+	// a resources finalizer makes the controller delete what it tracks (the cascade).
+	Finalizers  []string
+	Deleting    bool
+	Project     string
+	Destination Destination
+	Automated   bool
+	AutoPrune   bool
+	SyncOptions []string
+	SyncStatus  string
+	Revision    string
 	// ReconciledAt is when the controller started its last full comparison (CompareWithLatest):
 	// controller/appcontroller.go takes the time before CompareAppState and stores it only for
 	// comparisons at that level. It has second precision. Zero when never reconciled.
@@ -160,12 +165,14 @@ func (a Application) Instance(controllerNamespace string) string {
 
 type applicationDoc struct {
 	Metadata struct {
-		Namespace       string            `json:"namespace"`
-		Name            string            `json:"name"`
-		UID             string            `json:"uid"`
-		ResourceVersion string            `json:"resourceVersion"`
-		Labels          map[string]string `json:"labels"`
-		Annotations     map[string]string `json:"annotations"`
+		Namespace         string            `json:"namespace"`
+		Name              string            `json:"name"`
+		UID               string            `json:"uid"`
+		ResourceVersion   string            `json:"resourceVersion"`
+		Labels            map[string]string `json:"labels"`
+		Annotations       map[string]string `json:"annotations"`
+		Finalizers        []string          `json:"finalizers"`
+		DeletionTimestamp *time.Time        `json:"deletionTimestamp"`
 	} `json:"metadata"`
 	Spec struct {
 		Project     string      `json:"project"`
@@ -200,6 +207,9 @@ func (d *applicationDoc) application() Application {
 		UID:             d.Metadata.UID,
 		ResourceVersion: d.Metadata.ResourceVersion,
 		Labels:          d.Metadata.Labels,
+		Annotations:     d.Metadata.Annotations,
+		Finalizers:      d.Metadata.Finalizers,
+		Deleting:        d.Metadata.DeletionTimestamp != nil,
 		Project:         d.Spec.Project,
 		Destination:     d.Spec.Destination,
 		SyncStatus:      d.Status.Sync.Status,

@@ -55,6 +55,7 @@ func TestCompactApplicationReadsTheSame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	delete(want.Annotations, argocd.AnnotationLastAppliedConfiguration)
 	wantWhole := argocd.ParseWhole(decodeApp(t).Object)
 	delete(wantWhole.Annotations, argocd.AnnotationLastAppliedConfiguration)
 
