@@ -9,6 +9,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/budget"
 	"github.com/unprune/unprune/internal/session"
 	"github.com/unprune/unprune/internal/watch"
 )
@@ -20,6 +21,8 @@ type WatchOptions struct {
 
 	Config        watch.Config
 	appNamespaces []string
+	// budget is --deletion-budget; -1 when not given.
+	budget int
 }
 
 // NewWatchCommand builds `unprune watch`.
@@ -82,6 +85,11 @@ leaves its rows as last read (or unknown), and never delays the other apps.`,
 	f.IntVar(&c.CacheSize, "live-cache-size", watch.DefaultCacheSize, "live objects' metadata kept in memory at most")
 	f.Int64Var(&c.CacheBytes, "live-cache-bytes", watch.DefaultCacheBytes, "estimated bytes of live objects' metadata kept in memory at most, per destination cluster")
 	f.DurationVar(&c.CacheTTL, "live-cache-ttl", watch.DefaultCacheTTL, "how long a live object read is trusted (a guard added to it shows after at most this)")
+	f.IntVar(&o.budget, "deletion-budget", -1, "serve the deletion budget's admission webhook: the most objects one sync or cascade of Argo CD may delete without approval (apps and projects may set their own with the annotation "+budget.AnnotationBudget+"); high-risk objects always wait for approval (docs/budget.md). Unset: no webhook")
+	f.StringVar(&c.AdmissionAddr, "admission-bind-address", watch.DefaultAdmissionAddr, "address serving the deletion budget's webhook over TLS (with --deletion-budget)")
+	f.StringVar(&c.TLSCertFile, "tls-cert-file", "", "the webhook's serving certificate (PEM), read again when it changes (with --deletion-budget)")
+	f.StringVar(&c.TLSKeyFile, "tls-private-key-file", "", "the webhook's private key (PEM) (with --deletion-budget)")
+	f.StringSliceVar(&c.BudgetUsers, "deletion-budget-users", nil, "users whose DELETEs the budget judges (default: system:serviceaccount:<Argo CD's namespace>:argocd-application-controller)")
 	f.BoolVar(&c.CountAllKinds, "count-all-kinds", false, "count Pods, ConfigMaps and Secrets too in a Namespace's contents (needs a cluster-wide list of them: deploy/components/exact-counts); without it an Event's count leaves them out and says so")
 	return cmd
 }
@@ -111,6 +119,13 @@ func (o *WatchOptions) Complete(cmd *cobra.Command) error {
 	if o.ArgoCDVersion != "" {
 		v, _ := argocd.ParseVersion(o.ArgoCDVersion)
 		c.Version = &v
+	}
+	if flagChanged(cmd.Flags(), "deletion-budget") {
+		if o.budget < 0 {
+			return usageError("--deletion-budget %d: give the most objects one operation may delete without approval, 0 or more", o.budget)
+		}
+		n := o.budget
+		c.DeletionBudget = &n
 	}
 	if c.Identity == "" {
 		c.Identity = o.getenv("POD_NAME")

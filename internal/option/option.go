@@ -75,6 +75,10 @@ const (
 	WatchTimeout
 	PprofBindAddress
 	LiveCacheBytes
+	DeletionBudget
+	AdmissionBindAddress
+	TLSCertFile
+	TLSPrivateKeyFile
 
 	end
 )
@@ -92,6 +96,7 @@ var idents = [...]string{
 	RenewDeadline: "RenewDeadline", RetryPeriod: "RetryPeriod", ResyncPeriod: "ResyncPeriod", Workers: "Workers",
 	LiveCacheSize: "LiveCacheSize", LiveCacheTTL: "LiveCacheTTL", WatchTimeout: "WatchTimeout",
 	PprofBindAddress: "PprofBindAddress", LiveCacheBytes: "LiveCacheBytes",
+	DeletionBudget: "DeletionBudget", AdmissionBindAddress: "AdmissionBindAddress", TLSCertFile: "TLSCertFile", TLSPrivateKeyFile: "TLSPrivateKeyFile",
 	end: "",
 }
 

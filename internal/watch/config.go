@@ -85,6 +85,18 @@ type Config struct {
 	// grow past what is live before a collection.
 	GCPercent int
 
+	// DeletionBudget, when not nil, serves the deletion budget's admission webhook (package
+	// admission) on AdmissionAddr with TLS from TLSCertFile and TLSKeyFile (read again when they
+	// change, as cert-manager rotates them): the most objects one operation of Argo CD's controller
+	// may delete without approval, for apps and projects that set no budget of their own.
+	DeletionBudget *int
+	AdmissionAddr  string
+	TLSCertFile    string
+	TLSKeyFile     string
+	// BudgetUsers are the users whose DELETEs the webhook judges (default: Argo CD's application
+	// controller's ServiceAccount in ArgoCDNamespace).
+	BudgetUsers []string
+
 	// Log receives one line per notable thing (start, leadership, errors).
 	Log io.Writer
 	Now func() time.Time
@@ -93,6 +105,7 @@ type Config struct {
 // Defaults for the flags.
 const (
 	DefaultMetricsAddr    = "127.0.0.1:8080"
+	DefaultAdmissionAddr  = ":9443"
 	DefaultLeaseName      = "unprune-watch"
 	DefaultLeaseDuration  = 15 * time.Second
 	DefaultRenewDeadline  = 10 * time.Second
@@ -170,6 +183,13 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("%v, %v, %v, %v and %v must be positive", option.Workers, option.LiveCacheSize, option.LiveCacheBytes, option.LiveCacheTTL, option.ResyncPeriod)
 	case c.RequestTimeout < 0:
 		return fmt.Errorf("%v must not be negative (got %s)", option.RequestTimeout, c.RequestTimeout)
+	case c.DeletionBudget != nil && *c.DeletionBudget < 0:
+		return fmt.Errorf("%v must be 0 or more (got %d): the most objects one operation of Argo CD may delete without approval", option.DeletionBudget, *c.DeletionBudget)
+	case c.DeletionBudget != nil && (c.TLSCertFile == "" || c.TLSKeyFile == ""):
+		return fmt.Errorf("%v serves an admission webhook, which the API server reaches only over TLS: pass %v and %v (deploy/components/deletion-budget mounts cert-manager's Secret there)",
+			option.DeletionBudget, option.TLSCertFile, option.TLSPrivateKeyFile)
+	case c.DeletionBudget == nil && (c.TLSCertFile != "" || c.TLSKeyFile != ""):
+		return fmt.Errorf("%v and %v serve the deletion budget's webhook: pass %v too", option.TLSCertFile, option.TLSPrivateKeyFile, option.DeletionBudget)
 	case c.WatchTimeout < 0 || (c.WatchTimeout > 0 && c.WatchTimeout < 2*time.Second):
 		return fmt.Errorf("%v must be 0 or at least 2s (got %s)", option.WatchTimeout, c.WatchTimeout)
 	}

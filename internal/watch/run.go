@@ -105,10 +105,22 @@ func Run(ctx context.Context, cfg Config) error {
 		log.printf("serving Go profiles on http://%s/debug/pprof/", pl.Addr())
 	}
 
+	webhook, err := w.serveBudget()
+	if err != nil {
+		_ = srv.Close()
+		if profiles != nil {
+			_ = profiles.Close()
+		}
+		return err
+	}
+
 	w.serve(ctx, &ready)
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(shutdown)
+	if webhook != nil {
+		_ = webhook.Shutdown(shutdown)
+	}
 	if profiles != nil {
 		_ = profiles.Shutdown(shutdown)
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/audit"
 	"github.com/unprune/unprune/internal/backend/kube"
+	"github.com/unprune/unprune/internal/budget"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/version"
@@ -273,15 +274,19 @@ func trimSettings(obj any) (any, error) {
 	return u, nil
 }
 
-// trimProject keeps of an AppProject its name and resourceVersion: a project that changes only
+// trimProject keeps of an AppProject its name, resourceVersion and deletion budget: a project that changes only
 // re-evaluates its apps (projectChanged), and audit reads nothing of it through the informer.
 func trimProject(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return obj, nil
 	}
-	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(),
-		"metadata": map[string]any{"namespace": u.GetNamespace(), "name": u.GetName(), "uid": string(u.GetUID()), "resourceVersion": u.GetResourceVersion()}}}, nil
+	meta := map[string]any{"namespace": u.GetNamespace(), "name": u.GetName(), "uid": string(u.GetUID()), "resourceVersion": u.GetResourceVersion()}
+	if v, ok := u.GetAnnotations()[budget.AnnotationBudget]; ok {
+		// The project's deletion budget, which the admission webhook reads for its apps.
+		meta["annotations"] = map[string]any{budget.AnnotationBudget: v}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": meta}}, nil
 }
 
 func projectIndex(obj any) ([]string, error) {

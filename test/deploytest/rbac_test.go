@@ -169,7 +169,7 @@ func TestRemoteClustersComponent(t *testing.T) {
 }
 
 // clusterScoped are the kinds deploy/ ships that have no namespace.
-var clusterScoped = map[any]bool{"ClusterRole": true, "ClusterRoleBinding": true}
+var clusterScoped = map[any]bool{"ClusterRole": true, "ClusterRoleBinding": true, "ValidatingWebhookConfiguration": true}
 
 // TestComponentsBesideTheBase: a component's objects are not in the base's `namespace: argocd` (a
 // component is applied by the overlay), so each names the namespace itself: in an overlay without

@@ -28,7 +28,8 @@ import (
 const fixture = "testdata/watch-lab.prom"
 
 var wantAlerts = []string{"UnpruneHighRiskRequiresPruning", "UnpruneUnguardedHighRiskAutoPrune", "UnpruneUnguardedHighRiskPrune",
-	"UnpruneUnguardedHighRiskCascade", "UnpruneWatchDown", "UnpruneWatchBlind", "UnpruneHighRiskGuardsUnknown"}
+	"UnpruneUnguardedHighRiskCascade", "UnpruneWatchDown", "UnpruneWatchBlind", "UnpruneHighRiskGuardsUnknown",
+	"UnpruneDeletionsRefused", "UnpruneDeletionBudgetUnreachable"}
 
 // job is the scrape job of the watch's targets: the Service's app.kubernetes.io/name label, which the
 // ServiceMonitor's jobLabel makes the job (test/deploytest checks it survives a namePrefix).

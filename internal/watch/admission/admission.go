@@ -1,0 +1,348 @@
+// Package admission is the deletion budget's admission webhook, served by `unprune watch
+// --deletion-budget`: the API server asks it about every DELETE that Argo CD's application
+// controller sends (the ValidatingWebhookConfiguration's matchConditions name the controller's
+// ServiceAccount; deploy/components/deletion-budget), and it answers with budget.Decide.
+//
+// Why a webhook and not a ValidatingAdmissionPolicy fed by the watch: the count must be the one Argo
+// CD's comparison gives when the DELETE arrives. A policy reads parameters the watch writes after it
+// saw the app's new status, which an automated sync races: its prunes can reach the API server
+// before the watch has written anything, and the first of them would pass. The webhook reads the
+// app when the DELETE arrives, and waits for the status to list the object (the controller writes
+// status.resources just after it starts an automated sync: controller/appcontroller.go
+// processAppRefreshQueueItem calls autoSync, then persistAppStatus) for at most ListedWait.
+//
+// It fails closed: failurePolicy Fail, so while no replica answers Argo CD's controller deletes
+// nothing (its syncs and cascades report the webhook's error and are retried by Argo CD), and every
+// error reading the app answers a refusal. Nobody else's requests reach it.
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	admissionv1 "k8s.io/api/admission/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/budget"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/deletion"
+)
+
+// Path is where the webhook is served.
+const Path = "/validate-deletion"
+
+// EventReason is the reason of the Event on an Application whose deletions were refused.
+const EventReason = "DeletionRefused"
+
+// Reader is what the webhook reads: the app fresh from the API server, its project's
+// annotations, and its destination's objects (the watch's cached reader).
+type Reader interface {
+	Application(ctx context.Context, namespace, name string) (argocd.Application, error)
+	ProjectAnnotations(ctx context.Context, name string) (map[string]string, error)
+	Destination(ctx context.Context, app argocd.Application) (cluster.Objects, error)
+}
+
+// Server answers AdmissionReviews.
+type Server struct {
+	Reader          Reader
+	ArgoCDNamespace string
+	// Default is the installation's budget, for apps and projects that set none.
+	Default int
+	// Users are the usernames whose DELETEs are judged; anyone else's pass, whatever the webhook's
+	// configuration sends here.
+	Users map[string]bool
+	// Settings are argocd-cm's (nil until read: every judged request is refused meanwhile).
+	Settings func() *argocd.Settings
+	Version  *argocd.Version
+	// ListedWait bounds how long a prune's DELETE waits for the app's status to list its object.
+	ListedWait time.Duration
+	// Event records a refusal on the Application (nil: none).
+	Event   func(ctx context.Context, app argocd.Application, message string)
+	Metrics *Metrics
+	Log     func(format string, args ...any)
+	Now     func() time.Time
+
+	mu     sync.Mutex
+	events map[string]time.Time
+}
+
+// DefaultListedWait is ListedWait's default: the controller writes the status milliseconds after
+// it starts an automated sync; the API server's webhook timeout (10 s here) bounds the rest.
+const DefaultListedWait = 3 * time.Second
+
+// eventEvery bounds the Events about one app's refusals for one reason and count.
+const eventEvery = time.Minute
+
+// ServeHTTP decodes an AdmissionReview and answers it.
+func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(rw, "POST an AdmissionReview", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	if err != nil {
+		http.Error(rw, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
+		http.Error(rw, "not an AdmissionReview with a request", http.StatusBadRequest)
+		return
+	}
+	start := time.Now()
+	resp := s.Review(r.Context(), review.Request)
+	resp.UID = review.Request.UID
+	if s.Metrics != nil {
+		s.Metrics.observe(time.Since(start), resp.Allowed)
+	}
+	out := admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp}
+	if out.APIVersion == "" {
+		out.APIVersion, out.Kind = "admission.k8s.io/v1", "AdmissionReview"
+	}
+	rw.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(rw).Encode(out)
+}
+
+func allow(message string) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{Allowed: true, Result: &metav1.Status{Message: message}}
+}
+
+func refuse(message string) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: message}}
+}
+
+// deleted is what the API server sends of the object being deleted (oldObject).
+type deleted struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Name            string            `json:"name"`
+		Namespace       string            `json:"namespace"`
+		UID             string            `json:"uid"`
+		Labels          map[string]string `json:"labels"`
+		Annotations     map[string]string `json:"annotations"`
+		OwnerReferences []struct {
+			Kind string `json:"kind"`
+			Name string `json:"name"`
+		} `json:"ownerReferences"`
+	} `json:"metadata"`
+}
+
+// Review judges one request.
+func (s *Server) Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	if req.Operation != admissionv1.Delete {
+		return allow("not a DELETE")
+	}
+	if len(s.Users) > 0 && !s.Users[req.UserInfo.Username] {
+		return allow("not a request of Argo CD's application controller")
+	}
+	if len(req.OldObject.Raw) == 0 {
+		return refuse("unprune deletion budget: the API server sent no object with this DELETE, so its app cannot be told; nothing is deleted")
+	}
+	var obj deleted
+	if err := json.Unmarshal(req.OldObject.Raw, &obj); err != nil {
+		return refuse("unprune deletion budget: the object of this DELETE cannot be read: " + err.Error())
+	}
+	o := deletion.Object{Group: req.Kind.Group, Kind: req.Kind.Kind, Namespace: obj.Metadata.Namespace, Name: obj.Metadata.Name,
+		Labels: obj.Metadata.Labels, Annotations: obj.Metadata.Annotations, Read: true}
+	for _, ref := range obj.Metadata.OwnerReferences {
+		o.Owners = append(o.Owners, ref.Kind+"/"+ref.Name)
+	}
+	switch {
+	case len(o.Owners) > 0:
+		// Argo CD manages only top-level objects; the garbage collector deletes owned ones.
+		return allow("owned by " + strings.Join(o.Owners, ", "))
+	case argocd.IsHook(o.Annotations):
+		return allow("a hook: its delete policy deletes it")
+	}
+	settings := s.Settings()
+	if settings == nil {
+		return refuse("unprune deletion budget: argocd-cm has not been read yet; Argo CD retries the deletion")
+	}
+	own := settings.CascadeOwner(o.Labels, o.Annotations)
+	if own.Instance == "" {
+		return allow("not tracked by any app")
+	}
+	namespace, name := s.ArgoCDNamespace, own.Instance
+	if ns, n, ok := strings.Cut(own.Instance, "_"); ok {
+		namespace, name = ns, n
+	}
+	app, err := s.listed(ctx, namespace, name, o)
+	switch {
+	case apierrors.IsNotFound(err):
+		return allow(fmt.Sprintf("its app %s/%s does not exist", namespace, name))
+	case err != nil:
+		return refuse(fmt.Sprintf("unprune deletion budget: app %s/%s cannot be read (%v); Argo CD retries the deletion", namespace, name, err))
+	}
+	project, err := s.Reader.ProjectAnnotations(ctx, app.Project)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return refuse(fmt.Sprintf("unprune deletion budget: project %s of app %s cannot be read (%v); Argo CD retries the deletion", app.Project, app.Ref(), err))
+	}
+	limit, limitErr := budget.LimitOf(app.Annotations, project, app.Project, s.Default)
+	d := budget.Decide(budget.Request{
+		Object: o, UID: obj.Metadata.UID, App: app, Rows: s.rows(ctx, app), Limit: limit, Approved: budget.Approved(app.Annotations),
+		Version: s.Version, ArgoCDNamespace: s.ArgoCDNamespace, Approve: budget.ApproveCommand(app),
+	})
+	if limitErr != nil {
+		d.Message += " (" + limitErr.Error() + ")"
+	}
+	if d.Allowed {
+		return allow(d.Message)
+	}
+	if !dryRun(req) {
+		if s.Metrics != nil {
+			s.Metrics.refused(app.Ref(), d.Reason)
+		}
+		if s.Log != nil {
+			s.Log("refused %s %s (app %s): %s", req.UserInfo.Username, o.Resource(), app.Ref(), d.Message)
+		}
+		s.event(ctx, app, d)
+	}
+	return refuse(d.Message)
+}
+
+func dryRun(req *admissionv1.AdmissionRequest) bool { return req.DryRun != nil && *req.DryRun }
+
+// listed reads the app until its status lists the object as one it deletes, for at most
+// ListedWait: an automated sync starts before the controller writes the comparison that led to it.
+// The app as last read is the answer either way (an object never listed counts as one more).
+func (s *Server) listed(ctx context.Context, namespace, name string, o deletion.Object) (argocd.Application, error) {
+	deadline := s.now().Add(s.ListedWait)
+	for {
+		app, err := s.Reader.Application(ctx, namespace, name)
+		if err != nil || app.Deleting || lists(app.Pruning(), o) || !s.now().Before(deadline) {
+			return app, err
+		}
+		select {
+		case <-ctx.Done():
+			return app, nil
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func lists(rows []argocd.Resource, o deletion.Object) bool {
+	for _, r := range rows {
+		if r.Group == o.Group && r.Kind == o.Kind && r.Namespace == o.Namespace && r.Name == o.Name {
+			return true
+		}
+	}
+	return false
+}
+
+// rows are the operation's deletions as the app's status lists them, read live through the
+// destination's reader where they can be: the prunes of a sync, or everything a cascade deletes.
+func (s *Server) rows(ctx context.Context, app argocd.Application) []deletion.Object {
+	listed := app.Pruning()
+	if app.Deleting {
+		listed = app.Resources
+	}
+	out := make([]deletion.Object, len(listed))
+	for i := range listed {
+		out[i] = deletion.FromRow(listed[i])
+	}
+	objects, err := s.Reader.Destination(ctx, app)
+	if err != nil {
+		return out
+	}
+	refs := make([]cluster.Ref, 0, len(listed))
+	index := make([]int, 0, len(listed))
+	for i, r := range listed {
+		ref, err := objects.Resolve(ctx, r.Group, r.Kind, r.Version, r.Namespace, r.Name)
+		if err != nil {
+			continue
+		}
+		refs, index = append(refs, ref), append(index, i)
+	}
+	for j, res := range objects.Read(ctx, refs) {
+		if res.Err == nil && res.Object != nil {
+			row := listed[index[j]]
+			out[index[j]] = deletion.FromLive(res.Object, &row)
+		}
+	}
+	return out
+}
+
+// event records a refusal on the Application, once a minute per app, reason and count at most.
+func (s *Server) event(ctx context.Context, app argocd.Application, d budget.Decision) {
+	if s.Event == nil {
+		return
+	}
+	key := fmt.Sprintf("%s|%s|%d", app.UID, d.Reason, d.Deletes)
+	s.mu.Lock()
+	if s.events == nil {
+		s.events = map[string]time.Time{}
+	}
+	now := s.now()
+	last, seen := s.events[key]
+	if seen && now.Sub(last) < eventEvery {
+		s.mu.Unlock()
+		return
+	}
+	s.events[key] = now
+	for k, t := range s.events {
+		if now.Sub(t) >= eventEvery {
+			delete(s.events, k)
+		}
+	}
+	s.mu.Unlock()
+	s.Event(context.WithoutCancel(ctx), app, d.Message)
+}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Metrics are the webhook's: refusals by app and reason, and how long answers take.
+type Metrics struct {
+	refusals *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+// Metric names.
+const (
+	MetricRefused  = "unprune_deletions_refused_total"
+	MetricDuration = "unprune_admission_duration_seconds"
+)
+
+// NewMetrics registers the webhook's metrics.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRefused,
+			Help: "DELETE requests of Argo CD's application controller the deletion budget refused, by app (namespace/name) and reason: over_budget (the operation deletes more than the app's budget) or high_risk (a Namespace, CRD, PersistentVolumeClaim … not approved)."},
+			[]string{"app", "reason"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricDuration,
+			Help:    "How long the deletion budget took to answer an admission review, by whether it allowed the request.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}}, []string{"allowed"}),
+	}
+	for _, c := range []prometheus.Collector{m.refusals, m.latency} {
+		if err := reg.Register(c); err != nil {
+			var already prometheus.AlreadyRegisteredError
+			if !errors.As(err, &already) {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *Metrics) refused(app string, reason budget.Reason) {
+	m.refusals.WithLabelValues(app, string(reason)).Inc()
+}
+
+func (m *Metrics) observe(took time.Duration, allowed bool) {
+	m.latency.WithLabelValues(fmt.Sprint(allowed)).Observe(took.Seconds())
+}

@@ -1,0 +1,119 @@
+package watch
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/option"
+	"github.com/unprune/unprune/internal/watch/admission"
+)
+
+// budgetReader is what the deletion budget's webhook reads through the watch: the app from the API
+// server (never from the informers, which may not have seen the status that started the sync), the
+// project's budget from the projects' informer, and the destination through the live cache.
+type budgetReader struct{ w *watcher }
+
+func (r budgetReader) Application(ctx context.Context, namespace, name string) (argocd.Application, error) {
+	return r.w.argo.ArgoCD.GetApplication(ctx, namespace, name)
+}
+
+func (r budgetReader) ProjectAnnotations(_ context.Context, name string) (map[string]string, error) {
+	obj, ok, err := r.w.projects.GetStore().GetByKey(r.w.cfg.ArgoCDNamespace + "/" + name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: gvrAppProject.Group, Resource: gvrAppProject.Resource}, name)
+	}
+	u, _ := obj.(*unstructured.Unstructured)
+	if u == nil {
+		return nil, nil
+	}
+	return u.GetAnnotations(), nil
+}
+
+func (r budgetReader) Destination(ctx context.Context, app argocd.Application) (cluster.Objects, error) {
+	return r.w.argo.Destination(ctx, app)
+}
+
+// controllerUser is the user Argo CD's application controller acts as in the cluster it runs in:
+// the ServiceAccount its manifests run it as (manifests/base/application-controller).
+func controllerUser(namespace string) string {
+	return "system:serviceaccount:" + namespace + ":argocd-application-controller"
+}
+
+// serveBudget starts the deletion budget's webhook on its own TLS listener; nil when off.
+func (w *watcher) serveBudget() (*http.Server, error) {
+	if w.cfg.DeletionBudget == nil {
+		return nil, nil
+	}
+	m, err := admission.NewMetrics(w.metrics.Registry)
+	if err != nil {
+		return nil, err
+	}
+	users := map[string]bool{}
+	for _, u := range w.cfg.BudgetUsers {
+		users[u] = true
+	}
+	if len(users) == 0 {
+		users[controllerUser(w.cfg.ArgoCDNamespace)] = true
+	}
+	certs := &admission.Certificate{CertFile: w.cfg.TLSCertFile, KeyFile: w.cfg.TLSKeyFile}
+	if _, err := certs.Get(nil); err != nil {
+		return nil, fmt.Errorf("%v/%v: %w", option.TLSCertFile, option.TLSPrivateKeyFile, err)
+	}
+	s := &admission.Server{
+		Reader: budgetReader{w}, ArgoCDNamespace: w.cfg.ArgoCDNamespace, Default: *w.cfg.DeletionBudget, Users: users,
+		Settings: w.currentSettings, Version: w.cfg.Version, ListedWait: admission.DefaultListedWait,
+		Event: w.budgetEvent, Metrics: m, Log: w.log.printf, Now: w.cfg.Now,
+	}
+	mux := http.NewServeMux()
+	mux.Handle(admission.Path, s)
+	ln, err := net.Listen("tcp", w.cfg.AdmissionAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %v %s: %w", option.AdmissionBindAddress, w.cfg.AdmissionAddr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.Get}}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	w.log.printf("serving the deletion budget's webhook on https://%s%s (default budget %d; judging DELETEs of %v)", ln.Addr(), admission.Path, *w.cfg.DeletionBudget, w.cfg.BudgetUsersOrDefault())
+	return srv, nil
+}
+
+// BudgetUsersOrDefault are the users whose DELETEs the webhook judges.
+func (c Config) BudgetUsersOrDefault() []string {
+	if len(c.BudgetUsers) > 0 {
+		return c.BudgetUsers
+	}
+	return []string{controllerUser(c.ArgoCDNamespace)}
+}
+
+// budgetEvent records a refusal on the Application. Every replica answers the API server, so each
+// records its own refusals; the webhook sends one per app, reason and count a minute at most.
+func (w *watcher) budgetEvent(ctx context.Context, app argocd.Application, message string) {
+	now := metav1.NewTime(w.now())
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, GenerateName: app.Name + ".deletion-refused."},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "argoproj.io/v1alpha1", Kind: "Application",
+			Namespace: app.Namespace, Name: app.Name, UID: types.UID(app.UID)},
+		Reason: admission.EventReason, Message: message, Type: corev1.EventTypeWarning,
+		Source:         corev1.EventSource{Component: EventComponent, Host: w.cfg.Identity},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	if _, err := w.kube.CoreV1().Events(app.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		w.log.printf("warning: Event %s on Application %s: %v", admission.EventReason, app.Ref(), err)
+	}
+}
