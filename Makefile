@@ -92,7 +92,7 @@ docs: ## regenerate the command reference, docs/commands/*.md, from the command 
 lab-build: deps-lab ## build the lab's binaries (or find them in the cache)
 	@bash lab/build.sh $(LAB_COMPONENTS) >/dev/null
 
-lab-up: deps-lab ## start the lab (ARGOCD_VERSION, TRACKING, REMOTE=1, SERVER=1, UI=1, APPSET_POLICY=sync, NOTIFICATIONS=1, HYDRATOR=1, …); last line: KUBECONFIG=<path>
+lab-up: deps-lab ## start the lab (ARGOCD_VERSION, TRACKING, REMOTE=1, SERVER=1, UI=1, APPSET_POLICY=sync, NOTIFICATIONS=1, HYDRATOR=1, DELETION_BUDGET=N, …); last line: KUBECONFIG=<path>
 	@$(GO) run ./lab/cmd/lab up
 
 lab-down: ## stop exactly what lab-up started

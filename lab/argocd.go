@@ -56,6 +56,9 @@ type ArgoCDConfig struct {
 	// ResourceSelectors is argocd-cm's resource.selectors (v3.6+): label selectors that keep objects
 	// out of the controller's cache.
 	ResourceSelectors string `json:"resourceSelectors,omitempty"`
+	// DeletionBudget, when set, runs unprune's watch with the deletion budget's admission webhook
+	// (deploy/components/deletion-budget) for this installation's controller: lab/budget.go.
+	DeletionBudget *int `json:"deletionBudget,omitempty"`
 }
 
 // ArgoCDVersions are the Argo CD releases the lab can build: CI's three lines (the Makefile's
@@ -146,6 +149,8 @@ type ArgoCD struct {
 	ServerPort int    `json:"serverPort,omitempty"`
 	// UI is the UI extension, when Config.UI.
 	UI *UI `json:"ui,omitempty"`
+	// Budget is the deletion budget's webhook, when Config.DeletionBudget.
+	Budget *Budget `json:"budget,omitempty"`
 	// NotificationsMetricsURL is the notifications controller's /metrics on 127.0.0.1, when
 	// Config.Notifications: argocd_notifications_trigger_eval_total and _deliveries_total say what
 	// it evaluated and sent.
@@ -360,6 +365,11 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 	if cfg.Server {
 		if err := startServerOnFreePorts(ctx, st, a, argocdBin, home, append(slices.Clone(env), serverHydratorEnv(hydratorEnv)...), redisAddr); err != nil {
 			return nil, err
+		}
+	}
+	if cfg.DeletionBudget != nil {
+		if err := startDeletionBudget(ctx, st, a, home); err != nil {
+			return nil, fmt.Errorf("the deletion budget of %s: %w", cfg.Namespace, err)
 		}
 	}
 	return a, nil

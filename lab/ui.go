@@ -208,12 +208,9 @@ func prepareUI(ctx context.Context, st *State, a *ArgoCD, home string) error {
 			return err
 		}
 	}
-	bin := filepath.Join(st.Dir, "bin", "unprune")
-	// Bundle and backend say one version, as a release's do.
-	build := exec.CommandContext(ctx, "go", "build", "-ldflags", "-X github.com/unprune/unprune/internal/version.version="+labVersion, "-o", bin, "./cmd/unprune")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/unprune: %w: %s", err, out)
+	bin, err := buildUnprune(ctx, st, root)
+	if err != nil {
+		return err
 	}
 	token := make([]byte, 24)
 	if _, err := rand.Read(token); err != nil {
@@ -390,4 +387,16 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return os.WriteFile(to, b, 0o644)
+}
+
+// buildUnprune builds the unprune binary the lab runs (the UI's backend, the watch) into the lab's
+// state, stamped labVersion so that bundle and backend say one version, as a release's do.
+func buildUnprune(ctx context.Context, st *State, root string) (string, error) {
+	bin := filepath.Join(st.Dir, "bin", "unprune")
+	build := exec.CommandContext(ctx, "go", "build", "-ldflags", "-X github.com/unprune/unprune/internal/version.version="+labVersion, "-o", bin, "./cmd/unprune")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/unprune: %w: %s", err, out)
+	}
+	return bin, nil
 }

@@ -27,12 +27,16 @@ func NewGuardCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobr
   guard protect   label objects unprune.dev/protected=true, which that policy protects
   guard confirm   merge Prune=confirm into the objects' argocd.argoproj.io/sync-options, so Argo CD
                   prunes them only after the deletion is approved on the Application (Argo CD v2.14+)
+  guard budget    set an app's (or a project's) deletion budget: the most objects one sync or
+                  cascade may delete before the budget's webhook holds them all back
+  guard approve   approve exactly the deletions Argo CD's comparison shows now for an app
 
-protect and confirm are journaled and undone with "unprune undo", like detach.
+protect, confirm, budget and approve are journaled and undone with "unprune undo", like detach.
 
 ` + exitCodesHelp,
 	}
-	cmd.AddCommand(newGuardPolicyCommand(g, streams), newGuardChangeCommand(g, streams, "protect"), newGuardChangeCommand(g, streams, "confirm"))
+	cmd.AddCommand(newGuardPolicyCommand(g, streams), newGuardChangeCommand(g, streams, "protect"), newGuardChangeCommand(g, streams, "confirm"),
+		newGuardBudgetCommand(g, streams), newGuardApproveCommand(g, streams))
 	return cmd
 }
 

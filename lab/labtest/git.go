@@ -60,6 +60,14 @@ func (r *Repo) Write(t testing.TB, path, content string) {
 	}
 }
 
+// Remove deletes a file from the working clone (not yet committed).
+func (r *Repo) Remove(t testing.TB, path string) {
+	t.Helper()
+	if err := os.Remove(filepath.Join(r.work, path)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Commit commits everything in the working clone, pushes it and returns the commit SHA.
 func (r *Repo) Commit(t testing.TB, message string) string {
 	t.Helper()

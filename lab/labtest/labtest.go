@@ -187,7 +187,12 @@ func (e *Env) ArgoCD(t testing.TB, cfg lab.ArgoCDConfig) *Install {
 	if cfg.Namespace == "" {
 		cfg.Namespace = InstallNamespace(cfg)
 	}
-	key := fmt.Sprintf("%+v", cfg)
+	keyed := cfg
+	keyed.DeletionBudget = nil // a pointer: its value, not its address, tells configurations apart
+	key := fmt.Sprintf("%+v", keyed)
+	if cfg.DeletionBudget != nil {
+		key += fmt.Sprintf(" budget %d", *cfg.DeletionBudget)
+	}
 	e.mu.Lock()
 	slot, ok := e.installs[key]
 	if !ok {
@@ -261,6 +266,9 @@ func InstallNamespace(cfg lab.ArgoCDConfig) string {
 	}
 	if cfg.Hydrator {
 		parts = append(parts, "hydrator")
+	}
+	if cfg.DeletionBudget != nil {
+		parts = append(parts, fmt.Sprintf("budget%d", *cfg.DeletionBudget))
 	}
 	return strings.Join(parts, "-")
 }

@@ -10,7 +10,8 @@
 // (unprune's UI extension, with SERVER; in Argo CD's own UI for the releases lab.OwnUI names),
 // UI_REMOTE_CLUSTERS (its backend with deploy/ui-extension/remote-clusters), APPSET_POLICY and
 // APPSET_POLICY_OVERRIDE (the ApplicationSet controller's policy), NOTIFICATIONS (Argo CD's notifications
-// controller), HYDRATOR (Argo CD's commit-server, with the source hydrator enabled), LAB_DIR.
+// controller), HYDRATOR (Argo CD's commit-server, with the source hydrator enabled), DELETION_BUDGET=N
+// (unprune's watch with the deletion budget's admission webhook, budget N), LAB_DIR.
 package main
 
 import (
@@ -21,6 +22,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -74,6 +76,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			if a.NotificationsMetricsURL != "" {
 				fmt.Fprintf(stderr, "lab: Argo CD's notifications controller of %s (metrics %s) reads argocd-notifications-cm there; unprune's trigger and template: deploy/components/argocd-notifications (docs/watch.md)\n",
 					a.Config.Namespace, a.NotificationsMetricsURL)
+			}
+		}
+		for _, a := range st.ArgoCD {
+			if b := a.Budget; b != nil {
+				fmt.Fprintf(stderr, "lab: deletion budget %d for Argo CD's controller in %s: unprune watch (metrics %s) answers the API server's webhook %s at %s, "+
+					"as deploy/components/deletion-budget runs it (failurePolicy Fail); approve with: unprune guard approve APP -n %s --yes\n",
+					*a.Config.DeletionBudget, a.Config.Namespace, b.MetricsURL, b.Webhook, b.URL, a.Config.Namespace)
 			}
 		}
 		for _, a := range st.ArgoCD {
@@ -174,6 +183,14 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	var budget *int
+	if v := getenv("DELETION_BUDGET"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return cfg, fmt.Errorf("DELETION_BUDGET=%q: give the most objects one operation of Argo CD may delete without approval, 0 or more", v)
+		}
+		budget = &n
+	}
 	version := getenv("ARGOCD_VERSION")
 	if version == "" {
 		version = "v3.6.1"
@@ -184,6 +201,9 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 		}
 		if notifications {
 			return cfg, fmt.Errorf("NOTIFICATIONS=1 needs an Argo CD: set ARGOCD_VERSION to one of %s", strings.Join(lab.ArgoCDVersions, ", "))
+		}
+		if budget != nil {
+			return cfg, fmt.Errorf("DELETION_BUDGET needs an Argo CD: set ARGOCD_VERSION to one of %s", strings.Join(lab.ArgoCDVersions, ", "))
 		}
 		if hydrator {
 			return cfg, fmt.Errorf("HYDRATOR=1 needs an Argo CD: set ARGOCD_VERSION to one of %s", strings.Join(lab.ArgoCDVersions, ", "))
@@ -212,6 +232,7 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 		AppSetPolicyOverride: getenv("APPSET_POLICY_OVERRIDE"),
 		Notifications:        notifications,
 		Hydrator:             hydrator,
+		DeletionBudget:       budget,
 	}
 	return cfg, cfg.ArgoCD.Validate()
 }

@@ -1,0 +1,230 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/budget"
+	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/engine"
+	"github.com/unprune/unprune/internal/guard"
+	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/plan"
+)
+
+// GuardAnnotateOptions are the inputs of `guard approve` and `guard budget`: one annotation on an
+// Application (or, for budget --project, an AppProject), planned, journaled and undone like every
+// guard change.
+type GuardAnnotateOptions struct {
+	*GlobalOptions
+	genericiooptions.IOStreams
+	Verb    string
+	App     string
+	Project bool
+	Budget  int
+	change  changeFlags
+	output  outputFlags
+}
+
+func newGuardApproveCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &GuardAnnotateOptions{GlobalOptions: g, IOStreams: streams, Verb: "approve"}
+	cmd := &cobra.Command{
+		Use:   "approve APP",
+		Short: "Approve the deletions the deletion budget holds back for an app, exactly those Argo CD's comparison shows now",
+		Long: `Approve the deletions Argo CD's comparison shows now for APP — the resources requiring pruning, or,
+for an app being deleted, everything its cascade deletes — so that the deletion budget (unprune watch
+--deletion-budget, deploy/components/deletion-budget) lets the next sync or the cascade delete them,
+however many they are and however risky.
+
+The approval names each object by UID in the annotation ` + budget.AnnotationApproved + ` on the
+Application: an object created later under the same name is not approved, and an approval is spent
+once its objects are gone. Without --yes this is a preview; --dry-run=server asks the API server.
+The change is journaled (with who made it) and "unprune undo" withdraws it.
+
+` + exitCodesHelp,
+		Example: "  unprune guard approve shop -n argocd\n  unprune guard approve shop -n argocd --yes",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(args); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.change.add(cmd)
+	o.output.add(cmd, false)
+	return cmd
+}
+
+func newGuardBudgetCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &GuardAnnotateOptions{GlobalOptions: g, IOStreams: streams, Verb: "budget"}
+	cmd := &cobra.Command{
+		Use:   "budget APP N",
+		Short: "Set the most objects one sync or cascade of an app (or every app of a project) may delete without approval",
+		Long: `Set the deletion budget of APP (or, with --project, of every app of project APP that sets none of
+its own): the most objects one sync or cascade of Argo CD may delete before the deletion budget's
+webhook refuses all of them until someone runs "unprune guard approve". It is the annotation
+` + budget.AnnotationBudget + `; apps and projects without it have the installation's default
+(unprune watch --deletion-budget). High-risk objects wait for approval whatever the budget.
+
+Without --yes this is a preview; --dry-run=server asks the API server. The change is journaled and
+"unprune undo" reverses it.
+
+` + exitCodesHelp,
+		Example: "  unprune guard budget shop 20 -n argocd --yes\n  unprune guard budget team-a 10 --project --yes",
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(); err != nil {
+				return err
+			}
+			if err := o.Validate(args); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().BoolVar(&o.Project, "project", false, "APP names an AppProject: its budget is every one of its apps' that sets none")
+	o.change.add(cmd)
+	o.output.add(cmd, false)
+	return cmd
+}
+
+// Validate checks arguments.
+func (o *GuardAnnotateOptions) Validate(args []string) error {
+	if !o.can().KubernetesAPI {
+		return errGuardViaAPI("guard " + o.Verb)
+	}
+	if err := o.output.validate(); err != nil {
+		return err
+	}
+	if err := o.change.validate(); err != nil {
+		return err
+	}
+	o.App = args[0]
+	if strings.Contains(o.App, "/") {
+		return usageError("APP %q: give the app's name, and its namespace with -n", o.App)
+	}
+	if o.Verb == "budget" {
+		n, err := strconv.Atoi(args[1])
+		if err != nil || n < 0 {
+			return usageError("N %q: give the most objects one operation may delete without approval, a whole number (0: every deletion waits for approval)", args[1])
+		}
+		o.Budget = n
+	}
+	return nil
+}
+
+// Run plans, previews, dry-runs or applies the annotation.
+func (o *GuardAnnotateOptions) Run(ctx context.Context) error {
+	argo, settings, err := o.connect(ctx)
+	if err != nil {
+		return err
+	}
+	namespace, ok := o.namespaceFlag()
+	if !ok || o.Project {
+		namespace = argo.Namespace()
+	}
+	arg := engine.ResourceArg{Group: "argoproj.io", Kind: "Application", Namespace: namespace, Name: o.App, Raw: "applications.argoproj.io/" + namespace + "/" + o.App}
+	key, value := budget.AnnotationBudget, strconv.Itoa(o.Budget)
+	if o.Project {
+		arg.Kind, arg.Raw = "AppProject", "appprojects.argoproj.io/"+namespace+"/"+o.App
+	}
+	if o.Verb == "approve" {
+		app, err := argo.GetApplication(ctx, namespace, o.App)
+		if err != nil {
+			return failure(fmt.Errorf("Application %s/%s: %w", namespace, o.App, err))
+		}
+		uids, err := o.pending(ctx, argo, app)
+		if err != nil {
+			return err
+		}
+		if len(uids) == 0 {
+			fmt.Fprintf(o.ErrOut, "Nothing to approve: Argo CD's comparison shows no deletion for app %s.\n", app.Ref())
+			return nil
+		}
+		key, value = budget.AnnotationApproved, budget.FormatApproved(uids)
+	}
+	build := func(t plan.Target) plan.Plan {
+		p := plan.Plan{Target: t}
+		switch before, had := t.Annotations[key]; {
+		case had && before == value:
+		case had:
+			p.Changes = []journal.Change{journal.Rewrite(journal.FieldAnnotation, key, before, value)}
+		default:
+			p.Changes = []journal.Change{journal.Addition(journal.FieldAnnotation, key, value)}
+		}
+		return p
+	}
+	objects, err := o.target(ctx, "")
+	if err != nil {
+		return err
+	}
+	e, err := o.engine(argo, settings, 1)
+	if err != nil {
+		return err
+	}
+	c, err := e.PlanObjects(ctx, objects, engine.ObjectsRequest{Command: guard.Command, Strategy: o.Verb, Resources: []engine.ResourceArg{arg}, Build: build})
+	if err != nil {
+		return engineError(err)
+	}
+	c.AllOrNothing = true
+	counts := c.Counts()
+	if counts[engine.OutcomePlanned] == 0 && counts[engine.OutcomeRefused]+counts[engine.OutcomeFailed]+counts[engine.OutcomeGone] == 0 {
+		fmt.Fprintf(o.ErrOut, "Nothing to change: %s says %s already.\n", arg.Raw, key+"="+value)
+	}
+	info := objects.Info()
+	question := fmt.Sprintf("Set the deletion budget of %s to %d? [y/N] ", arg.Raw, o.Budget)
+	if o.Verb == "approve" {
+		question = fmt.Sprintf("Approve these deletions for app %s/%s? [y/N] ", namespace, o.App)
+	}
+	return o.runChange(ctx, o.IOStreams, o.output, o.change.dryRun, e, c, changeCommand{kind: "GuardReport", cluster: &info, question: question})
+}
+
+// pending are the UIDs of what Argo CD's comparison says the app's next operation deletes, each
+// listed on stderr: the resources requiring pruning (hooks left out), or everything the app tracks
+// while it is being deleted. An object that no longer exists needs no approval.
+func (o *GuardAnnotateOptions) pending(ctx context.Context, argo cluster.ArgoCD, app argocd.Application) ([]string, error) {
+	rows := app.Pruning()
+	what := "its next sync with prune deletes"
+	if app.Deleting {
+		rows, what = app.Resources, "its deletion deletes"
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	objects, err := argo.Destination(ctx, app)
+	if err != nil {
+		return nil, failure(err)
+	}
+	refs := make([]cluster.Ref, 0, len(rows))
+	for _, r := range rows {
+		ref, err := objects.Resolve(ctx, r.Group, r.Kind, r.Version, r.Namespace, r.Name)
+		if err != nil {
+			return nil, failure(fmt.Errorf("%s: %w", r, err))
+		}
+		refs = append(refs, ref)
+	}
+	fmt.Fprintf(o.ErrOut, "Argo CD's comparison of app %s shows what %s:\n", app.Ref(), what)
+	var uids []string
+	for i, res := range objects.Read(ctx, refs) {
+		switch {
+		case res.Err != nil && cluster.IsNotFound(res.Err):
+			fmt.Fprintf(o.ErrOut, "  %s: gone already\n", rows[i])
+		case res.Err != nil:
+			return nil, failure(fmt.Errorf("read %s: %w", rows[i], res.Err))
+		default:
+			fmt.Fprintf(o.ErrOut, "  %s (uid %s)\n", rows[i], res.Object.UID)
+			uids = append(uids, res.Object.UID)
+		}
+	}
+	return uids, nil
+}

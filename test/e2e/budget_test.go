@@ -1,0 +1,222 @@
+//go:build lab
+
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/budget"
+	"github.com/unprune/unprune/internal/cli"
+	"github.com/unprune/unprune/lab"
+	"github.com/unprune/unprune/lab/labtest"
+)
+
+// TestDeletionBudget runs the deletion budget (unprune watch --deletion-budget=5, the webhook
+// registered as deploy/components/deletion-budget registers it) against Argo CD's real controller:
+//
+//   - an automated-prune app loses 8 ConfigMaps from git: its sync deletes none of them, and its
+//     operation says why and how to approve; an app losing 3 is pruned as usual;
+//   - `unprune guard approve` approves exactly what Argo CD's comparison shows, and the next sync with
+//     prune deletes exactly that;
+//   - a Namespace holding data, pruned by a sync with PRUNE ticked, is kept until approved, then goes;
+//   - a person's kubectl delete of a tracked object passes.
+func TestDeletionBudget(t *testing.T) {
+	env := labtest.Get(t)
+	for _, version := range labtest.Lines("v3.6.1", "v2.14.11") {
+		t.Run(version, func(t *testing.T) {
+			t.Parallel()
+			five := 5
+			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, DeletionBudget: &five})
+			argocdNS := "--argocd-namespace=" + install.Namespace()
+
+			// Two automated-prune apps: one loses 8 ConfigMaps, the other 3.
+			eight := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, AutoPrune: true})
+			three := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, AutoPrune: true})
+			addConfigMaps := func(a *labtest.App, n int) string {
+				for i := range n {
+					a.Repo.Write(t, fmt.Sprintf("%s/cm-%d.yaml", a.Path, i),
+						fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%d\n  namespace: %s\ndata:\n  n: %q\n", i, a.DestNamespace, fmt.Sprint(i)))
+				}
+				rev := a.Repo.Commit(t, fmt.Sprintf("%d ConfigMaps", n))
+				a.RefreshUntil(t, labtest.ControllerTimeout, "to sync "+rev, func(s labtest.Status) bool {
+					_, ok := s.Find("ConfigMap", fmt.Sprintf("cm-%d", n-1))
+					return s.Revision == rev && s.Sync == "Synced" && ok && s.Idle()
+				})
+				for i := range n {
+					a.Repo.Remove(t, fmt.Sprintf("%s/cm-%d.yaml", a.Path, i))
+				}
+				return a.Repo.Commit(t, fmt.Sprintf("remove the %d ConfigMaps", n))
+			}
+			exist := func(a *labtest.App, n int) int {
+				list, err := env.Kube.CoreV1().ConfigMaps(a.DestNamespace).List(labtest.Context(t), metav1.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				found := 0
+				for _, cm := range list.Items {
+					if strings.HasPrefix(cm.Name, "cm-") {
+						found++
+					}
+				}
+				return found
+			}
+			removed8, removed3 := addConfigMaps(eight, 8), addConfigMaps(three, 3)
+
+			// The app losing 3 is pruned by its automated sync.
+			three.RefreshUntil(t, labtest.ControllerTimeout, "to prune its 3 ConfigMaps", func(s labtest.Status) bool {
+				return s.Revision == removed3 && s.Sync == "Synced" && s.Idle() && exist(three, 3) == 0
+			})
+
+			// The app losing 8: its automated sync is refused on the budget, and deletes none of them.
+			// Argo CD retries an automated sync (RetryStrategy{Limit: 5} when the app sets none:
+			// controller/appcontroller.go autoSync); every attempt is refused alike.
+			var op labtest.Operation
+			eight.RefreshUntil(t, labtest.ControllerTimeout, "its automated sync of "+removed8+" to be refused on the budget", func(s labtest.Status) bool {
+				op = s.Operation
+				return s.Revision == removed8 && strings.Contains(op.Message, "Retrying attempt #2")
+			})
+			if text := operationText(op); !strings.Contains(text, "deletes 8 objects, more than its budget of 5") || !strings.Contains(text, "unprune guard approve "+eight.Name) {
+				t.Errorf("the operation does not say why and how to approve: %s", text)
+			}
+			if n := exist(eight, 8); n != 8 {
+				t.Fatalf("%d of the 8 ConfigMaps exist after two refused attempts; want all 8 (operation %s: %s)", n, op.Phase, operationText(op))
+			}
+			events, err := env.Kube.CoreV1().Events(install.Namespace()).List(labtest.Context(t), metav1.ListOptions{FieldSelector: "reason=DeletionRefused,involvedObject.name=" + eight.Name})
+			if err != nil || len(events.Items) == 0 || !strings.Contains(events.Items[0].Message, "deletes 8 objects") {
+				t.Errorf("no Event DeletionRefused on %s saying why (%v): %+v", eight.Name, err, events)
+			}
+			if m := scrape(t, install.State.Budget.MetricsURL); !strings.Contains(m, `unprune_deletions_refused_total{app="`+install.Namespace()+"/"+eight.Name+`",reason="over_budget"}`) {
+				t.Errorf("no refusal counted in %s", install.State.Budget.MetricsURL)
+			}
+
+			// Approval: exactly the 8 Argo CD's comparison shows, by UID. Argo CD's next attempt (a
+			// retry of the automated sync, or a sync with prune once the retries are spent) deletes them.
+			r := unprune(t, env, labtest.TempDir(t), argocdNS, "guard", "approve", eight.Name, "-n", install.Namespace(), "--yes")
+			if r.Code != cli.ExitOK {
+				t.Fatalf("guard approve: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+			approved := budget.Approved(eight.Get(t).GetAnnotations())
+			if len(approved) != 8 {
+				t.Fatalf("approved %d UIDs; want the 8 ConfigMaps': %v", len(approved), approved)
+			}
+			eight.WaitStatus(t, 5*time.Minute, "to finish its automated sync", func(s labtest.Status) bool { return s.Idle() })
+			if exist(eight, 8) > 0 {
+				if op := eight.Sync(t, true); op.Phase != "Succeeded" {
+					t.Fatalf("the sync with prune after approval: %s %s", op.Phase, operationText(op))
+				}
+			}
+			if n := exist(eight, 8); n != 0 {
+				t.Fatalf("%d of the 8 approved ConfigMaps exist after the sync; want none", n)
+			}
+
+			// An app with the resources finalizer tracking 8 objects, deleted: its cascade deletes
+			// nothing until approved, then exactly what was approved, and the app goes.
+			cascading := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, Finalizers: []string{argocd.FinalizerResources}})
+			addConfigMaps(cascading, 8)
+			cascading.Repo.Revert(t) // the 8 back in git: the app tracks 9 ConfigMaps
+			cascading.RefreshUntil(t, labtest.ControllerTimeout, "to track its 8 ConfigMaps again", func(s labtest.Status) bool {
+				return s.Sync == "Synced" && s.Idle() && exist(cascading, 8) == 8
+			})
+			if err := env.Dynamic.Resource(labtest.GVRApplication).Namespace(install.Namespace()).Delete(labtest.Context(t), cascading.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			labtest.Eventually(t, labtest.ControllerTimeout, "the cascade of "+cascading.Name+" to be refused", func() (bool, string) {
+				list, err := env.Kube.CoreV1().Events(install.Namespace()).List(labtest.Context(t), metav1.ListOptions{FieldSelector: "reason=DeletionRefused,involvedObject.name=" + cascading.Name})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range list.Items {
+					if strings.Contains(e.Message, "this deletion of app") {
+						return true, ""
+					}
+				}
+				return false, fmt.Sprintf("%d Events", len(list.Items))
+			})
+			if n := exist(cascading, 8); n != 8 {
+				t.Fatalf("%d of the 8 ConfigMaps exist after the refused cascade; want all 8", n)
+			}
+			r = unprune(t, env, labtest.TempDir(t), argocdNS, "guard", "approve", cascading.Name, "-n", install.Namespace(), "--yes")
+			if r.Code != cli.ExitOK {
+				t.Fatalf("guard approve of a cascade: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+			labtest.Eventually(t, labtest.ControllerTimeout, "the approved cascade to delete the app and its ConfigMaps", func() (bool, string) {
+				_, err := env.Dynamic.Resource(labtest.GVRApplication).Namespace(install.Namespace()).Get(labtest.Context(t), cascading.Name, metav1.GetOptions{})
+				n := exist(cascading, 8)
+				return apierrors.IsNotFound(err) && n == 0, fmt.Sprintf("app: %v; %d ConfigMaps", err, n)
+			})
+
+			// A Namespace with data, pruned by a sync with PRUNE ticked: kept until approved.
+			manual := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t)})
+			ns := labtest.UniqueName("data")
+			t.Cleanup(func() { env.DeleteNamespace(ns) })
+			manual.Incident(t, ns, nil)
+			if _, err := env.Kube.CoreV1().ConfigMaps(ns).Create(labtest.Context(t), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ledger"}, Data: map[string]string{"balance": "42"}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			op = manual.Sync(t, true)
+			if op.Phase == "Succeeded" || !strings.Contains(operationText(op), "high-risk") {
+				t.Fatalf("a sync pruning Namespace %s: %s %s; want it refused as high-risk", ns, op.Phase, operationText(op))
+			}
+			live, err := env.Kube.CoreV1().Namespaces().Get(labtest.Context(t), ns, metav1.GetOptions{})
+			if err != nil || live.DeletionTimestamp != nil {
+				t.Fatalf("Namespace %s after the refused prune: %v (deleting: %v)", ns, err, live != nil && live.DeletionTimestamp != nil)
+			}
+
+			// A person's kubectl delete of a tracked object is nobody's business but RBAC's.
+			first := manual.Name + "-config"
+			if err := env.Kube.CoreV1().ConfigMaps(manual.DestNamespace).Delete(labtest.Context(t), first, metav1.DeleteOptions{}); err != nil {
+				t.Fatalf("the admin's DELETE of %s/%s, which app %s tracks: %v", manual.DestNamespace, first, manual.Name, err)
+			}
+
+			r = unprune(t, env, labtest.TempDir(t), argocdNS, "guard", "approve", manual.Name, "-n", install.Namespace(), "--yes")
+			if r.Code != cli.ExitOK {
+				t.Fatalf("guard approve: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+			if op := manual.Sync(t, true); op.Phase != "Succeeded" {
+				t.Fatalf("the sync with prune after approval: %s %s", op.Phase, operationText(op))
+			}
+			labtest.Eventually(t, labtest.ControllerTimeout, "Namespace "+ns+" to be deleted", func() (bool, string) {
+				_, err := env.Kube.CoreV1().Namespaces().Get(labtest.Context(t), ns, metav1.GetOptions{})
+				return apierrors.IsNotFound(err), fmt.Sprint(err)
+			})
+		})
+	}
+}
+
+// operationText is an operation's message and its resources' messages: Argo CD puts a failed
+// task's error (the admission webhook's refusal) on the resource, and a summary on the operation.
+func operationText(op labtest.Operation) string {
+	parts := []string{op.Message}
+	for _, r := range op.Results {
+		if r.Message != "" {
+			parts = append(parts, fmt.Sprintf("%s/%s: %s", r.Kind, r.Name, r.Message))
+		}
+	}
+	return strings.Join(slices.Compact(parts), "; ")
+}
+
+// scrape reads a /metrics page.
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
+}
