@@ -58,7 +58,7 @@ func startDeletionBudget(ctx context.Context, st *State, a *ArgoCD, home string)
 	if err := applyWatchRBAC(ctx, st, root, cfg.Namespace, kubeconfig); err != nil {
 		return err
 	}
-	certFile, keyFile, caPEM, err := servingCertificate(filepath.Join(home, "budget-tls"))
+	certFile, keyFile, caPEM, err := ServingCertificate(filepath.Join(home, "budget-tls"))
 	if err != nil {
 		return err
 	}
@@ -162,9 +162,10 @@ func applyWatchRBAC(ctx context.Context, st *State, root, namespace, kubeconfig 
 	return st.ServiceAccountKubeconfig(ctx, namespace, BudgetAccount, clusterRole, kubeconfig)
 }
 
-// servingCertificate makes a CA and a serving certificate for 127.0.0.1 signed by it, as
-// cert-manager's Issuer would, and returns the key pair's files and the CA's PEM for caBundle.
-func servingCertificate(dir string) (certFile, keyFile, caPEM string, err error) {
+// ServingCertificate makes a CA and a serving certificate for 127.0.0.1 signed by it, as
+// cert-manager's Issuer would, and returns the key pair's files and the CA's PEM, base64-encoded as
+// a webhook's caBundle.
+func ServingCertificate(dir string) (certFile, keyFile, caPEM string, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", "", "", err
 	}

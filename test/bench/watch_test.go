@@ -220,10 +220,10 @@ func (w *benchWatch) profile(b *testing.B, when string) {
 	fmt.Fprintf(os.Stdout, "  heap profile: %s\n", path)
 }
 
-func startBenchWatch(b *testing.B, bin, kubeconfig, ns string) *benchWatch {
+func startBenchWatch(b *testing.B, bin, kubeconfig, ns string, extra ...string) *benchWatch {
 	b.Helper()
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--argocd-namespace", ns, "--argocd-version", "v3.6.1",
-		"watch", "--leader-elect=false", "--app-namespaces=", "--metrics-bind-address", "127.0.0.1:0")
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--argocd-namespace", ns, "--argocd-version", "v3.6.1",
+		"watch", "--leader-elect=false", "--app-namespaces=", "--metrics-bind-address", "127.0.0.1:0"}, extra...)...)
 	dir := os.Getenv("UNPRUNE_BENCH_WATCH_PROFILE")
 	if dir != "" {
 		cmd.Args = append(cmd.Args, "--pprof-bind-address", "127.0.0.1:0")
