@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -171,6 +172,12 @@ func (s *Server) Review(ctx context.Context, req *admissionv1.AdmissionRequest) 
 	}
 	own := settings.CascadeOwner(o.Labels, o.Annotations)
 	if own.Instance == "" {
+		// Claims naming different apps (both kinds of tracking read, the version unknown): which
+		// operation this DELETE belongs to cannot be told, so it is not let through unjudged.
+		if names := claimed(own); len(names) > 1 {
+			return refuse(fmt.Sprintf("unprune deletion budget: %s is tracked by %s at once, so its operation cannot be told; nothing is deleted (pass the watch the Argo CD version)",
+				o.Resource(), strings.Join(names, " and ")))
+		}
 		return allow("not tracked by any app")
 	}
 	namespace, name := s.ArgoCDNamespace, own.Instance
@@ -209,6 +216,17 @@ func (s *Server) Review(ctx context.Context, req *admissionv1.AdmissionRequest) 
 		s.event(ctx, app, d)
 	}
 	return refuse(d.Message)
+}
+
+// claimed are the app instances the claims Argo CD reads (or may read) name.
+func claimed(own argocd.Ownership) []string {
+	var out []string
+	for _, c := range own.Claims {
+		if c.Tracks && c.Instance != "" && !slices.Contains(out, c.Instance) {
+			out = append(out, c.Instance)
+		}
+	}
+	return out
 }
 
 func dryRun(req *admissionv1.AdmissionRequest) bool { return req.DryRun != nil && *req.DryRun }

@@ -86,6 +86,10 @@ func deleteRequest(t *testing.T, user, kind, namespace, name string, labels, ann
 }
 
 func server(t *testing.T, r *reader) (*Server, *prometheus.Registry) {
+	return serverWith(t, r, "v3.6.1")
+}
+
+func serverWith(t *testing.T, r *reader, version string) (*Server, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg)
@@ -94,7 +98,11 @@ func server(t *testing.T, r *reader) (*Server, *prometheus.Registry) {
 	}
 	s := &Server{Reader: r, ArgoCDNamespace: "argocd", Default: 5, Users: map[string]bool{controller: true},
 		Settings: func() *argocd.Settings {
-			v, _ := argocd.ParseVersion("v3.6.1")
+			if version == "" {
+				s := argocd.NewSettings(nil, nil)
+				return &s
+			}
+			v, _ := argocd.ParseVersion(version)
 			s := argocd.NewSettings(nil, &v)
 			return &s
 		}, ListedWait: 2 * time.Second, Metrics: m}
@@ -229,4 +237,14 @@ func refusals(t *testing.T, s *Server) float64 {
 		sum += d.GetCounter().GetValue()
 	}
 	return sum
+}
+
+// TestReviewTwoClaims: with the version unknown, Argo CD may read the instance label or the
+// tracking-id; when they name two apps, the DELETE's operation cannot be told, and it is refused.
+func TestReviewTwoClaims(t *testing.T) {
+	s, _ := serverWith(t, &reader{app: app(1)}, "")
+	req := deleteRequest(t, controller, "ConfigMap", "shop", "cm-0", map[string]string{argocd.DefaultInstanceLabelKey: "other"}, tracked)
+	if resp := s.Review(context.Background(), req); resp.Allowed || !strings.Contains(resp.Result.Message, "other and shop at once") {
+		t.Fatalf("allowed %v: %s", resp.Allowed, resp.Result.Message)
+	}
 }
