@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -153,4 +154,37 @@ func TestConcurrentEvaluationsWaitForOneList(t *testing.T) {
 	if l, r := inner.lists.Load(), inner.reads.Load(); l != 1 || r != 0 {
 		t.Errorf("%d LISTs, %d bulk reads for 8 concurrent apps of one namespace, want 1 LIST", l, r)
 	}
+}
+
+// TestCachedOnlyNeverReads: the deletion budget's webhook answers from what the live cache read
+// within its TTL and never reads the cluster, not even to refresh an older answer.
+func TestCachedOnlyNeverReads(t *testing.T) {
+	inner := newListingObjects(1, 10)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	c := newCachedObjects(inner, 100, 30*time.Second, func() time.Time { return now }, newStaleAnswers())
+	c.Read(context.Background(), appRefs("ns-0", 0, 5))
+	lists, reads := inner.lists.Load(), inner.reads.Load()
+	only := cachedOnly{c}
+	check := func(when string, wantCached int) {
+		t.Helper()
+		got := 0
+		for i, res := range only.Read(context.Background(), appRefs("ns-0", 0, 10)) {
+			switch {
+			case res.Err == nil && res.Object != nil && res.Object.Ref.Name == fmt.Sprintf("cm-%04d", i):
+				got++
+			case !errors.Is(res.Err, errNotCached):
+				t.Fatalf("%s: row %d: %+v", when, i, res)
+			}
+		}
+		if got != wantCached {
+			t.Errorf("%s: %d rows answered from the cache, want %d", when, got, wantCached)
+		}
+		if inner.lists.Load() != lists || inner.reads.Load() != reads {
+			t.Errorf("%s: the cluster was read (%d LISTs, %d reads; %d, %d before)", when, inner.lists.Load(), inner.reads.Load(), lists, reads)
+		}
+	}
+	// The LIST of the first read put all 10 in the cache.
+	check("within the TTL", 10)
+	now = now.Add(time.Minute)
+	check("after the TTL", 0)
 }
