@@ -54,6 +54,10 @@ func TestGoldenGuard(t *testing.T) {
 		{name: "guard-confirm-guarded-in-pruned-namespace", args: []string{"guard", "confirm", "ConfigMap/team-a/ledger"},
 			setup: func(w *world) { w.addGuardedInTeamA() }},
 		{name: "guard-confirm-missing", args: []string{"guard", "confirm", "Namespace/nope", "--yes"}},
+		// guard budget and approve write the Application (proved in the lab: TestDeletionBudget);
+		// here, their bad input (exit 2).
+		{name: "guard-budget-not-a-number", args: []string{"guard", "budget", "guestbook", "many"}},
+		{name: "guard-approve-namespaced-name", args: []string{"guard", "approve", "argocd/guestbook"}},
 		// Exit 2: bad input.
 		{name: "guard-protect-no-args", args: []string{"guard", "protect"}},
 		{name: "guard-protect-bad-resource", args: []string{"guard", "protect", "team-a"}},

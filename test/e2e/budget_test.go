@@ -30,6 +30,8 @@ import (
 //   - `unprune guard approve` approves exactly what Argo CD's comparison shows, and the next sync with
 //     prune deletes exactly that;
 //   - a Namespace holding data, pruned by a sync with PRUNE ticked, is kept until approved, then goes;
+//   - an app's own budget (guard budget) wins over the default, and undo takes it back;
+//   - an app with the resources finalizer, deleted, deletes nothing until approved;
 //   - a person's kubectl delete of a tracked object passes.
 func TestDeletionBudget(t *testing.T) {
 	env := labtest.Get(t)
@@ -118,6 +120,41 @@ func TestDeletionBudget(t *testing.T) {
 			}
 			if n := exist(eight, 8); n != 0 {
 				t.Fatalf("%d of the 8 approved ConfigMaps exist after the sync; want none", n)
+			}
+
+			// An app's own budget, set by guard budget: 1, so that losing 2 ConfigMaps is refused,
+			// naming the app's annotation; undone, the default of 5 applies again, and Argo CD's next
+			// attempt prunes them.
+			two := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, AutoPrune: true})
+			journals := labtest.TempDir(t)
+			if r := unprune(t, env, journals, argocdNS, "guard", "budget", two.Name, "1", "-n", install.Namespace(), "--yes"); r.Code != cli.ExitOK {
+				t.Fatalf("guard budget: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+			if got := two.Get(t).GetAnnotations()[budget.AnnotationBudget]; got != "1" {
+				t.Fatalf("%s after guard budget: %q", budget.AnnotationBudget, got)
+			}
+			removed2 := addConfigMaps(two, 2)
+			two.RefreshUntil(t, labtest.ControllerTimeout, "its automated sync of "+removed2+" to be refused on its own budget", func(s labtest.Status) bool {
+				op = s.Operation
+				return s.Revision == removed2 && strings.Contains(op.Message, "more than its budget of 1 (the app's "+budget.AnnotationBudget+")")
+			})
+			if n := exist(two, 2); n != 2 {
+				t.Fatalf("%d of the 2 ConfigMaps exist after the refusal; want both", n)
+			}
+			if r := unprune(t, env, journals, argocdNS, "undo", "--latest", "--yes"); r.Code != cli.ExitOK {
+				t.Fatalf("undo of guard budget: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+			}
+			if _, ok := two.Get(t).GetAnnotations()[budget.AnnotationBudget]; ok {
+				t.Fatalf("%s still set after undo", budget.AnnotationBudget)
+			}
+			two.WaitStatus(t, 5*time.Minute, "to finish its automated sync", func(s labtest.Status) bool { return s.Idle() })
+			if exist(two, 2) > 0 {
+				if op := two.Sync(t, true); op.Phase != "Succeeded" {
+					t.Fatalf("the sync with prune within the default budget: %s %s", op.Phase, operationText(op))
+				}
+			}
+			if n := exist(two, 2); n != 0 {
+				t.Fatalf("%d of the 2 ConfigMaps exist within the default budget; want none", n)
 			}
 
 			// An app with the resources finalizer tracking 8 objects, deleted: its cascade deletes
