@@ -19,6 +19,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 )
 
 // BudgetAccount is the ServiceAccount deploy/base runs the watch as.
@@ -136,6 +137,17 @@ func applyWatchRBAC(ctx context.Context, st *State, root, namespace, kubeconfig 
 		return err
 	}
 	clusterRole := BudgetAccount + "-" + namespace
+	if err := applyRoles(ctx, dyn, docs, clusterRole, namespace, BudgetAccount, namespace); err != nil {
+		return err
+	}
+	return st.ServiceAccountKubeconfig(ctx, namespace, BudgetAccount, clusterRole, kubeconfig)
+}
+
+// applyRoles applies the ClusterRoles, Roles and RoleBindings among docs, as shipped but for their
+// names and namespaces: a ClusterRole named clusterRole (installations keep their own), Roles and
+// RoleBindings in namespace, each RoleBinding's subject the ServiceAccount account of
+// accountNamespace.
+func applyRoles(ctx context.Context, dyn dynamic.Interface, docs []map[string]any, clusterRole, namespace, account, accountNamespace string) error {
 	for _, d := range docs {
 		u := unstructured.Unstructured{Object: d}
 		switch u.GetKind() {
@@ -151,7 +163,7 @@ func applyWatchRBAC(ctx context.Context, st *State, root, namespace, kubeconfig 
 			}
 		case "RoleBinding":
 			u.SetNamespace(namespace)
-			if err := unstructured.SetNestedSlice(u.Object, []any{map[string]any{"kind": "ServiceAccount", "name": BudgetAccount, "namespace": namespace}}, "subjects"); err != nil {
+			if err := unstructured.SetNestedSlice(u.Object, []any{map[string]any{"kind": "ServiceAccount", "name": account, "namespace": accountNamespace}}, "subjects"); err != nil {
 				return err
 			}
 			if err := apply(ctx, dyn, gvrRoleBinding, u.Object); err != nil {
@@ -159,7 +171,7 @@ func applyWatchRBAC(ctx context.Context, st *State, root, namespace, kubeconfig 
 			}
 		}
 	}
-	return st.ServiceAccountKubeconfig(ctx, namespace, BudgetAccount, clusterRole, kubeconfig)
+	return nil
 }
 
 // ServingCertificate makes a CA and a serving certificate for 127.0.0.1 signed by it, as

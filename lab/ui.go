@@ -15,7 +15,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -319,35 +318,11 @@ func applyExtensionRBAC(ctx context.Context, st *State, root, namespace, journal
 	}
 	const account = "unprune-extension"
 	clusterRole := account + "-" + namespace
-	gvrRole := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}
-	gvrRoleBinding := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}
-	for _, set := range []struct {
-		docs []map[string]any
-		ns   string
-	}{{backend, namespace}, {journalDocs, journals}} {
-		for _, d := range set.docs {
-			u := unstructured.Unstructured{Object: d}
-			switch u.GetKind() {
-			case "ClusterRole":
-				u.SetName(clusterRole)
-				if err := apply(ctx, dyn, gvrClusterRole, u.Object); err != nil {
-					return err
-				}
-			case "Role":
-				u.SetNamespace(set.ns)
-				if err := apply(ctx, dyn, gvrRole, u.Object); err != nil {
-					return err
-				}
-			case "RoleBinding":
-				u.SetNamespace(set.ns)
-				if err := unstructured.SetNestedSlice(u.Object, []any{map[string]any{"kind": "ServiceAccount", "name": account, "namespace": namespace}}, "subjects"); err != nil {
-					return err
-				}
-				if err := apply(ctx, dyn, gvrRoleBinding, u.Object); err != nil {
-					return err
-				}
-			}
-		}
+	if err := applyRoles(ctx, dyn, backend, clusterRole, namespace, account, namespace); err != nil {
+		return err
+	}
+	if err := applyRoles(ctx, dyn, journalDocs, clusterRole, journals, account, namespace); err != nil {
+		return err
 	}
 	return st.ServiceAccountKubeconfig(ctx, namespace, account, clusterRole, kubeconfig)
 }

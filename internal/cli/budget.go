@@ -34,7 +34,7 @@ type GuardAnnotateOptions struct {
 
 func newGuardApproveCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &GuardAnnotateOptions{GlobalOptions: g, IOStreams: streams, Verb: "approve"}
-	cmd := &cobra.Command{
+	return o.command(&cobra.Command{
 		Use:   "approve APP",
 		Short: "Approve the deletions the deletion budget holds back for an app, exactly those Argo CD's comparison shows now",
 		Long: `Approve the deletions Argo CD's comparison shows now for APP — the resources requiring pruning, or,
@@ -50,24 +50,12 @@ The change is journaled (with who made it) and "unprune undo" withdraws it.
 ` + exitCodesHelp,
 		Example: "  unprune guard approve shop -n argocd\n  unprune guard approve shop -n argocd --yes",
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(args); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
-	}
-	o.change.add(cmd)
-	o.output.add(cmd, false)
-	return cmd
+	})
 }
 
 func newGuardBudgetCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &GuardAnnotateOptions{GlobalOptions: g, IOStreams: streams, Verb: "budget"}
-	cmd := &cobra.Command{
+	cmd := o.command(&cobra.Command{
 		Use:   "budget APP N",
 		Short: "Set the most objects one sync or cascade of an app (or every app of a project) may delete without approval",
 		Long: `Set the deletion budget of APP (or, with --project, of every app of project APP that sets none of
@@ -82,17 +70,22 @@ Without --yes this is a preview; --dry-run=server asks the API server. The chang
 ` + exitCodesHelp,
 		Example: "  unprune guard budget shop 20 -n argocd --yes\n  unprune guard budget team-a 10 --project --yes",
 		Args:    cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(args); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
-	}
+	})
 	cmd.Flags().BoolVar(&o.Project, "project", false, "APP names an AppProject: its budget is every one of its apps' that sets none")
+	return cmd
+}
+
+// command completes cmd: flags → options → run, and the change and output flags.
+func (o *GuardAnnotateOptions) command(cmd *cobra.Command) *cobra.Command {
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if err := o.Complete(); err != nil {
+			return err
+		}
+		if err := o.Validate(args); err != nil {
+			return err
+		}
+		return o.Run(cmd.Context())
+	}
 	o.change.add(cmd)
 	o.output.add(cmd, false)
 	return cmd
@@ -100,13 +93,7 @@ Without --yes this is a preview; --dry-run=server asks the API server. The chang
 
 // Validate checks arguments.
 func (o *GuardAnnotateOptions) Validate(args []string) error {
-	if !o.can().KubernetesAPI {
-		return errGuardViaAPI("guard " + o.Verb)
-	}
-	if err := o.output.validate(); err != nil {
-		return err
-	}
-	if err := o.change.validate(); err != nil {
+	if err := o.validateGuardChange(o.Verb, &o.output, &o.change); err != nil {
 		return err
 	}
 	o.App = args[0]

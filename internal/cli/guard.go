@@ -266,15 +266,21 @@ Without --yes this is a preview; --dry-run=server asks the API server. Every cha
 	return cmd
 }
 
-// Validate checks arguments.
-func (o *GuardChangeOptions) Validate(args []string) error {
-	if !o.can().KubernetesAPI {
-		return errGuardViaAPI("guard " + o.Verb)
+// validateGuardChange checks what every journaled guard change takes: the Kubernetes API, and its
+// output and change flags.
+func (g *GlobalOptions) validateGuardChange(verb string, output *outputFlags, change *changeFlags) error {
+	if !g.can().KubernetesAPI {
+		return errGuardViaAPI("guard " + verb)
 	}
-	if err := o.output.validate(); err != nil {
+	if err := output.validate(); err != nil {
 		return err
 	}
-	if err := o.change.validate(); err != nil {
+	return change.validate()
+}
+
+// Validate checks arguments.
+func (o *GuardChangeOptions) Validate(args []string) error {
+	if err := o.validateGuardChange(o.Verb, &o.output, &o.change); err != nil {
 		return err
 	}
 	o.Resources = nil

@@ -41,6 +41,12 @@ func TestDeletionBudget(t *testing.T) {
 			five := 5
 			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, DeletionBudget: &five})
 			argocdNS := "--argocd-namespace=" + install.Namespace()
+			approve := func(a *labtest.App) {
+				t.Helper()
+				if r := unprune(t, env, labtest.TempDir(t), argocdNS, "guard", "approve", a.Name, "-n", install.Namespace(), "--yes"); r.Code != cli.ExitOK {
+					t.Fatalf("guard approve %s: exit %d\n%s\n%s", a.Name, r.Code, r.Stdout, r.Stderr)
+				}
+			}
 
 			// Two automated-prune apps: one loses 8 ConfigMaps, the other 3.
 			eight := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, AutoPrune: true})
@@ -104,10 +110,7 @@ func TestDeletionBudget(t *testing.T) {
 
 			// Approval: exactly the 8 Argo CD's comparison shows, by UID. Argo CD's next attempt (a
 			// retry of the automated sync, or a sync with prune once the retries are spent) deletes them.
-			r := unprune(t, env, labtest.TempDir(t), argocdNS, "guard", "approve", eight.Name, "-n", install.Namespace(), "--yes")
-			if r.Code != cli.ExitOK {
-				t.Fatalf("guard approve: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
-			}
+			approve(eight)
 			approved := budget.Approved(eight.Get(t).GetAnnotations())
 			if len(approved) != 8 {
 				t.Fatalf("approved %d UIDs; want the 8 ConfigMaps': %v", len(approved), approved)
@@ -183,10 +186,7 @@ func TestDeletionBudget(t *testing.T) {
 			if n := exist(cascading, 8); n != 8 {
 				t.Fatalf("%d of the 8 ConfigMaps exist after the refused cascade; want all 8", n)
 			}
-			r = unprune(t, env, labtest.TempDir(t), argocdNS, "guard", "approve", cascading.Name, "-n", install.Namespace(), "--yes")
-			if r.Code != cli.ExitOK {
-				t.Fatalf("guard approve of a cascade: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
-			}
+			approve(cascading)
 			labtest.Eventually(t, labtest.ControllerTimeout, "the approved cascade to delete the app and its ConfigMaps", func() (bool, string) {
 				_, err := env.Dynamic.Resource(labtest.GVRApplication).Namespace(install.Namespace()).Get(labtest.Context(t), cascading.Name, metav1.GetOptions{})
 				n := exist(cascading, 8)
@@ -216,10 +216,7 @@ func TestDeletionBudget(t *testing.T) {
 				t.Fatalf("the admin's DELETE of %s/%s, which app %s tracks: %v", manual.DestNamespace, first, manual.Name, err)
 			}
 
-			r = unprune(t, env, labtest.TempDir(t), argocdNS, "guard", "approve", manual.Name, "-n", install.Namespace(), "--yes")
-			if r.Code != cli.ExitOK {
-				t.Fatalf("guard approve: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
-			}
+			approve(manual)
 			if op := manual.Sync(t, true); op.Phase != "Succeeded" {
 				t.Fatalf("the sync with prune after approval: %s %s", op.Phase, operationText(op))
 			}
