@@ -1,13 +1,15 @@
 // Package budget is the deletion budget's verdict on one DELETE that Argo CD's application
-// controller sends: it goes through unless the operation it belongs to deletes more objects than the
-// app's budget, or the object is high-risk, and someone approved it.
+// controller sends. It is refused when the operation it belongs to deletes more objects than the
+// app's budget, or when the object is high-risk; an approval of the object, by UID, lets it through
+// either way.
 //
 // The operation's deletions are what Argo CD's own comparison says it deletes: for a sync, the
 // app's status.resources requiring pruning (hooks left out, as gitops-engine's sync leaves them:
 // pkg/sync/sync_context.go getSyncTasks prunes only resources without a target that are not hooks);
 // for the cascade of an app being deleted, every resource it tracks
 // (controller/appcontroller.go finalizeApplicationDeletion). Each is judged with deletion.Judge, the
-// verdict audit and check give, so that a row a guard keeps is not counted. Every DELETE of one
+// verdict audit and check give, so that a row a hard guard keeps is not counted (a soft one, the
+// app's own Prune= option, is: a sync request with its own options replaces it). Every DELETE of one
 // operation sees the same count, so an operation over its budget deletes nothing, not its first N
 // objects. The package is pure: the admission server reads the app and its objects and passes them.
 package budget
