@@ -79,6 +79,20 @@ func TestDeletionBudget(t *testing.T) {
 				}
 				return found
 			}
+			// prunedNext: Argo CD's next attempt — a retry of the refused automated sync, or a sync
+			// with prune once the retries are spent — deletes the app's n ConfigMaps.
+			prunedNext := func(a *labtest.App, n int, when string) {
+				t.Helper()
+				a.WaitStatus(t, 5*time.Minute, "to finish its automated sync", func(s labtest.Status) bool { return s.Idle() })
+				if exist(a, n) > 0 {
+					if op := a.Sync(t, true); op.Phase != "Succeeded" {
+						t.Fatalf("the sync with prune %s: %s %s", when, op.Phase, operationText(op))
+					}
+				}
+				if left := exist(a, n); left != 0 {
+					t.Fatalf("%d of the %d ConfigMaps of %s exist %s; want none", left, n, a.Name, when)
+				}
+			}
 			removed8, removed3 := addConfigMaps(eight, 8), addConfigMaps(three, 3)
 
 			// The app losing 3 is pruned by its automated sync.
@@ -115,15 +129,7 @@ func TestDeletionBudget(t *testing.T) {
 			if len(approved) != 8 {
 				t.Fatalf("approved %d UIDs; want the 8 ConfigMaps': %v", len(approved), approved)
 			}
-			eight.WaitStatus(t, 5*time.Minute, "to finish its automated sync", func(s labtest.Status) bool { return s.Idle() })
-			if exist(eight, 8) > 0 {
-				if op := eight.Sync(t, true); op.Phase != "Succeeded" {
-					t.Fatalf("the sync with prune after approval: %s %s", op.Phase, operationText(op))
-				}
-			}
-			if n := exist(eight, 8); n != 0 {
-				t.Fatalf("%d of the 8 approved ConfigMaps exist after the sync; want none", n)
-			}
+			prunedNext(eight, 8, "after approval")
 
 			// An app's own budget, set by guard budget: 1, so that losing 2 ConfigMaps is refused,
 			// naming the app's annotation; undone, the default of 5 applies again, and Argo CD's next
@@ -150,15 +156,7 @@ func TestDeletionBudget(t *testing.T) {
 			if _, ok := two.Get(t).GetAnnotations()[budget.AnnotationBudget]; ok {
 				t.Fatalf("%s still set after undo", budget.AnnotationBudget)
 			}
-			two.WaitStatus(t, 5*time.Minute, "to finish its automated sync", func(s labtest.Status) bool { return s.Idle() })
-			if exist(two, 2) > 0 {
-				if op := two.Sync(t, true); op.Phase != "Succeeded" {
-					t.Fatalf("the sync with prune within the default budget: %s %s", op.Phase, operationText(op))
-				}
-			}
-			if n := exist(two, 2); n != 0 {
-				t.Fatalf("%d of the 2 ConfigMaps exist within the default budget; want none", n)
-			}
+			prunedNext(two, 2, "within the default budget")
 
 			// An app with the resources finalizer tracking 8 objects, deleted: its cascade deletes
 			// nothing until approved, then exactly what was approved, and the app goes.
