@@ -206,7 +206,7 @@ func registerWebhook(b *testing.B, env *labtest.Env, name, url, caBundle, user s
 		"webhooks": []any{map[string]any{
 			"name": "deletions.unprune.dev", "admissionReviewVersions": []any{"v1"}, "sideEffects": "NoneOnDryRun",
 			"failurePolicy": "Fail", "timeoutSeconds": int64(10), "matchPolicy": "Equivalent",
-			"rules": []any{map[string]any{"operations": []any{"DELETE"}, "apiGroups": []any{"*"}, "apiVersions": []any{"*"}, "resources": []any{"*"}, "scope": "*"}},
+			"rules":           []any{map[string]any{"operations": []any{"DELETE"}, "apiGroups": []any{"*"}, "apiVersions": []any{"*"}, "resources": []any{"*"}, "scope": "*"}},
 			"matchConditions": []any{map[string]any{"name": "user", "expression": fmt.Sprintf("request.userInfo.username == '%s'", user)}},
 			"clientConfig":    map[string]any{"url": url, "caBundle": caBundle},
 		}},
