@@ -2,7 +2,12 @@ package lab
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,9 +46,10 @@ func (c ArgoCDConfig) validateAppSet() error {
 
 // startApplicationSetController runs Argo CD's ApplicationSet controller — the same argocd binary,
 // named by ARGOCD_BINARY_NAME — out of the cluster beside the application controller, as
-// install.yaml runs it beside it: the installation's namespace, the lab's admin kubeconfig (the
-// release's ServiceAccount may create, update and delete Applications, which admin covers), and
-// the installation's repo-server for git generators. Its metrics, probe and webhook servers bind to
+// install.yaml runs it beside it: the installation's namespace, the identity the release's
+// manifests give it (ServiceAccount AppSetAccount bound to the release's ClusterRole, so that the
+// API server, RBAC and admission see its requests as a real installation's: the deletion budget
+// judges them by that name), and the installation's repo-server for git generators. Its metrics, probe and webhook servers bind to
 // 127.0.0.1 (cmd/argocd-applicationset-controller/commands/applicationset_controller.go: they
 // default to every interface). Its policy comes from argocd-cmd-params-cm, as the shipped
 // Deployment passes it: the lab writes cfg's policy keys there, reads the ConfigMap back and maps
@@ -54,6 +60,10 @@ func startApplicationSetController(ctx context.Context, st *State, cfg ArgoCDCon
 	if err != nil {
 		return fmt.Errorf("ApplicationSet controller of %s: %w", cfg.Namespace, err)
 	}
+	kubeconfig, err := appSetKubeconfig(ctx, st, home, cfg)
+	if err != nil {
+		return fmt.Errorf("Argo CD %s ApplicationSet controller's ServiceAccount in %s: %w", cfg.Version, cfg.Namespace, err)
+	}
 	ports, err := freePorts(3)
 	if err != nil {
 		return err
@@ -63,7 +73,7 @@ func startApplicationSetController(ctx context.Context, st *State, cfg ArgoCDCon
 		Path: bin,
 		Args: []string{
 			"--namespace=" + cfg.Namespace,
-			"--kubeconfig=" + st.Kubeconfig,
+			"--kubeconfig=" + kubeconfig,
 			fmt.Sprintf("--metrics-addr=127.0.0.1:%d", ports[0]),
 			fmt.Sprintf("--probe-addr=127.0.0.1:%d", ports[1]),
 			fmt.Sprintf("--webhook-addr=127.0.0.1:%d", ports[2]),
@@ -71,7 +81,7 @@ func startApplicationSetController(ctx context.Context, st *State, cfg ArgoCDCon
 			"--repo-server-plaintext",
 			"--loglevel=info",
 		},
-		Env: append(append([]string{"ARGOCD_BINARY_NAME=argocd-applicationset-controller"}, env...), params...),
+		Env: append(append([]string{"ARGOCD_BINARY_NAME=argocd-applicationset-controller"}, withEnv(env, "KUBECONFIG", kubeconfig)...), params...),
 		Dir: home,
 	}
 	if _, err := p.start(st.Dir); err != nil {
@@ -80,6 +90,57 @@ func startApplicationSetController(ctx context.Context, st *State, cfg ArgoCDCon
 	// Its probe server registers no check (HealthProbeBindAddress alone, no AddHealthzCheck), so
 	// /healthz answers 404 for ever; the metrics server answers once the manager runs.
 	return waitHTTP(ctx, st, p.Name, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), 60*time.Second)
+}
+
+// AppSetAccount is the ServiceAccount Argo CD's manifests run the ApplicationSet controller as
+// (manifests/base/applicationset-controller, manifests/cluster-rbac/applicationset-controller).
+const AppSetAccount = "argocd-applicationset-controller"
+
+// appSetKubeconfig gives the ApplicationSet controller its release's identity: AppSetAccount bound
+// to the release's own ClusterRole, read from Argo CD's module (the lab builds the release from it,
+// so Go's module cache holds it; it is downloaded again if the cache was emptied). The cluster-wide
+// role, as install.yaml binds it, covers apps in any namespace; the namespaced Role of
+// manifests/base grants a subset of it.
+func appSetKubeconfig(ctx context.Context, st *State, home string, cfg ArgoCDConfig) (string, error) {
+	dir, err := releaseModule(ctx, cfg.Version)
+	if err != nil {
+		return "", err
+	}
+	role, err := releaseClusterRole(filepath.Join(dir, "manifests", "cluster-rbac", "applicationset-controller"), AppSetAccount)
+	if err != nil {
+		return "", err
+	}
+	restCfg, err := st.RESTConfig()
+	if err != nil {
+		return "", err
+	}
+	return accountKubeconfig(ctx, st, restCfg, role, AppSetAccount, filepath.Join(home, "applicationset-controller.kubeconfig"), cfg)
+}
+
+// releaseModule is the folder of Argo CD's Go module at version in Go's module cache, downloading
+// it when it is not there.
+func releaseModule(ctx context.Context, version string) (string, error) {
+	major := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 2)[0]
+	path := "github.com/argoproj/argo-cd"
+	if major != "1" {
+		path += "/v" + major
+	}
+	cache, err := exec.CommandContext(ctx, "go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMODCACHE: %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(cache)), path+"@"+version)
+	if _, err := os.Stat(filepath.Join(dir, "manifests")); err == nil {
+		return dir, nil
+	}
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", path+"@"+version)
+	cmd.Dir = os.TempDir() // outside any module: the release's own go directive does not matter
+	out, err := cmd.Output()
+	var got struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &got); err != nil || jerr != nil || got.Dir == "" {
+		return "", fmt.Errorf("go mod download %s@%s: %v %s", path, version, err, got.Error)
+	}
+	return got.Dir, nil
 }
 
 // appSetEnvironment writes cfg's controller parameters into argocd-cmd-params-cm and returns the

@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -54,9 +55,21 @@ func bindServiceAccount(ctx context.Context, dyn dynamic.Interface, namespace, n
 // binary) and checks that they bind it to ControllerAccount.
 func controllerClusterRole(dir string) (map[string]any, error) {
 	folder := filepath.Join(dir, "cluster-rbac", "application-controller")
+	role, err := releaseClusterRole(folder, ControllerAccount)
+	if err != nil && errors.Is(err, errNoManifests) {
+		return nil, fmt.Errorf("%w: the build predates it; run lab/build.sh again", err)
+	}
+	return role, err
+}
+
+var errNoManifests = errors.New("no manifests")
+
+// releaseClusterRole reads the ClusterRole a folder of the release's manifests/cluster-rbac holds
+// and checks that its ClusterRoleBinding binds it to ServiceAccount account alone.
+func releaseClusterRole(folder, account string) (map[string]any, error) {
 	files, err := filepath.Glob(filepath.Join(folder, "*.yaml"))
 	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no manifests in %s: the build predates it; run lab/build.sh again", folder)
+		return nil, fmt.Errorf("%w in %s", errNoManifests, folder)
 	}
 	sort.Strings(files)
 	var role, binding map[string]any
@@ -75,7 +88,7 @@ func controllerClusterRole(dir string) (map[string]any, error) {
 		}
 	}
 	if role == nil || binding == nil {
-		return nil, fmt.Errorf("%s holds no ClusterRole and ClusterRoleBinding for the controller", folder)
+		return nil, fmt.Errorf("%s holds no ClusterRole and ClusterRoleBinding for %s", folder, account)
 	}
 	subjects, _, _ := unstructured.NestedSlice(binding, "subjects")
 	roleName, _, _ := unstructured.NestedString(binding, "roleRef", "name")
@@ -83,8 +96,8 @@ func controllerClusterRole(dir string) (map[string]any, error) {
 	if len(subjects) == 1 {
 		subject, _ = subjects[0].(map[string]any)
 	}
-	if subject["kind"] != "ServiceAccount" || subject["name"] != ControllerAccount || roleName != (&unstructured.Unstructured{Object: role}).GetName() {
-		return nil, fmt.Errorf("%s no longer binds the ClusterRole to ServiceAccount %s alone: update lab/controller.go", folder, ControllerAccount)
+	if subject["kind"] != "ServiceAccount" || subject["name"] != account || roleName != (&unstructured.Unstructured{Object: role}).GetName() {
+		return nil, fmt.Errorf("%s no longer binds the ClusterRole to ServiceAccount %s alone: update lab/controller.go", folder, account)
 	}
 	return role, nil
 }
@@ -111,27 +124,32 @@ func yamlDocuments(path string) ([]map[string]any, error) {
 
 // controllerKubeconfig gives an installation's controller the identity Argo CD's manifests give
 // it: ServiceAccount ControllerAccount in the installation's namespace, bound to the release's
-// ClusterRole. The ClusterRole is named after the namespace, as a Helm release prefixes it, so that
-// installations of different releases in one cluster keep their own. It returns the path of the
-// controller's kubeconfig.
+// ClusterRole. It returns the path of the controller's kubeconfig.
 func controllerKubeconfig(ctx context.Context, st *State, restCfg *rest.Config, dir, home string, cfg ArgoCDConfig) (string, error) {
-	dyn, err := dynamic.NewForConfig(restCfg)
-	if err != nil {
-		return "", err
-	}
 	role, err := controllerClusterRole(dir)
 	if err != nil {
 		return "", err
 	}
-	name := ControllerAccount + "-" + cfg.Namespace
+	return accountKubeconfig(ctx, st, restCfg, role, ControllerAccount, filepath.Join(home, "controller.kubeconfig"), cfg)
+}
+
+// accountKubeconfig binds ServiceAccount account in the installation's namespace to role, a
+// ClusterRole of the release, and writes a kubeconfig holding its token at path. The ClusterRole is
+// named after the account and the namespace, as a Helm release prefixes it, so that installations
+// of different releases in one cluster keep their own.
+func accountKubeconfig(ctx context.Context, st *State, restCfg *rest.Config, role map[string]any, account, path string, cfg ArgoCDConfig) (string, error) {
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return "", err
+	}
+	name := account + "-" + cfg.Namespace
 	if err := unstructured.SetNestedField(role, name, "metadata", "name"); err != nil {
 		return "", err
 	}
 	if err := apply(ctx, dyn, gvrClusterRole, role); err != nil {
 		return "", err
 	}
-	path := filepath.Join(home, "controller.kubeconfig")
-	return path, st.ServiceAccountKubeconfig(ctx, cfg.Namespace, ControllerAccount, name, path)
+	return path, st.ServiceAccountKubeconfig(ctx, cfg.Namespace, account, name, path)
 }
 
 // ServiceAccountKubeconfig creates ServiceAccount namespace/name, binds it to clusterRole (binding
