@@ -56,24 +56,26 @@ type Limit struct {
 // LimitOf resolves an app's budget: its own annotation, else its project's, else def. A value
 // that is not a whole number is an error, which callers answer with the strictest budget.
 func LimitOf(appAnnotations, projectAnnotations map[string]string, project string, def int) (Limit, error) {
-	for _, c := range []struct {
-		annotations map[string]string
-		source      string
-	}{
-		{appAnnotations, "the app's " + AnnotationBudget},
-		{projectAnnotations, "the " + AnnotationBudget + " of project " + project},
-	} {
-		v, ok := c.annotations[AnnotationBudget]
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < 0 {
-			return Limit{Max: 0, Source: c.source}, fmt.Errorf("%s is %q, not a whole number: read as 0, every deletion waits for approval", c.source, v)
-		}
-		return Limit{Max: n, Source: c.source}, nil
+	if l, err := parseLimit(appAnnotations, "the app's "+AnnotationBudget); l != nil {
+		return *l, err
+	}
+	if l, err := parseLimit(projectAnnotations, "the "+AnnotationBudget+" of project "+project); l != nil {
+		return *l, err
 	}
 	return Limit{Max: def, Source: "the installation's default"}, nil
+}
+
+// parseLimit reads AnnotationBudget from annotations (nil when absent); source names them.
+func parseLimit(annotations map[string]string, source string) (*Limit, error) {
+	v, ok := annotations[AnnotationBudget]
+	if !ok {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return &Limit{Max: 0, Source: source}, fmt.Errorf("%s is %q, not a whole number: read as 0, every deletion waits for approval", source, v)
+	}
+	return &Limit{Max: n, Source: source}, nil
 }
 
 // Approved parses AnnotationApproved.
