@@ -39,10 +39,11 @@ var spelling = map[option.Name]struct{ long, short string }{
 	option.ControllerAs: {long: "controller-as"},
 	option.RepoDir:      {long: "repo-dir"},
 
-	option.GuardName:  {long: "name"},
-	option.GuardKinds: {long: "kinds"},
-	option.GuardMerge: {long: "merge"},
-	option.Apply:      {long: "apply"},
+	option.GuardName:      {long: "name"},
+	option.GuardKinds:     {long: "kinds"},
+	option.GuardMerge:     {long: "merge"},
+	option.Apply:          {long: "apply"},
+	option.ApplicationSet: {long: "applicationset"},
 
 	option.MetricsBindAddress:   {long: "metrics-bind-address"},
 	option.AppNamespaces:        {long: "app-namespaces"},

@@ -62,6 +62,9 @@ const (
 	GuardMerge
 	Apply
 
+	// guard approve's and budget's.
+	ApplicationSet
+
 	// watch's.
 	MetricsBindAddress
 	AppNamespaces
@@ -91,7 +94,7 @@ var idents = [...]string{
 	ArgoCDAuthToken: "ArgoCDAuthToken", ClusterContext: "ClusterContext", ClusterCredentials: "ClusterCredentials",
 	Via: "Via", DryRun: "DryRun", Yes: "Yes", Force: "Force", To: "To", Prepare: "Prepare",
 	Probe: "Probe", ControllerAs: "ControllerAs", RepoDir: "RepoDir",
-	GuardName: "GuardName", GuardKinds: "GuardKinds", GuardMerge: "GuardMerge", Apply: "Apply",
+	GuardName: "GuardName", GuardKinds: "GuardKinds", GuardMerge: "GuardMerge", Apply: "Apply", ApplicationSet: "ApplicationSet",
 	MetricsBindAddress: "MetricsBindAddress", AppNamespaces: "AppNamespaces", LeaseDuration: "LeaseDuration",
 	RenewDeadline: "RenewDeadline", RetryPeriod: "RetryPeriod", ResyncPeriod: "ResyncPeriod", Workers: "Workers",
 	LiveCacheSize: "LiveCacheSize", LiveCacheTTL: "LiveCacheTTL", WatchTimeout: "WatchTimeout",

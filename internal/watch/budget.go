@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/backend/kube"
+	"github.com/unprune/unprune/internal/budget"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/watch/admission"
@@ -82,10 +85,37 @@ func (o cachedOnly) Read(_ context.Context, refs []cluster.Ref) []cluster.ReadRe
 	return out
 }
 
-// controllerUser is the user Argo CD's application controller acts as in the cluster it runs in:
-// the ServiceAccount its manifests run it as (manifests/base/application-controller).
-func controllerUser(namespace string) string {
-	return "system:serviceaccount:" + namespace + ":argocd-application-controller"
+// controllerUsers are the users Argo CD's application and ApplicationSet controllers act as in the
+// cluster they run in: the ServiceAccounts its manifests run them as
+// (manifests/base/application-controller, manifests/base/applicationset-controller).
+func controllerUsers(namespace string) []string {
+	return []string{"system:serviceaccount:" + namespace + ":argocd-application-controller",
+		"system:serviceaccount:" + namespace + ":argocd-applicationset-controller"}
+}
+
+// budgetAppSets reads ApplicationSets from the API server and writes the budget's record on them.
+type budgetAppSets struct{ w *watcher }
+
+func (r budgetAppSets) ApplicationSet(ctx context.Context, namespace, name string) (admission.AppSet, error) {
+	u, err := r.w.dyn.Resource(kube.GVRApplicationSet).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return admission.AppSet{}, err
+	}
+	return admission.AppSet{Namespace: namespace, Name: name, UID: string(u.GetUID()), ResourceVersion: u.GetResourceVersion(),
+		Annotations: u.GetAnnotations()}, nil
+}
+
+// Record merge-patches the one annotation, with the resourceVersion the verdict read as a
+// precondition: two DELETEs of one reconcile (or the other replica) must not overwrite each other.
+func (r budgetAppSets) Record(ctx context.Context, set admission.AppSet, value string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": set.ResourceVersion,
+		"annotations": map[string]any{budget.AnnotationAsked: value}}})
+	if err != nil {
+		return err
+	}
+	_, err = r.w.dyn.Resource(kube.GVRApplicationSet).Namespace(set.Namespace).Patch(ctx, set.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: EventComponent})
+	return err
 }
 
 // serveBudget starts the deletion budget's webhook on its own TLS listener; nil when off.
@@ -102,14 +132,16 @@ func (w *watcher) serveBudget() (*http.Server, error) {
 		users[u] = true
 	}
 	if len(users) == 0 {
-		users[controllerUser(w.cfg.ArgoCDNamespace)] = true
+		for _, u := range controllerUsers(w.cfg.ArgoCDNamespace) {
+			users[u] = true
+		}
 	}
 	certs := &admission.Certificate{CertFile: w.cfg.TLSCertFile, KeyFile: w.cfg.TLSKeyFile}
 	if _, err := certs.Get(nil); err != nil {
 		return nil, fmt.Errorf("%v/%v: %w", option.TLSCertFile, option.TLSPrivateKeyFile, err)
 	}
 	s := &admission.Server{
-		Reader: budgetReader{w}, ArgoCDNamespace: w.cfg.ArgoCDNamespace, Default: *w.cfg.DeletionBudget, Users: users,
+		Reader: budgetReader{w}, AppSets: budgetAppSets{w}, ArgoCDNamespace: w.cfg.ArgoCDNamespace, Default: *w.cfg.DeletionBudget, Users: users,
 		Settings: w.currentSettings, Version: w.cfg.Version, ListedWait: admission.DefaultListedWait,
 		Event: w.budgetEvent, Metrics: m, Log: w.log.printf, Now: w.cfg.Now,
 	}
@@ -131,22 +163,23 @@ func (c Config) BudgetUsersOrDefault() []string {
 	if len(c.BudgetUsers) > 0 {
 		return c.BudgetUsers
 	}
-	return []string{controllerUser(c.ArgoCDNamespace)}
+	return controllerUsers(c.ArgoCDNamespace)
 }
 
-// budgetEvent records a refusal on the Application. Every replica answers the API server, so each
-// records its own refusals; the webhook sends one per app, reason and count a minute at most.
-func (w *watcher) budgetEvent(ctx context.Context, app argocd.Application, message string) {
+// budgetEvent records a refusal on the Application or ApplicationSet. Every replica answers the API
+// server, so each records its own refusals; the webhook sends one per object, reason and count a
+// minute at most.
+func (w *watcher) budgetEvent(ctx context.Context, on admission.Subject, message string) {
 	now := metav1.NewTime(w.now())
 	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Namespace: app.Namespace, GenerateName: app.Name + ".deletion-refused."},
-		InvolvedObject: corev1.ObjectReference{APIVersion: "argoproj.io/v1alpha1", Kind: "Application",
-			Namespace: app.Namespace, Name: app.Name, UID: types.UID(app.UID)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: on.Namespace, GenerateName: on.Name + ".deletion-refused."},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "argoproj.io/v1alpha1", Kind: on.Kind,
+			Namespace: on.Namespace, Name: on.Name, UID: types.UID(on.UID)},
 		Reason: admission.EventReason, Message: message, Type: corev1.EventTypeWarning,
 		Source:         corev1.EventSource{Component: EventComponent, Host: w.cfg.Identity},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
-	if _, err := w.kube.CoreV1().Events(app.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		w.log.printf("warning: Event %s on Application %s: %v", admission.EventReason, app.Ref(), err)
+	if _, err := w.kube.CoreV1().Events(on.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		w.log.printf("warning: Event %s on %s %s/%s: %v", admission.EventReason, on.Kind, on.Namespace, on.Name, err)
 	}
 }

@@ -11,9 +11,14 @@
 // status.resources just after it starts an automated sync: controller/appcontroller.go
 // processAppRefreshQueueItem calls autoSync, then persistAppStatus) for at most ListedWait.
 //
-// It fails closed: failurePolicy Fail, so while no replica answers Argo CD's controller deletes
-// nothing (its syncs and cascades report the webhook's error and are retried by Argo CD), and every
-// error reading the app answers a refusal. Nobody else's requests reach it.
+// The ApplicationSet controller's DELETEs of the Applications it owns are judged per set
+// (budget.DecideAppSet): nothing lists a reconcile's deletions before it sends them, so the first
+// DELETE of each Application is refused and recorded on the ApplicationSet, and the controller's
+// next attempt is judged on the record.
+//
+// It fails closed: failurePolicy Fail, so while no replica answers Argo CD's controllers delete
+// nothing (their syncs, cascades and reconciles report the webhook's error and are retried), and
+// every error reading the app or the set answers a refusal. Nobody else's requests reach it.
 package admission
 
 import (
@@ -53,9 +58,29 @@ type Reader interface {
 	Destination(ctx context.Context, app argocd.Application) (cluster.Objects, error)
 }
 
+// AppSets reads ApplicationSets fresh from the API server and writes the record of the deletions
+// their controller asked (budget.AnnotationAsked).
+type AppSets interface {
+	ApplicationSet(ctx context.Context, namespace, name string) (AppSet, error)
+	// Record writes value as the set's budget.AnnotationAsked, on the condition that the set is
+	// still at set.ResourceVersion (a conflict error otherwise).
+	Record(ctx context.Context, set AppSet, value string) error
+}
+
+// AppSet is what the webhook reads of an ApplicationSet.
+type AppSet struct {
+	Namespace, Name, UID, ResourceVersion string
+	Annotations                           map[string]string
+}
+
+// Subject is the object an Event about a refusal is recorded on: an Application or an
+// ApplicationSet.
+type Subject struct{ Kind, Namespace, Name, UID string }
+
 // Server answers AdmissionReviews.
 type Server struct {
 	Reader          Reader
+	AppSets         AppSets
 	ArgoCDNamespace string
 	// Default is the installation's budget, for apps and projects that set none.
 	Default int
@@ -67,8 +92,8 @@ type Server struct {
 	Version  *argocd.Version
 	// ListedWait bounds how long a prune's DELETE waits for the app's status to list its object.
 	ListedWait time.Duration
-	// Event records a refusal on the Application (nil: none).
-	Event   func(ctx context.Context, app argocd.Application, message string)
+	// Event records a refusal on the Application or ApplicationSet (nil: none).
+	Event   func(ctx context.Context, on Subject, message string)
 	Metrics *Metrics
 	Log     func(format string, args ...any)
 	Now     func() time.Time
@@ -133,8 +158,11 @@ type deleted struct {
 		Labels          map[string]string `json:"labels"`
 		Annotations     map[string]string `json:"annotations"`
 		OwnerReferences []struct {
-			Kind string `json:"kind"`
-			Name string `json:"name"`
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+			Name       string `json:"name"`
+			UID        string `json:"uid"`
+			Controller *bool  `json:"controller"`
 		} `json:"ownerReferences"`
 	} `json:"metadata"`
 }
@@ -158,6 +186,10 @@ func (s *Server) Review(ctx context.Context, req *admissionv1.AdmissionRequest) 
 		Labels: obj.Metadata.Labels, Annotations: obj.Metadata.Annotations, Read: true}
 	for _, ref := range obj.Metadata.OwnerReferences {
 		o.Owners = append(o.Owners, ref.Kind+"/"+ref.Name)
+		if ref.Controller != nil && *ref.Controller && ref.APIVersion == "argoproj.io/v1alpha1" && ref.Kind == "ApplicationSet" &&
+			req.Kind.Group == "argoproj.io" && req.Kind.Kind == "Application" {
+			return s.reviewAppSet(ctx, req, obj, ref.Name)
+		}
 	}
 	switch {
 	case len(o.Owners) > 0:
@@ -213,9 +245,62 @@ func (s *Server) Review(ctx context.Context, req *admissionv1.AdmissionRequest) 
 		if s.Log != nil {
 			s.Log("refused %s %s (app %s): %s", req.UserInfo.Username, o.Resource(), app.Ref(), d.Message)
 		}
-		s.event(ctx, app, d)
+		s.event(ctx, Subject{Kind: "Application", Namespace: app.Namespace, Name: app.Name, UID: app.UID}, d.Reason, d.Deletes, d.Message)
 	}
 	return refuse(d.Message)
+}
+
+// ReasonAppSetOverBudget is the metric's reason for an ApplicationSet's refused deletions.
+const ReasonAppSetOverBudget budget.Reason = "applicationset_over_budget"
+
+// reviewAppSet judges a DELETE of an Application that ApplicationSet set owns: the set is read
+// fresh, the verdict's record written on it when it changes (again after a conflict with another
+// DELETE of the same reconcile, or the other replica), and the answer given. The set is found by
+// name, as its controller finds the apps it owns (getCurrentApplications: the controller
+// ownerReference's name), so that a set created again under an old one's name is judged too.
+func (s *Server) reviewAppSet(ctx context.Context, req *admissionv1.AdmissionRequest, obj deleted, set string) *admissionv1.AdmissionResponse {
+	namespace := obj.Metadata.Namespace
+	ref := namespace + "/" + set
+	if s.AppSets == nil {
+		return refuse(fmt.Sprintf("unprune deletion budget: Application %s/%s belongs to ApplicationSet %s, which this webhook cannot read; nothing is deleted", namespace, obj.Metadata.Name, ref))
+	}
+	for attempt := 0; ; attempt++ {
+		live, err := s.AppSets.ApplicationSet(ctx, namespace, set)
+		switch {
+		case apierrors.IsNotFound(err):
+			// The set's controller reconciles only sets that exist: the garbage collector's.
+			return allow(fmt.Sprintf("its ApplicationSet %s is gone", ref))
+		case err != nil:
+			return refuse(fmt.Sprintf("unprune deletion budget: ApplicationSet %s cannot be read (%v); its controller retries the deletion", ref, err))
+		}
+		d := budget.DecideAppSet(budget.AppSetRequest{Set: ref, Annotations: live.Annotations, App: obj.Metadata.Name, UID: obj.Metadata.UID,
+			Default: s.Default, Now: s.now()})
+		if d.Record != nil && !dryRun(req) {
+			err := s.AppSets.Record(ctx, live, *d.Record)
+			if apierrors.IsConflict(err) && attempt < 10 {
+				continue
+			}
+			if err != nil {
+				return refuse(fmt.Sprintf("unprune deletion budget: the deletions ApplicationSet %s asked cannot be recorded on it (%v); nothing is deleted, its controller retries", ref, err))
+			}
+		}
+		if d.Allowed {
+			return allow(d.Message)
+		}
+		if !dryRun(req) {
+			if s.Log != nil {
+				s.Log("refused %s Application %s/%s (ApplicationSet %s): %s", req.UserInfo.Username, namespace, obj.Metadata.Name, ref, d.Message)
+			}
+			// The first ask of each Application is refused only to be counted: no Event, no alert.
+			if d.Reason == budget.ReasonOverBudget {
+				if s.Metrics != nil {
+					s.Metrics.refused(ref, ReasonAppSetOverBudget)
+				}
+				s.event(ctx, Subject{Kind: "ApplicationSet", Namespace: namespace, Name: set, UID: live.UID}, d.Reason, d.Deletes, d.Message)
+			}
+		}
+		return refuse(d.Message)
+	}
 }
 
 // claimed are the app instances the claims Argo CD reads (or may read) name.
@@ -291,12 +376,13 @@ func (s *Server) rows(ctx context.Context, app argocd.Application) []deletion.Ob
 	return out
 }
 
-// event records a refusal on the Application, once a minute per app, reason and count at most.
-func (s *Server) event(ctx context.Context, app argocd.Application, d budget.Decision) {
+// event records a refusal on an Application or ApplicationSet, once a minute per object, reason and
+// count at most.
+func (s *Server) event(ctx context.Context, on Subject, reason budget.Reason, deletes int, message string) {
 	if s.Event == nil {
 		return
 	}
-	key := fmt.Sprintf("%s|%s|%d", app.UID, d.Reason, d.Deletes)
+	key := fmt.Sprintf("%s|%s|%d", on.UID, reason, deletes)
 	s.mu.Lock()
 	if s.events == nil {
 		s.events = map[string]time.Time{}
@@ -314,7 +400,7 @@ func (s *Server) event(ctx context.Context, app argocd.Application, d budget.Dec
 		}
 	}
 	s.mu.Unlock()
-	s.Event(context.WithoutCancel(ctx), app, d.Message)
+	s.Event(context.WithoutCancel(ctx), on, message)
 }
 
 func (s *Server) now() time.Time {
@@ -340,7 +426,7 @@ const (
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: MetricRefused,
-			Help: "DELETE requests of Argo CD's application controller the deletion budget refused, by app (namespace/name) and reason: over_budget (the operation deletes more than the app's budget) or high_risk (a Namespace, CRD, PersistentVolumeClaim … not approved)."},
+			Help: "DELETE requests of Argo CD's controllers the deletion budget refused, by app (namespace/name of the Application, or of the ApplicationSet) and reason: over_budget (the operation deletes more than the app's budget), high_risk (a Namespace, CRD, PersistentVolumeClaim … not approved) or applicationset_over_budget (the set's controller asked to delete more Applications than its budget)."},
 			[]string{"app", "reason"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricDuration,
 			Help:    "How long the deletion budget took to answer an admission review, by whether it allowed the request.",

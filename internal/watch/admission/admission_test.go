@@ -179,7 +179,7 @@ func TestReview(t *testing.T) {
 func TestReviewDryRun(t *testing.T) {
 	var events int
 	s, _ := server(t, &reader{app: app(8)})
-	s.Event = func(context.Context, argocd.Application, string) { events++ }
+	s.Event = func(context.Context, Subject, string) { events++ }
 	req := deleteRequest(t, controller, "ConfigMap", "shop", "cm-0", nil, tracked)
 	yes := true
 	req.DryRun = &yes
@@ -246,5 +246,136 @@ func TestReviewTwoClaims(t *testing.T) {
 	req := deleteRequest(t, controller, "ConfigMap", "shop", "cm-0", map[string]string{argocd.DefaultInstanceLabelKey: "other"}, tracked)
 	if resp := s.Review(context.Background(), req); resp.Allowed || !strings.Contains(resp.Result.Message, "other and shop at once") {
 		t.Fatalf("allowed %v: %s", resp.Allowed, resp.Result.Message)
+	}
+}
+
+// sets is one ApplicationSet with the API server's optimistic concurrency: a Record at an older
+// resourceVersion conflicts.
+type sets struct {
+	mu      sync.Mutex
+	set     AppSet
+	version int
+	writes  int
+}
+
+func (f *sets) ApplicationSet(_ context.Context, namespace, name string) (AppSet, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if namespace != f.set.Namespace || name != f.set.Name {
+		return AppSet{}, apierrors.NewNotFound(schema.GroupResource{Group: "argoproj.io", Resource: "applicationsets"}, name)
+	}
+	out := f.set
+	out.ResourceVersion = fmt.Sprint(f.version)
+	out.Annotations = map[string]string{}
+	for k, v := range f.set.Annotations {
+		out.Annotations[k] = v
+	}
+	return out, nil
+}
+
+func (f *sets) Record(_ context.Context, set AppSet, value string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if set.ResourceVersion != fmt.Sprint(f.version) {
+		return apierrors.NewConflict(schema.GroupResource{Group: "argoproj.io", Resource: "applicationsets"}, set.Name, fmt.Errorf("changed"))
+	}
+	f.set.Annotations[budget.AnnotationAsked] = value
+	f.version++
+	f.writes++
+	return nil
+}
+
+const appSetController = "system:serviceaccount:argocd:argocd-applicationset-controller"
+
+func ownedApp(t *testing.T, name string) *admissionv1.AdmissionRequest {
+	yes := true
+	req := deleteRequest(t, appSetController, "Application", "argocd", name, nil, nil,
+		metav1.OwnerReference{APIVersion: "argoproj.io/v1alpha1", Kind: "ApplicationSet", Name: "envs", UID: "set-uid", Controller: &yes})
+	req.Kind.Group = "argoproj.io"
+	return req
+}
+
+// pass sends the DELETEs of one reconcile concurrently, as deleteInCluster does, and returns how
+// many were allowed.
+func pass(t *testing.T, s *Server, names ...string) (allowed int, messages []string) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, n := range names {
+		wg.Go(func() {
+			resp := s.Review(context.Background(), ownedApp(t, n))
+			mu.Lock()
+			defer mu.Unlock()
+			if resp.Allowed {
+				allowed++
+			}
+			messages = append(messages, resp.Result.Message)
+		})
+	}
+	wg.Wait()
+	return allowed, messages
+}
+
+// TestReviewApplicationSet: a reconcile that deletes three apps with budget 2 is refused twice —
+// once to be counted (every concurrent DELETE recorded, none lost to a conflict), then over the
+// budget, with an Event on the set — and deletes them once approved; one app within the budget is
+// let through on the controller's second attempt.
+func TestReviewApplicationSet(t *testing.T) {
+	now := time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)
+	f := &sets{set: AppSet{Namespace: "argocd", Name: "envs", UID: "set-uid", Annotations: map[string]string{}}}
+	s, _ := server(t, &reader{app: app(0)})
+	s.Default, s.AppSets, s.Now = 2, f, func() time.Time { return now }
+	s.Users[appSetController] = true
+	var events []Subject
+	s.Event = func(_ context.Context, on Subject, _ string) { events = append(events, on) }
+
+	if n, msgs := pass(t, s, "a", "b", "c"); n != 0 {
+		t.Fatalf("first attempt: %d allowed: %v", n, msgs)
+	}
+	if got := len(budget.Fresh(budget.ParseAsked(f.set.Annotations), now)); got != 3 {
+		t.Fatalf("the record holds %d asks after three concurrent DELETEs; want 3: %s", got, f.set.Annotations[budget.AnnotationAsked])
+	}
+	if refusals(t, s) != 0 || len(events) != 0 {
+		t.Fatalf("counting sent %d Events and counted %v refusals", len(events), refusals(t, s))
+	}
+	writes := f.writes
+	n, msgs := pass(t, s, "a", "b", "c")
+	if n != 0 || !strings.Contains(msgs[0], "asked to delete 3 Applications") || !strings.Contains(msgs[0], "unprune guard approve envs") {
+		t.Fatalf("second attempt: %d allowed: %v", n, msgs)
+	}
+	if f.writes != writes {
+		t.Fatalf("judging a recorded ask wrote the record %d times (each write makes the controller reconcile again)", f.writes-writes)
+	}
+	if refusals(t, s) != 3 || len(events) != 1 || events[0].Kind != "ApplicationSet" || events[0].Name != "envs" {
+		t.Fatalf("refusals %v, events %+v; want 3 and one on ApplicationSet envs", refusals(t, s), events)
+	}
+
+	f.set.Annotations[budget.AnnotationApproved] = "uid-a,uid-b,uid-c"
+	if n, msgs := pass(t, s, "a", "b", "c"); n != 3 {
+		t.Fatalf("approved: %d allowed: %v", n, msgs)
+	}
+	// Approved asks are spent: one more app within the budget goes on the next attempt.
+	if n, _ := pass(t, s, "d"); n != 0 {
+		t.Fatal("a first ask was allowed before it was counted")
+	}
+	if n, msgs := pass(t, s, "d"); n != 1 {
+		t.Fatalf("one app within the budget: %v", msgs)
+	}
+
+	dry := ownedApp(t, "e")
+	yes := true
+	dry.DryRun = &yes
+	writes = f.writes
+	if resp := s.Review(context.Background(), dry); resp.Allowed || f.writes != writes {
+		t.Fatalf("a dry-run first ask: allowed %v, %d writes", resp.Allowed, f.writes-writes)
+	}
+	// Owned by an earlier set of the same name, which the controller counts as the set's own.
+	older := ownedApp(t, "f")
+	older.OldObject.Raw = bytes.Replace(older.OldObject.Raw, []byte("set-uid"), []byte("old-set-uid"), 1)
+	if resp := s.Review(context.Background(), older); resp.Allowed || !strings.Contains(resp.Result.Message, "recorded") {
+		t.Fatalf("an app of an earlier set of the same name: allowed %v: %s", resp.Allowed, resp.Result.Message)
+	}
+	f.set.Name = "other"
+	if resp := s.Review(context.Background(), ownedApp(t, "g")); !resp.Allowed {
+		t.Fatalf("an app whose set is gone (the garbage collector's DELETE): %s", resp.Result.Message)
 	}
 }
