@@ -106,14 +106,14 @@ type Source struct {
 // Whole is what a whole-app question needs beyond Application: its finalizers, owners and source,
 // read from the object's content.
 type Whole struct {
-	Namespace, Name string
-	Finalizers      []string
-	Owners          []OwnerReference
-	Sources         []Source
-	Destination     Destination
-	SyncOptions     []string
-	AutoPrune       bool
-	Annotations     map[string]string
+	Namespace, Name, UID string
+	Finalizers           []string
+	Owners               []OwnerReference
+	Sources              []Source
+	Destination          Destination
+	SyncOptions          []string
+	AutoPrune            bool
+	Annotations          map[string]string
 	// Spec is the Application's spec as read, for questions about how its sources render.
 	Spec map[string]any
 	// SourceTypes are status.sourceType (or sourceTypes, one per source): Helm, Kustomize,
@@ -125,7 +125,7 @@ type Whole struct {
 func ParseWhole(content map[string]any) Whole {
 	meta := fields.Map(content, "metadata")
 	spec := fields.Map(content, "spec")
-	w := Whole{Namespace: fields.String(meta["namespace"]), Name: fields.String(meta["name"]), Finalizers: fields.Strings(meta["finalizers"]), Annotations: map[string]string{}, Spec: spec}
+	w := Whole{Namespace: fields.String(meta["namespace"]), Name: fields.String(meta["name"]), UID: fields.String(meta["uid"]), Finalizers: fields.Strings(meta["finalizers"]), Annotations: map[string]string{}, Spec: spec}
 	status := fields.Map(content, "status")
 	if types := fields.Strings(status["sourceTypes"]); len(types) > 0 {
 		w.SourceTypes = types

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -13,20 +14,23 @@ import (
 	"github.com/unprune/unprune/internal/budget"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
+	"github.com/unprune/unprune/internal/fields"
 	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/journal"
+	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/plan"
 )
 
 // GuardAnnotateOptions are the inputs of `guard approve` and `guard budget`: one annotation on an
-// Application (or, for budget --project, an AppProject), planned, journaled and undone like every
-// guard change.
+// Application (or, with --applicationset, an ApplicationSet; for budget --project, an AppProject),
+// planned, journaled and undone like every guard change.
 type GuardAnnotateOptions struct {
 	*GlobalOptions
 	genericiooptions.IOStreams
 	Verb    string
 	App     string
 	Project bool
+	AppSet  bool
 	Budget  int
 	change  changeFlags
 	output  outputFlags
@@ -34,7 +38,7 @@ type GuardAnnotateOptions struct {
 
 func newGuardApproveCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
 	o := &GuardAnnotateOptions{GlobalOptions: g, IOStreams: streams, Verb: "approve"}
-	return o.command(&cobra.Command{
+	cmd := o.command(&cobra.Command{
 		Use:   "approve APP",
 		Short: "Approve the deletions the deletion budget holds back for an app, exactly those Argo CD's comparison shows now",
 		Long: `Approve the deletions Argo CD's comparison shows now for APP — the resources requiring pruning, or,
@@ -47,10 +51,16 @@ Application: an object created later under the same name is not approved, and an
 once its objects are gone. Without --yes this is a preview; --dry-run=server asks the API server.
 The change is journaled (with who made it) and "unprune undo" withdraws it.
 
+With --applicationset, APP names an ApplicationSet: the approval covers the Applications its
+controller asked to delete in the last ` + budget.AppSetWindowText + ` (the webhook records them in the
+annotation ` + budget.AnnotationAsked + ` on the set) and that still exist.
+
 ` + exitCodesHelp,
-		Example: "  unprune guard approve shop -n argocd\n  unprune guard approve shop -n argocd --yes",
+		Example: "  unprune guard approve shop -n argocd\n  unprune guard approve shop -n argocd --yes\n  unprune guard approve envs --applicationset -n argocd --yes",
 		Args:    cobra.ExactArgs(1),
 	})
+	o.appSetFlag(cmd)
+	return cmd
 }
 
 func newGuardBudgetCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
@@ -59,8 +69,10 @@ func newGuardBudgetCommand(g *GlobalOptions, streams genericiooptions.IOStreams)
 		Use:   "budget APP N",
 		Short: "Set the most objects one sync or cascade of an app (or every app of a project) may delete without approval",
 		Long: `Set the deletion budget of APP (or, with --project, of every app of project APP that sets none of
-its own): the most objects one sync or cascade of Argo CD may delete before the deletion budget's
-webhook refuses all of them until someone runs "unprune guard approve". It is the annotation
+its own; with --applicationset, of ApplicationSet APP): the most objects one sync or cascade of
+Argo CD may delete (for a set: the most Applications its controller may delete within
+` + budget.AppSetWindowText + `) before the deletion budget's webhook refuses all of them until someone runs
+"unprune guard approve". It is the annotation
 ` + budget.AnnotationBudget + `; apps and projects without it have the installation's default
 (unprune watch --deletion-budget). High-risk objects wait for approval whatever the budget.
 
@@ -72,7 +84,12 @@ Without --yes this is a preview; --dry-run=server asks the API server. The chang
 		Args:    cobra.ExactArgs(2),
 	})
 	cmd.Flags().BoolVar(&o.Project, "project", false, "APP names an AppProject: its budget is every one of its apps' that sets none")
+	o.appSetFlag(cmd)
 	return cmd
+}
+
+func (o *GuardAnnotateOptions) appSetFlag(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&o.AppSet, "applicationset", false, "APP names an ApplicationSet: its controller's deletions of Applications")
 }
 
 // command completes cmd: flags → options → run, and the change and output flags.
@@ -97,6 +114,9 @@ func (o *GuardAnnotateOptions) Validate(args []string) error {
 		return err
 	}
 	o.App = args[0]
+	if o.Project && o.AppSet {
+		return usageError("--project and %v: APP names one object, an AppProject or an ApplicationSet", option.ApplicationSet)
+	}
 	if strings.Contains(o.App, "/") {
 		return usageError("APP %q: give the app's name, and its namespace with -n", o.App)
 	}
@@ -125,7 +145,21 @@ func (o *GuardAnnotateOptions) Run(ctx context.Context) error {
 	if o.Project {
 		arg.Kind, arg.Raw = "AppProject", "appprojects.argoproj.io/"+namespace+"/"+o.App
 	}
-	if o.Verb == "approve" {
+	if o.AppSet {
+		arg.Kind, arg.Raw = "ApplicationSet", "applicationsets.argoproj.io/"+namespace+"/"+o.App
+	}
+	switch {
+	case o.Verb == "approve" && o.AppSet:
+		uids, err := o.asked(ctx, argo, namespace)
+		if err != nil {
+			return err
+		}
+		if len(uids) == 0 {
+			fmt.Fprintf(o.ErrOut, "Nothing to approve: ApplicationSet %s/%s's controller asked to delete no Application that still exists in the last %s.\n", namespace, o.App, budget.AppSetWindowText)
+			return nil
+		}
+		key, value = budget.AnnotationApproved, budget.FormatApproved(uids)
+	case o.Verb == "approve":
 		app, err := argo.GetApplication(ctx, namespace, o.App)
 		if err != nil {
 			return failure(fmt.Errorf("Application %s/%s: %w", namespace, o.App, err))
@@ -172,6 +206,9 @@ func (o *GuardAnnotateOptions) Run(ctx context.Context) error {
 	question := fmt.Sprintf("Set the deletion budget of %s to %d? [y/N] ", arg.Raw, o.Budget)
 	if o.Verb == "approve" {
 		question = fmt.Sprintf("Approve these deletions for app %s/%s? [y/N] ", namespace, o.App)
+		if o.AppSet {
+			question = fmt.Sprintf("Approve these deletions for ApplicationSet %s/%s? [y/N] ", namespace, o.App)
+		}
 	}
 	return o.runChange(ctx, o.IOStreams, o.output, o.change.dryRun, e, c, changeCommand{kind: "GuardReport", cluster: &info, question: question})
 }
@@ -212,6 +249,54 @@ func (o *GuardAnnotateOptions) pending(ctx context.Context, argo cluster.ArgoCD,
 			fmt.Fprintf(o.ErrOut, "  %s (uid %s)\n", rows[i], res.Object.UID)
 			uids = append(uids, res.Object.UID)
 		}
+	}
+	return uids, nil
+}
+
+// appSetReader reads an ApplicationSet and the Applications it owns; the Kubernetes backend does.
+type appSetReader interface {
+	GetApplicationSet(ctx context.Context, namespace, name string) (map[string]any, error)
+	OwnedApplications(ctx context.Context, namespace, set string) ([]argocd.Whole, error)
+}
+
+// asked are the UIDs of the Applications an ApplicationSet's controller asked to delete within the
+// budget's window, as the webhook recorded them on the set, that still exist; each is listed on
+// stderr.
+func (o *GuardAnnotateOptions) asked(ctx context.Context, argo cluster.ArgoCD, namespace string) ([]string, error) {
+	reader, ok := argo.(appSetReader)
+	if !ok {
+		return nil, usageError("approving an ApplicationSet's deletions reads the set from its cluster: drop %v argocd", option.Via)
+	}
+	set, err := reader.GetApplicationSet(ctx, namespace, o.App)
+	if err != nil {
+		return nil, failure(err)
+	}
+	meta := fields.Map(set, "metadata")
+	annotations := map[string]string{}
+	for k, v := range fields.Map(meta, "annotations") {
+		annotations[k] = fields.String(v)
+	}
+	asked := budget.Fresh(budget.ParseAsked(annotations), time.Now())
+	if len(asked) == 0 {
+		return nil, nil
+	}
+	owned, err := reader.OwnedApplications(ctx, namespace, o.App)
+	if err != nil {
+		return nil, failure(err)
+	}
+	exists := map[string]bool{}
+	for _, app := range owned {
+		exists[app.UID] = true
+	}
+	fmt.Fprintf(o.ErrOut, "ApplicationSet %s/%s's controller asked to delete, in the last %s:\n", namespace, o.App, budget.AppSetWindowText)
+	var uids []string
+	for _, a := range asked {
+		if !exists[a.UID] {
+			fmt.Fprintf(o.ErrOut, "  Application %s: gone already\n", a.Name)
+			continue
+		}
+		fmt.Fprintf(o.ErrOut, "  Application %s/%s (uid %s)\n", namespace, a.Name, a.UID)
+		uids = append(uids, a.UID)
 	}
 	return uids, nil
 }
