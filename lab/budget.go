@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -103,8 +104,11 @@ func startDeletionBudget(ctx context.Context, st *State, a *ArgoCD, home string)
 		h := hooks[i].(map[string]any)
 		h["clientConfig"] = map[string]any{"url": b.URL, "caBundle": caPEM}
 		// The component names Argo CD's namespace "argocd"; the installation's is cfg.Namespace.
-		h["matchConditions"] = []any{map[string]any{"name": "argocd-application-controller",
-			"expression": fmt.Sprintf("request.userInfo.username == 'system:serviceaccount:%s:%s'", cfg.Namespace, ControllerAccount)}}
+		conds, _ := h["matchConditions"].([]any)
+		for _, c := range conds {
+			m := c.(map[string]any)
+			m["expression"] = strings.ReplaceAll(m["expression"].(string), "'system:serviceaccount:argocd:", "'system:serviceaccount:"+cfg.Namespace+":")
+		}
 	}
 	if err := unstructured.SetNestedSlice(conf.Object, hooks, "webhooks"); err != nil {
 		return err
@@ -120,9 +124,9 @@ func startDeletionBudget(ctx context.Context, st *State, a *ArgoCD, home string)
 	return nil
 }
 
-// applyWatchRBAC applies deploy/base's roles for the watch (the ClusterRole named after the
-// installation's namespace, so that installations keep their own) and writes a kubeconfig holding
-// a token of its ServiceAccount.
+// applyWatchRBAC applies deploy/base's roles for the watch and the deletion budget component's
+// (each ClusterRole named after the installation's namespace, so that installations keep their
+// own) and writes a kubeconfig holding a token of its ServiceAccount.
 func applyWatchRBAC(ctx context.Context, st *State, root, namespace, kubeconfig string) error {
 	var docs []map[string]any
 	for _, f := range []string{"clusterrole.yaml", "role.yaml"} {
@@ -138,6 +142,18 @@ func applyWatchRBAC(ctx context.Context, st *State, root, namespace, kubeconfig 
 	}
 	clusterRole := BudgetAccount + "-" + namespace
 	if err := applyRoles(ctx, dyn, docs, clusterRole, namespace, BudgetAccount, namespace); err != nil {
+		return err
+	}
+	// The component's own ClusterRole (ApplicationSets: get, patch), bound as the component binds it.
+	extra, err := yamlDocuments(filepath.Join(root, "deploy", "components", "deletion-budget", "rbac.yaml"))
+	if err != nil {
+		return err
+	}
+	budgetRole := "unprune-watch-deletion-budget-" + namespace
+	if err := applyRoles(ctx, dyn, extra, budgetRole, namespace, BudgetAccount, namespace); err != nil {
+		return err
+	}
+	if err := bindServiceAccount(ctx, dyn, namespace, BudgetAccount, budgetRole, budgetRole); err != nil {
 		return err
 	}
 	return st.ServiceAccountKubeconfig(ctx, namespace, BudgetAccount, clusterRole, kubeconfig)

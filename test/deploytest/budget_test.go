@@ -7,8 +7,9 @@ import (
 )
 
 // TestDeletionBudgetComponent: the component turns the webhook on in the watch's Deployment, serves
-// it from the Secret cert-manager writes, asks the API server only about Argo CD's application
-// controller's DELETEs, fails closed, and — listed after the networkpolicy component — opens the
+// it from the Secret cert-manager writes, asks the API server only about Argo CD's controllers'
+// DELETEs (the ApplicationSet controller's of Applications), may record on ApplicationSets, fails
+// closed, and — listed after the networkpolicy component — opens the
 // webhook's port in its NetworkPolicy; without that component it needs none.
 func TestDeletionBudgetComponent(t *testing.T) {
 	objs := Build(t, "base", "components:", "  - DEPLOYcomponents/networkpolicy", "  - DEPLOYcomponents/deletion-budget")
@@ -33,8 +34,26 @@ func TestDeletionBudgetComponent(t *testing.T) {
 		t.Errorf("failurePolicy %v, sideEffects %v: want Fail, NoneOnDryRun", wh["failurePolicy"], wh["sideEffects"])
 	}
 	cond := fmt.Sprint(wh["matchConditions"])
-	if !strings.Contains(cond, "system:serviceaccount:argocd:argocd-application-controller") {
-		t.Errorf("matchConditions %s: not Argo CD's application controller", cond)
+	for _, want := range []string{"'system:serviceaccount:argocd:argocd-application-controller' ||",
+		"'system:serviceaccount:argocd:argocd-applicationset-controller' &&", "request.resource.resource == 'applications'"} {
+		if !strings.Contains(cond, want) {
+			t.Errorf("matchConditions %s: no %s", cond, want)
+		}
+	}
+	var bound bool
+	for _, b := range Kind(objs, "ClusterRoleBinding") {
+		if fmt.Sprint(b["roleRef"]) == "map[apiGroup:rbac.authorization.k8s.io kind:ClusterRole name:unprune-watch-deletion-budget]" &&
+			strings.Contains(fmt.Sprint(b["subjects"]), "name:unprune-watch namespace:argocd") {
+			bound = true
+		}
+	}
+	for _, r := range Kind(objs, "ClusterRole") {
+		if r["metadata"].(map[string]any)["name"] == "unprune-watch-deletion-budget" && fmt.Sprint(r["rules"]) != "[map[apiGroups:[argoproj.io] resources:[applicationsets] verbs:[get patch]]]" {
+			t.Errorf("the budget's ClusterRole grants %v", r["rules"])
+		}
+	}
+	if !bound {
+		t.Error("the watch's ServiceAccount is not bound to unprune-watch-deletion-budget")
 	}
 	svc := wh["clientConfig"].(map[string]any)["service"].(map[string]any)
 	if svc["name"] != "unprune-watch-webhook" || svc["namespace"] != "argocd" || svc["path"] != "/validate-deletion" {
