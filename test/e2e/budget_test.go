@@ -3,9 +3,11 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -32,7 +34,9 @@ import (
 //   - a Namespace holding data, pruned by a sync with PRUNE ticked, is kept until approved, then goes;
 //   - an app's own budget (guard budget) wins over the default, and undo takes it back;
 //   - an app with the resources finalizer, deleted, deletes nothing until approved;
-//   - a person's kubectl delete of a tracked object passes.
+//   - a person's kubectl delete of a tracked object passes;
+//   - an ApplicationSet whose generator drops 3 of its 5 apps, with budget 2, deletes none until
+//     approved, then exactly those 3; dropping one more is within the budget.
 func TestDeletionBudget(t *testing.T) {
 	env := labtest.Get(t)
 	for _, version := range labtest.Lines("v3.6.1", "v2.14.11") {
@@ -191,6 +195,8 @@ func TestDeletionBudget(t *testing.T) {
 				return apierrors.IsNotFound(err) && n == 0, fmt.Sprintf("app: %v; %d ConfigMaps", err, n)
 			})
 
+			appSetBudget(t, env, install)
+
 			// A Namespace with data, pruned by a sync with PRUNE ticked: kept until approved.
 			manual := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t)})
 			ns := labtest.UniqueName("data")
@@ -222,8 +228,116 @@ func TestDeletionBudget(t *testing.T) {
 				_, err := env.Kube.CoreV1().Namespaces().Get(labtest.Context(t), ns, metav1.GetOptions{})
 				return apierrors.IsNotFound(err), fmt.Sprint(err)
 			})
+
+			// test/prometheus checks the dashboard's budget row and the refusal alert on this scrape:
+			// refusals of every reason by now.
+			if path := os.Getenv("UNPRUNE_BUDGET_SCRAPE"); path != "" && version == "v3.6.1" {
+				m := scrape(t, install.State.Budget.MetricsURL)
+				for _, reason := range []string{"over_budget", "high_risk", "applicationset_over_budget"} {
+					if !strings.Contains(m, `reason="`+reason+`"`) {
+						t.Fatalf("the budget's scrape holds no refusal for %s", reason)
+					}
+				}
+				if err := os.WriteFile(path, []byte(m), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 		})
 	}
+}
+
+// appSetBudget: an ApplicationSet (list generator, 5 apps) whose own budget `guard budget
+// --applicationset` sets to 2 drops 3 elements. Its controller's first DELETEs are recorded on the set
+// and refused, its next attempt refused over the budget, with an Event on the set: no app is
+// deleted. `guard approve --applicationset` approves the 3, and the controller deletes exactly them.
+// Dropping one more is within the budget: deleted on the controller's next attempt.
+func appSetBudget(t *testing.T, env *labtest.Env, install *labtest.Install) {
+	t.Helper()
+	ns := install.Namespace()
+	repo := labtest.NewRepo(t)
+	name := labtest.UniqueName("set")
+	var teams []string
+	for range 5 {
+		teams = append(teams, labtest.UniqueName("team"))
+	}
+	if err := env.Create(labtest.Context(t), appSet(name, ns, repo.URL, "", false, teams...)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Dynamic.Resource(gvrApplicationSet).Namespace(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	apps := env.Dynamic.Resource(labtest.GVRApplication).Namespace(ns)
+	existing := func() []string {
+		var out []string
+		for _, team := range teams {
+			if _, err := apps.Get(labtest.Context(t), team, metav1.GetOptions{}); err == nil {
+				out = append(out, team)
+			} else if !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	labtest.Eventually(t, 2*time.Minute, "the set to generate its 5 apps", func() (bool, string) {
+		got := existing()
+		return len(got) == 5, fmt.Sprint(got)
+	})
+	argocdNS := "--argocd-namespace=" + ns
+	if r := unprune(t, env, labtest.TempDir(t), argocdNS, "guard", "budget", name, "2", "--applicationset", "-n", ns, "--yes"); r.Code != cli.ExitOK {
+		t.Fatalf("guard budget --applicationset: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	sets := env.Dynamic.Resource(gvrApplicationSet).Namespace(ns)
+	annotations := func() map[string]string {
+		live, err := sets.Get(labtest.Context(t), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return live.GetAnnotations()
+	}
+	if got := annotations()[budget.AnnotationBudget]; got != "2" {
+		t.Fatalf("%s on the set after guard budget: %q", budget.AnnotationBudget, got)
+	}
+
+	updateSet(t, env, appSet(name, ns, repo.URL, "", false, teams[:2]...))
+	labtest.Eventually(t, labtest.ControllerTimeout, "the set's deletions to be refused over its budget", func() (bool, string) {
+		list, err := env.Kube.CoreV1().Events(ns).List(labtest.Context(t), metav1.ListOptions{FieldSelector: "reason=DeletionRefused,involvedObject.name=" + name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Kind == "ApplicationSet" && strings.Contains(e.Message, "asked to delete 3 Applications") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d Events; record %s", len(list.Items), annotations()[budget.AnnotationAsked])
+	})
+	if got := existing(); len(got) != 5 {
+		t.Fatalf("apps %v exist after the refusals; want all 5", got)
+	}
+	if asked := budget.ParseAsked(annotations()); len(asked) != 3 {
+		t.Fatalf("the set's record holds %d asks; want the 3 dropped apps: %+v", len(asked), asked)
+	}
+	if m := scrape(t, install.State.Budget.MetricsURL); !strings.Contains(m, `unprune_deletions_refused_total{app="`+ns+"/"+name+`",reason="applicationset_over_budget"}`) {
+		t.Errorf("no refusal of the set counted in %s", install.State.Budget.MetricsURL)
+	}
+
+	if r := unprune(t, env, labtest.TempDir(t), argocdNS, "guard", "approve", name, "--applicationset", "-n", ns, "--yes"); r.Code != cli.ExitOK {
+		t.Fatalf("guard approve --applicationset: exit %d\n%s\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if approved := budget.Approved(annotations()); len(approved) != 3 {
+		t.Fatalf("approved %d UIDs; want the 3 dropped apps': %v", len(approved), approved)
+	}
+	labtest.Eventually(t, labtest.ControllerTimeout, "the approved 3 apps to be deleted", func() (bool, string) {
+		got := existing()
+		return slices.Equal(got, teams[:2]), fmt.Sprint(got)
+	})
+
+	// One more dropped: 1 unapproved ask within the window, within the budget of 2.
+	updateSet(t, env, appSet(name, ns, repo.URL, "", false, teams[:1]...))
+	labtest.Eventually(t, labtest.ControllerTimeout, "the set's one deletion within its budget", func() (bool, string) {
+		got := existing()
+		return slices.Equal(got, teams[:1]), fmt.Sprint(got)
+	})
 }
 
 // operationText is an operation's message and its resources' messages: Argo CD puts a failed
