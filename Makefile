@@ -119,14 +119,16 @@ test-unit: deps ## pure and command tests (no lab), the UI extension's (node, he
 	cd test/prometheus && $(GO) test -count=1 ./...
 	cd test/podsecurity && $(GO) test -count=1 ./...
 
-# TestWatch keeps what the watch served in the lab; test/prometheus then evaluates the alerts on
-# that very scrape (and checks the committed fixture it uses without the lab still has its shape).
+# TestWatch keeps what the watch served in the lab, TestDeletionBudget what its deletion budget
+# served; test/prometheus then evaluates the alerts and the dashboard on those very scrapes (and
+# checks the committed fixtures it uses without the lab still have their shape).
 WATCH_SCRAPE := $(LAB_DIR)/watch-lab.prom
+BUDGET_SCRAPE := $(LAB_DIR)/budget-lab.prom
 
 test-lab: deps lab-build ## tests against the real API server and real Argo CD, then the alerts on the lab's metrics
-	@mkdir -p $(LAB_DIR) && rm -f $(WATCH_SCRAPE)
-	UNPRUNE_WATCH_SCRAPE=$(WATCH_SCRAPE) $(GO) test -count=1 -tags lab -timeout 45m ./lab/... ./test/apiserver/ ./test/e2e/ ./test/readme/
-	cd test/prometheus && UNPRUNE_WATCH_SCRAPE=$(WATCH_SCRAPE) $(GO) test -count=1 ./...
+	@mkdir -p $(LAB_DIR) && rm -f $(WATCH_SCRAPE) $(BUDGET_SCRAPE)
+	UNPRUNE_WATCH_SCRAPE=$(WATCH_SCRAPE) UNPRUNE_BUDGET_SCRAPE=$(BUDGET_SCRAPE) $(GO) test -count=1 -tags lab -timeout 45m ./lab/... ./test/apiserver/ ./test/e2e/ ./test/readme/
+	cd test/prometheus && UNPRUNE_WATCH_SCRAPE=$(WATCH_SCRAPE) UNPRUNE_BUDGET_SCRAPE=$(BUDGET_SCRAPE) $(GO) test -count=1 ./...
 
 test: vet test-unit test-lab ## the whole suite, as CI runs it
 

@@ -112,19 +112,32 @@ func servedMetrics(t *testing.T, scrape string) map[string]bool {
 }
 
 // TestDashboard: every query of the Grafana dashboard parses as PromQL, names only metrics the watch
-// serves (the lab's scrape, testdata/watch-lab.prom), and evaluates without error over that scrape
+// serves (the lab's scrapes, testdata/watch-lab.prom and, with the deletion budget,
+// testdata/budget-lab.prom), and evaluates without error over that scrape
 // as two replicas, with the dashboard's variables at their defaults.
 func TestDashboard(t *testing.T) {
 	queries := dashboardQueries(t)
 	if len(queries) < 10 {
 		t.Fatalf("%d queries in %s", len(queries), dashboard)
 	}
+	// The watch's series, and those the deletion budget adds (its row reads them).
 	served := servedMetrics(t, fixture)
-	script := loadScript(t, fixture, []string{"10.0.0.1:8080", "10.0.0.2:8080"}, nil)
+	for name := range servedMetrics(t, budgetFixture) {
+		served[name] = true
+	}
+	replicas := []string{"10.0.0.1:8080", "10.0.0.2:8080"}
+	script := loadScript(t, fixture, replicas, nil)
+	for _, line := range strings.Split(loadScript(t, budgetFixture, replicas, nil), "\n")[1:] {
+		if line != "" && !strings.HasPrefix(line, "  up{") {
+			script += line + "\n"
+		}
+	}
 	// loadScript loads the unprune_ series without histogram buckets; the dashboard reads the
 	// buckets and the process's memory too.
 	script += "  unprune_evaluation_duration_seconds_bucket{le=\"0.1\",instance=\"10.0.0.1:8080\",job=\"" + job + "\"} 0+5x20\n" +
 		"  unprune_evaluation_duration_seconds_bucket{le=\"+Inf\",instance=\"10.0.0.1:8080\",job=\"" + job + "\"} 0+6x20\n" +
+		"  unprune_admission_duration_seconds_bucket{allowed=\"true\",le=\"0.01\",instance=\"10.0.0.1:8080\",job=\"" + job + "\"} 0+5x20\n" +
+		"  unprune_admission_duration_seconds_bucket{allowed=\"true\",le=\"+Inf\",instance=\"10.0.0.1:8080\",job=\"" + job + "\"} 0+6x20\n" +
 		"  process_resident_memory_bytes{instance=\"10.0.0.1:8080\",job=\"" + job + "\"} 1e8+0x20\n" +
 		"  go_memstats_heap_inuse_bytes{instance=\"10.0.0.1:8080\",job=\"" + job + "\"} 5e7+0x20\n"
 	p := parser.NewParser(parser.Options{})
@@ -152,7 +165,7 @@ func TestDashboard(t *testing.T) {
 		}
 		for _, n := range names {
 			if !served[n] {
-				t.Errorf("%s: %q reads %q, which the watch does not serve (%s)", w, queries[w], n, fixture)
+				t.Errorf("%s: %q reads %q, which the watch does not serve (%s, %s)", w, queries[w], n, fixture, budgetFixture)
 			}
 		}
 		if strings.HasPrefix(w, "panel ") {

@@ -27,6 +27,12 @@ import (
 // scrape of that very run as well (UNPRUNE_WATCH_SCRAPE), and rewriting the fixture is copying it.
 const fixture = "testdata/watch-lab.prom"
 
+// budgetFixture is what the deletion budget's watch served in the lab's TestDeletionBudget: refusals
+// of every reason (an app over its budget, a high-risk Namespace, an ApplicationSet over its
+// budget) and the webhook's latency; `make test-lab` checks it on that run's scrape as well
+// (UNPRUNE_BUDGET_SCRAPE).
+const budgetFixture = "testdata/budget-lab.prom"
+
 var wantAlerts = []string{"UnpruneHighRiskRequiresPruning", "UnpruneUnguardedHighRiskAutoPrune", "UnpruneUnguardedHighRiskPrune",
 	"UnpruneUnguardedHighRiskCascade", "UnpruneWatchDown", "UnpruneWatchBlind", "UnpruneHighRiskGuardsUnknown",
 	"UnpruneDeletionsRefused", "UnpruneDeletionBudgetUnreachable"}
@@ -38,11 +44,20 @@ const job = "unprune-watch"
 // scrapes are the scrapes the alerts are evaluated on, by name: the fixture, and the lab's of this
 // run when UNPRUNE_WATCH_SCRAPE names it (then it must exist: TestWatch wrote it).
 func scrapes(t *testing.T) map[string]string {
+	return scrapesOf(t, fixture, "UNPRUNE_WATCH_SCRAPE", "TestWatch")
+}
+
+// budgetScrapes are the deletion budget's scrapes, the fixture and the lab's of this run.
+func budgetScrapes(t *testing.T) map[string]string {
+	return scrapesOf(t, budgetFixture, "UNPRUNE_BUDGET_SCRAPE", "TestDeletionBudget")
+}
+
+func scrapesOf(t *testing.T, fixture, env, test string) map[string]string {
 	t.Helper()
 	out := map[string]string{"fixture": fixture}
-	if lab := os.Getenv("UNPRUNE_WATCH_SCRAPE"); lab != "" {
+	if lab := os.Getenv(env); lab != "" {
 		if _, err := os.Stat(lab); err != nil {
-			t.Fatalf("UNPRUNE_WATCH_SCRAPE: %v: the lab's TestWatch did not save its scrape", err)
+			t.Fatalf("%s: %v: the lab's %s did not save its scrape", env, err, test)
 		}
 		out["lab"] = lab
 	}
@@ -305,11 +320,49 @@ func TestAlertsOnLabScrape(t *testing.T) {
 	for name, scrape := range all {
 		t.Run(name, func(t *testing.T) { alertsOn(t, rs, scrape) })
 	}
+	sameShape(t, all, fixture)
+}
+
+// sameShape: with the lab's scrape of this run, the fixture must still have its shape.
+func sameShape(t *testing.T, all map[string]string, fixture string) {
+	t.Helper()
 	if lab, ok := all["lab"]; ok {
 		if got, want := shape(t, fixture), shape(t, lab); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("the fixture's series are not the lab's: copy %s to test/prometheus/%s\nfixture: %v\nlab:     %v", lab, fixture, got, want)
 		}
 	}
+}
+
+// TestBudgetAlertsOnLabScrape: over the deletion budget's scrape, as two replicas,
+// UnpruneDeletionsRefused fires once for each app or set and reason the budget refused.
+func TestBudgetAlertsOnLabScrape(t *testing.T) {
+	rs := rules(t)
+	all := budgetScrapes(t)
+	for name, scrape := range all {
+		t.Run(name, func(t *testing.T) {
+			two := loadScript(t, scrape, []string{"10.0.0.1:8080", "10.0.0.2:8080"}, nil)
+			raw, err := os.ReadFile(scrape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			reasons := map[string]bool{}
+			for _, line := range strings.Split(string(raw), "\n") {
+				if strings.HasPrefix(line, "unprune_deletions_refused_total{") && !strings.HasSuffix(line, " 0") {
+					want = append(want, fmt.Sprintf("{app=%q, reason=%q}", label(line, "app"), label(line, "reason")))
+					reasons[label(line, "reason")] = true
+				}
+			}
+			sort.Strings(want)
+			if len(reasons) != 3 {
+				t.Fatalf("the scrape's refusals have reasons %v; want over_budget, high_risk and applicationset_over_budget", reasons)
+			}
+			if got := eval(t, two, rs["UnpruneDeletionsRefused"].Expr); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("UnpruneDeletionsRefused fires for %v; want one alert per refused app and reason, %v", got, want)
+			}
+		})
+	}
+	sameShape(t, all, budgetFixture)
 }
 
 func alertsOn(t *testing.T, rs map[string]rulefmt.Rule, scrape string) {
