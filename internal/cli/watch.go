@@ -85,11 +85,11 @@ leaves its rows as last read (or unknown), and never delays the other apps.`,
 	f.IntVar(&c.CacheSize, "live-cache-size", watch.DefaultCacheSize, "live objects' metadata kept in memory at most")
 	f.Int64Var(&c.CacheBytes, "live-cache-bytes", watch.DefaultCacheBytes, "estimated bytes of live objects' metadata kept in memory at most, per destination cluster")
 	f.DurationVar(&c.CacheTTL, "live-cache-ttl", watch.DefaultCacheTTL, "how long a live object read is trusted (a guard added to it shows after at most this)")
-	f.IntVar(&o.budget, "deletion-budget", -1, "serve the deletion budget's admission webhook: the most objects one sync or cascade of Argo CD may delete without approval (apps and projects may set their own with the annotation "+budget.AnnotationBudget+"); high-risk objects always wait for approval (docs/budget.md). Unset: no webhook")
+	f.IntVar(&o.budget, "deletion-budget", -1, "serve the deletion budget's admission webhook: the most objects one sync or cascade of Argo CD may delete without approval, and the most Applications an ApplicationSet may delete within "+budget.AppSetWindowText+" (apps, projects and sets may set their own with the annotation "+budget.AnnotationBudget+"); high-risk objects always wait for approval (docs/budget.md). Unset: no webhook")
 	f.StringVar(&c.AdmissionAddr, "admission-bind-address", watch.DefaultAdmissionAddr, "address serving the deletion budget's webhook over TLS (with --deletion-budget)")
 	f.StringVar(&c.TLSCertFile, "tls-cert-file", "", "the webhook's serving certificate (PEM), read again when it changes (with --deletion-budget)")
 	f.StringVar(&c.TLSKeyFile, "tls-private-key-file", "", "the webhook's private key (PEM) (with --deletion-budget)")
-	f.StringSliceVar(&c.BudgetUsers, "deletion-budget-users", nil, "users whose DELETEs the budget judges (default: system:serviceaccount:<Argo CD's namespace>:argocd-application-controller)")
+	f.StringSliceVar(&c.BudgetUsers, "deletion-budget-users", nil, "users whose DELETEs the budget judges (default: the ServiceAccounts argocd-application-controller and argocd-applicationset-controller of Argo CD's namespace)")
 	f.BoolVar(&c.CountAllKinds, "count-all-kinds", false, "count Pods, ConfigMaps and Secrets too in a Namespace's contents (needs a cluster-wide list of them: deploy/components/exact-counts); without it an Event's count leaves them out and says so")
 	return cmd
 }
