@@ -11,7 +11,8 @@
 // verdict audit and check give, so that a row a hard guard keeps is not counted (a soft one, the
 // app's own Prune= option, is: a sync request with its own options replaces it). Every DELETE of one
 // operation sees the same count, so an operation over its budget deletes nothing, not its first N
-// objects. The package is pure: the admission server reads the app and its objects and passes them.
+// objects. Decide is pure: the admission server reads the app and its objects and passes them;
+// Pending, for the approval, reads them itself.
 package budget
 
 import (

@@ -16,9 +16,7 @@ import (
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/fields"
 	"github.com/unprune/unprune/internal/guard"
-	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/option"
-	"github.com/unprune/unprune/internal/plan"
 )
 
 // GuardAnnotateOptions are the inputs of `guard approve` and `guard budget`: one annotation on an
@@ -174,17 +172,6 @@ func (o *GuardAnnotateOptions) Run(ctx context.Context) error {
 		}
 		key, value = budget.AnnotationApproved, budget.FormatApproved(uids)
 	}
-	build := func(t plan.Target) plan.Plan {
-		p := plan.Plan{Target: t}
-		switch before, had := t.Annotations[key]; {
-		case had && before == value:
-		case had:
-			p.Changes = []journal.Change{journal.Rewrite(journal.FieldAnnotation, key, before, value)}
-		default:
-			p.Changes = []journal.Change{journal.Addition(journal.FieldAnnotation, key, value)}
-		}
-		return p
-	}
 	objects, err := o.target(ctx, "")
 	if err != nil {
 		return err
@@ -193,7 +180,7 @@ func (o *GuardAnnotateOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c, err := e.PlanObjects(ctx, objects, engine.ObjectsRequest{Command: guard.Command, Strategy: o.Verb, Resources: []engine.ResourceArg{arg}, Build: build})
+	c, err := e.PlanObjects(ctx, objects, engine.ObjectsRequest{Command: guard.Command, Strategy: o.Verb, Resources: []engine.ResourceArg{arg}, Build: guard.AnnotationPlan(key, value)})
 	if err != nil {
 		return engineError(err)
 	}
@@ -213,44 +200,25 @@ func (o *GuardAnnotateOptions) Run(ctx context.Context) error {
 	return o.runChange(ctx, o.IOStreams, o.output, o.change.dryRun, e, c, changeCommand{kind: "GuardReport", cluster: &info, question: question})
 }
 
-// pending are the UIDs of what Argo CD's comparison says the app's next operation deletes, each
-// listed on stderr: the resources requiring pruning (hooks left out), or everything the app tracks
-// while it is being deleted. An object that no longer exists needs no approval.
+// pending are the UIDs of what Argo CD's comparison says the app's next operation deletes
+// (budget.Pending), each listed on stderr. An object that no longer exists needs no approval.
 func (o *GuardAnnotateOptions) pending(ctx context.Context, argo cluster.ArgoCD, app argocd.Application) ([]string, error) {
-	rows := app.Pruning()
-	what := "its next sync with prune deletes"
-	if app.Deleting {
-		rows, what = app.Resources, "its deletion deletes"
-	}
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	objects, err := argo.Destination(ctx, app)
+	what, ds, err := budget.Pending(ctx, argo, app)
 	if err != nil {
 		return nil, failure(err)
 	}
-	refs := make([]cluster.Ref, 0, len(rows))
-	for _, r := range rows {
-		ref, err := objects.Resolve(ctx, r.Group, r.Kind, r.Version, r.Namespace, r.Name)
-		if err != nil {
-			return nil, failure(fmt.Errorf("%s: %w", r, err))
-		}
-		refs = append(refs, ref)
+	if len(ds) == 0 {
+		return nil, nil
 	}
 	fmt.Fprintf(o.ErrOut, "Argo CD's comparison of app %s shows what %s:\n", app.Ref(), what)
-	var uids []string
-	for i, res := range objects.Read(ctx, refs) {
-		switch {
-		case res.Err != nil && cluster.IsNotFound(res.Err):
-			fmt.Fprintf(o.ErrOut, "  %s: gone already\n", rows[i])
-		case res.Err != nil:
-			return nil, failure(fmt.Errorf("read %s: %w", rows[i], res.Err))
-		default:
-			fmt.Fprintf(o.ErrOut, "  %s (uid %s)\n", rows[i], res.Object.UID)
-			uids = append(uids, res.Object.UID)
+	for _, d := range ds {
+		if d.Gone {
+			fmt.Fprintf(o.ErrOut, "  %s: gone already\n", d.Row)
+			continue
 		}
+		fmt.Fprintf(o.ErrOut, "  %s (uid %s)\n", d.Row, d.UID)
 	}
-	return uids, nil
+	return budget.UIDs(ds), nil
 }
 
 // appSetReader reads an ApplicationSet and the Applications it owns; the Kubernetes backend does.

@@ -339,3 +339,19 @@ func ConfirmPlan(t plan.Target) plan.Plan {
 	}
 	return p
 }
+
+// AnnotationPlan sets one annotation on a target to value (guard approve's and guard budget's
+// change), or plans nothing when it holds value already.
+func AnnotationPlan(key, value string) func(plan.Target) plan.Plan {
+	return func(t plan.Target) plan.Plan {
+		p := plan.Plan{Target: t}
+		switch before, had := t.Annotations[key]; {
+		case had && before == value:
+		case had:
+			p.Changes = []journal.Change{journal.Rewrite(journal.FieldAnnotation, key, before, value)}
+		default:
+			p.Changes = []journal.Change{journal.Addition(journal.FieldAnnotation, key, value)}
+		}
+		return p
+	}
+}
