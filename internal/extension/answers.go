@@ -65,6 +65,7 @@ func (s *server) application(r *request) reply {
 	}
 	sortItems(ans.Items)
 	ans.Cascade = s.cascade(r, cascadeRow)
+	ans.Budget = s.budgetOf(r)
 	return ok(ans)
 }
 

@@ -17,13 +17,15 @@
 //
 // The API (paths below /extensions/unprune in the browser; documents in docs/ui.md):
 //
-//	GET  /api/v1alpha1/application                    the app's prune answer: rows requiring pruning, guards, risk, cascade
+//	GET  /api/v1alpha1/application                    the app's prune answer: rows requiring pruning, guards, risk, cascade, deletion budget
 //	GET  /api/v1alpha1/resource?group=&kind=&namespace=&name=   one row's answer and its release plan (changes, diff)
 //	POST /api/v1alpha1/releases                       journal a release (planned); the patch for the browser to send
 //	POST /api/v1alpha1/releases/{id}/result           complete the journal from what the cluster shows
 //	GET  /api/v1alpha1/releases/{id}                  whether Argo CD shows the release (verify.Judge)
 //	POST /api/v1alpha1/guards                         journal Prune=confirm on a row requiring pruning; the patch
 //	POST /api/v1alpha1/guards/{id}/result             complete that journal from what the cluster shows
+//	POST /api/v1alpha1/approvals                      journal the deletion budget's approval of what the next operation deletes; the Application's patch
+//	POST /api/v1alpha1/approvals/{id}/result          complete that journal from what the cluster shows
 //	GET  /api/v1alpha1/journals                       the app's journals of UI releases
 //	POST /api/v1alpha1/journals/{id}/undo             the undo's patches (engine.PlanUndo), or why not
 //	POST /api/v1alpha1/journals/{id}/undo/result      mark what the cluster shows restored

@@ -133,7 +133,7 @@ func (s *server) journalAndPatch(r *request, it *engine.Item, command, strategy,
 	}
 	s.cfg.logf("%s %s of %s in %s planned by %s: journal %s", command, strategy, it.Ref, r.app.Ref(), r.user, path)
 	return ok(printer.UIReleaseStarted{APIVersion: printer.APIVersion, Kind: "UIReleaseStarted", Journal: s.journalRef(j, path), Release: p,
-		Patch: patchRequest(r.app, it.Ref, patch)})
+		Patch: patchFor(r.app, it.Ref, patch)})
 }
 
 // journalsFull refuses a new journal when the store holds the most it may, in all or for the

@@ -148,6 +148,8 @@ func Handler(cfg Config) (http.Handler, error) {
 		{"GET " + APIPrefix + "/releases/{id}", s.releaseStatus},
 		{"POST " + APIPrefix + "/guards", s.beginConfirm},
 		{"POST " + APIPrefix + "/guards/{id}/result", s.releaseResult},
+		{"POST " + APIPrefix + "/approvals", s.beginApprove},
+		{"POST " + APIPrefix + "/approvals/{id}/result", s.releaseResult},
 		{"GET " + APIPrefix + "/journals", s.journals},
 		{"POST " + APIPrefix + "/journals/{id}/undo", s.planUndo},
 		{"POST " + APIPrefix + "/journals/{id}/undo/result", s.undoResult},

@@ -81,7 +81,7 @@ func (s *server) planUndo(r *request) reply {
 				return fail(http.StatusInternalServerError, "PatchFailed", "%v", err)
 			}
 			ref := it.Ref
-			pr := patchRequest(r.app, ref, patch)
+			pr := patchFor(r.app, ref, patch)
 			item.Patch = &pr
 			item.Diff = printer.UnifiedDiff(ref.String(), printer.MetadataLines(it.Live.Labels, it.Live.Annotations, nil),
 				printer.MetadataLines(it.Live.Labels, it.Live.Annotations, it.Plan.Changes))

@@ -86,7 +86,36 @@ type UIApplication struct {
 	// Items require pruning, high-risk first; hooks (never pruned) are left out.
 	Items    []UIItem  `json:"items"`
 	Cascade  UICascade `json:"cascade"`
+	Budget   UIBudget  `json:"budget"`
 	Warnings []string  `json:"warnings,omitempty"`
+}
+
+// UIBudget is the deletion budget's view of the app (docs/budget.md): its budget where the app or
+// its project sets one, and what its next operation deletes, each object approved or not.
+type UIBudget struct {
+	// Limit is the app's budget, or its project's; nil when the installation's default applies
+	// (unprune watch --deletion-budget), which the backend does not know.
+	Limit  *int   `json:"limit"`
+	Source string `json:"source"`
+	// Operation says what deletes them: "its next sync with prune deletes" or "its deletion deletes".
+	Operation string              `json:"operation"`
+	Pending   []UIPendingDeletion `json:"pending"`
+	// Unknown says why the pending deletions could not be read.
+	Unknown string `json:"unknown,omitempty"`
+}
+
+// UIPendingDeletion is one object the app's next operation deletes.
+type UIPendingDeletion struct {
+	Resource ResourceRef `json:"resource"`
+	UID      string      `json:"uid"`
+	Approved bool        `json:"approved"`
+}
+
+// UIApproveRequest is POST /approvals: the UIDs of the deletions the budget view showed (approved
+// only if Argo CD's comparison still shows exactly those), and the argocd-server the browser talks to.
+type UIApproveRequest struct {
+	UIDs         []string `json:"uids"`
+	ArgoCDServer string   `json:"argocdServer,omitempty"`
 }
 
 // UIChange is one key a release (or an undo) changes.

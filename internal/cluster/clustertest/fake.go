@@ -37,6 +37,14 @@ var DefaultKinds = []Kind{
 	{Group: "apps", Version: "v1", Resource: "deployments", Kind: "Deployment", Namespaced: true},
 }
 
+// ArgoCDKinds are Argo CD's own kinds, for a cluster Argo CD runs in whose Applications and
+// AppProjects are read or patched as objects.
+var ArgoCDKinds = []Kind{
+	{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications", Kind: "Application", Namespaced: true},
+	{Group: "argoproj.io", Version: "v1alpha1", Resource: "appprojects", Kind: "AppProject", Namespaced: true},
+	{Group: "argoproj.io", Version: "v1alpha1", Resource: "applicationsets", Kind: "ApplicationSet", Namespaced: true},
+}
+
 // Call is one request the fake served.
 type Call struct {
 	Verb   string // read, get, patch, apply
@@ -87,6 +95,13 @@ func NewCluster(name, server string, kinds ...Kind) *Cluster {
 }
 
 func key(r cluster.Ref) string { return r.Group + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name }
+
+// Serve makes the cluster serve kinds too.
+func (c *Cluster) Serve(kinds ...Kind) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.kinds = append(c.kinds, kinds...)
+}
 
 // Add creates an object and returns its ref.
 func (c *Cluster) Add(group, kind, namespace, name string, labels, annotations map[string]string) cluster.Ref {
