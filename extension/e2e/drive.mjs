@@ -5,7 +5,7 @@
 // The last stdout line is a JSON document of what the page showed; console errors and page errors
 // are part of it (the Go test requires none).
 //
-//   node drive.mjs '{"url":..., "ui":"argocd|host", "user":..., "password":..., "app":"NS/NAME", "resource":"Namespace//NAME", "scenario":"release|refused|undo|guard", "artifacts":DIR}'
+//   node drive.mjs '{"url":..., "ui":"argocd|host", "user":..., "password":..., "app":"NS/NAME", "resource":"Namespace//NAME", "scenario":"release|refused|undo|guard|approve", "artifacts":DIR}'
 import {join} from 'node:path';
 import {mkdirSync, readdirSync} from 'node:fs';
 import {launch} from '../test/browser.mjs';
@@ -130,6 +130,18 @@ try {
         await page.getByTestId('guarded').waitFor(long);
         out.guarded = await text('guarded');
         await snap('guarded');
+    }
+
+    if (opts.scenario === 'approve') {
+        await page.getByTestId('unprune-panel').click();
+        await page.getByTestId('budget').waitFor(long);
+        out.budget = await text('budget-summary');
+        await snap('budget');
+        await page.getByTestId('approve').click();
+        await page.getByTestId('approve-confirm').click();
+        await page.getByTestId('approved').waitFor(long);
+        out.approved = await text('approved');
+        await snap('approved');
     }
 
     if (opts.scenario === 'undo') {

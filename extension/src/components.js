@@ -2,7 +2,7 @@
 // docs ask): nothing here bundles it, and only APIs of React 16.9 and later are used, so the same
 // bundle runs in Argo CD v2.x (React 16) and v3.6 (React 19).
 import {backend, sendPatch, pause, VERSION} from './api.js';
-import {resourceLabel, resourceString, describeContents, summaryLine, cascadeLine, pruneRows, undoable, journalState} from './format.js';
+import {resourceLabel, resourceString, describeContents, summaryLine, cascadeLine, budgetLine, pruneRows, undoable, journalState} from './format.js';
 
 const R = () => window.React;
 const h = (...args) => window.React.createElement(...args);
@@ -112,6 +112,7 @@ export function Flyout(props) {
                 a.items.map(it => h(ItemRow, {key: resourceString(it.resource), item: it})),
                 h('h5', {style: {marginTop: '1em'}}, 'Deleting the Application'),
                 h('p', {'data-testid': 'flyout-cascade'}, cascadeLine(a.cascade), a.cascade.managedBy ? ` — ${a.cascade.managedBy}` : ''),
+                h(Budget, {app, budget: a.budget, reload}),
                 (a.warnings || []).map((w, i) => h('div', {key: i, style: styles.note}, w)),
                 a.toolVersion !== VERSION && h('div', {style: styles.note, 'data-testid': 'version-skew'}, `This extension is ${VERSION}, its backend ${a.toolVersion}: install both from one release.`),
                 a.items.length > 0 && h('p', {style: styles.note}, "Release a resource, or guard it, with UNPRUNE in the app's top bar: nothing is deleted.")
@@ -249,6 +250,55 @@ function ReleaseView({application: app, resource: r, onEngage}) {
     );
 }
 
+/**
+ * The deletion budget (docs/budget.md): what the app's next operation deletes against its budget,
+ * and the approval of exactly those objects, by UID, sent to Argo CD's API as the clicker
+ * (applications, update), as `unprune guard approve` writes it.
+ */
+function Budget({app, budget: b, reload}) {
+    const [state, setState] = R().useState({name: 'preview'});
+    if (!b || (b.pending.length === 0 && !b.unknown)) {
+        return null;
+    }
+    const unapproved = b.pending.filter(p => !p.approved).length;
+    const run = async () => {
+        setState({name: 'sending'});
+        try {
+            const started = await backend(app, 'POST', '/approvals', {uids: b.pending.map(p => p.uid), argocdServer: window.location.origin});
+            const sent = await sendPatch(started.patch);
+            const res = await backend(app, 'POST', `/approvals/${encodeURIComponent(started.journal.id)}/result`, {status: sent.status, message: sent.message});
+            setState(res.state === 'applied' ? {name: 'done', journal: started.journal} : {name: 'refused', message: res.message});
+        } catch (e) {
+            setState({name: 'refused', message: e.message});
+        }
+    };
+    return h(
+        'div',
+        {'data-testid': 'budget'},
+        h('h5', {style: {marginTop: '1em'}}, 'Deletion budget'),
+        h('p', {'data-testid': 'budget-summary'}, budgetLine(b)),
+        h(
+            'ul',
+            {style: {margin: '0.3em 0', paddingLeft: '1.2em'}},
+            b.pending.map(p => h('li', {key: p.uid}, resourceLabel(p.resource), p.approved ? ' — approved' : ''))
+        ),
+        unapproved > 0 && state.name === 'preview' && h('button', {className: 'argo-button argo-button--base-o', 'data-testid': 'approve', onClick: () => setState({name: 'sure'})}, 'Approve these deletions'),
+        state.name === 'sure' &&
+            h(
+                'div',
+                null,
+                h('p', null, `Approves exactly these ${b.pending.length} objects, by UID, in unprune.dev/approved-deletions on ${app.metadata.name}: the deletion budget then lets Argo CD's next sync with prune (or the app's deletion) delete them. Argo CD applies this as you (applications, update).`),
+                h('button', {className: 'argo-button argo-button--base', 'data-testid': 'approve-confirm', onClick: run}, 'Confirm: approve these deletions'),
+                ' ',
+                h('button', {className: 'argo-button argo-button--base-o', onClick: () => setState({name: 'preview'})}, 'Cancel')
+            ),
+        state.name === 'sending' && h('div', null, 'Sending the approval to Argo CD as you…'),
+        state.name === 'done' &&
+            h('div', {style: styles.ok, 'data-testid': 'approved'}, `Approved. Journal ${state.journal.id}; undo it below.`, ' ', h('button', {className: 'argo-button argo-button--base-o', onClick: reload}, 'Read again')),
+        state.name === 'refused' && h('div', {style: styles.error, 'data-testid': 'approve-refused'}, state.message)
+    );
+}
+
 /** The other way to keep it: Prune=confirm, so that a prune waits for approval on the app. */
 function ConfirmGuard({app, ans, reload, onEngage}) {
     const [state, setState] = R().useState({name: 'preview'});
@@ -331,7 +381,7 @@ function Journals({application: app, onChange}) {
     return h(
         'div',
         {'data-testid': 'journals'},
-        h('h5', {style: {marginTop: '1em'}}, 'Changes made here (releases, guards)'),
+        h('h5', {style: {marginTop: '1em'}}, 'Changes made here (releases, guards, approvals)'),
         items.length === 0 && h('p', {style: styles.note}, 'None yet.'),
         items.map(j => h(JournalRow, {key: j.id, journal: j, application: app, onChange: () => (reload(), onChange())}))
     );

@@ -66,6 +66,28 @@ export function cascadeLine(c) {
     return `Deleting the app cascades into ${plural(c.highRisk.length, 'high-risk resource', 'high-risk resources')}: ${names}`;
 }
 
+/**
+ * The deletion budget's view in words: what the app's next operation deletes, against its budget
+ * (the app's or its project's; null: the installation's default, which the webhook knows).
+ */
+export function budgetLine(b) {
+    if (!b) {
+        return '';
+    }
+    if (b.unknown) {
+        return `What the next operation deletes is unknown (${b.unknown})`;
+    }
+    const budget = b.limit === null ? `the installation's default budget (unprune watch --deletion-budget)` : `a budget of ${b.limit} (${b.source})`;
+    if (b.pending.length === 0) {
+        return `Argo CD's comparison shows no deletion; ${budget}`;
+    }
+    const approved = b.pending.filter(p => p.approved).length;
+    const over = b.limit !== null && b.pending.length > b.limit;
+    return `${b.operation.replace(/^its /, 'Its ')} ${plural(b.pending.length, 'object', 'objects')}, against ${budget}` +
+        (over ? ': over it, the deletion budget holds them all back until approved' : '') +
+        ` · ${approved === b.pending.length ? 'all approved' : `${approved} approved`}`;
+}
+
 /** The resources Argo CD's comparison lists as requiring pruning, from the app's status rows. */
 export function pruneRows(application) {
     const rows = (application && application.status && application.status.resources) || [];

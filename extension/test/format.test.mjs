@@ -1,6 +1,6 @@
 import {test} from 'node:test';
 import assert from 'node:assert/strict';
-import {resourceString, resourceLabel, describeContents, summaryLine, cascadeLine, pruneRows, errorMessage, undoable, journalState} from '../src/format.js';
+import {resourceString, resourceLabel, describeContents, summaryLine, cascadeLine, budgetLine, pruneRows, errorMessage, undoable, journalState} from '../src/format.js';
 
 const ns = {group: '', version: 'v1', kind: 'Namespace', name: 'team-a'};
 const cm = {group: '', version: 'v1', kind: 'ConfigMap', namespace: 'shop', name: 'settings'};
@@ -58,4 +58,15 @@ test('a journal is undoable while an entry may have changed the object', () => {
     assert.equal(undoable({entries: [{state: 'planned'}]}), true);
     assert.equal(undoable({entries: [{state: 'failed'}, {state: 'undone'}]}), false);
     assert.equal(journalState({entries: [{state: 'applied'}, {state: 'failed'}, {state: 'applied'}]}), '2 applied, 1 failed');
+});
+
+test('budgetLine', () => {
+    const cm = n => ({resource: {version: 'v1', kind: 'ConfigMap', namespace: 'shop', name: `cm-${n}`}, uid: `u${n}`, approved: false});
+    const op = 'its next sync with prune deletes';
+    assert.equal(budgetLine({limit: null, source: 'x', operation: op, pending: []}), "Argo CD's comparison shows no deletion; the installation's default budget (unprune watch --deletion-budget)");
+    assert.equal(budgetLine({limit: 1, source: "the app's unprune.dev/deletion-budget", operation: op, pending: [cm(0), cm(1)]}),
+        "Its next sync with prune deletes 2 objects, against a budget of 1 (the app's unprune.dev/deletion-budget): over it, the deletion budget holds them all back until approved · 0 approved");
+    assert.equal(budgetLine({limit: null, source: 'x', operation: op, pending: [{...cm(0), approved: true}]}),
+        "Its next sync with prune deletes 1 object, against the installation's default budget (unprune watch --deletion-budget) · all approved");
+    assert.match(budgetLine({unknown: 'forbidden', pending: []}), /unknown \(forbidden\)/);
 });

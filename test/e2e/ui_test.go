@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/budget"
 	"github.com/unprune/unprune/internal/cli"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/journal/cmstore"
@@ -51,6 +52,8 @@ type uiShown struct {
 	UndoResult       string `json:"undoResult"`
 	GuardPlan        string `json:"guardPlan"`
 	Guarded          string `json:"guarded"`
+	Budget           string `json:"budget"`
+	Approved         string `json:"approved"`
 }
 
 // drive runs one scenario in headless Chromium against the real argocd-server: in Argo CD's own UI
@@ -264,8 +267,10 @@ func uiExtension(t *testing.T, cfg lab.ArgoCDConfig, react string) {
 // TestUIUndoThroughArgoCD: where Argo CD still lists a released object — a namespaced one in the
 // app's destination namespace, shown as an orphaned resource by a project that monitors them —
 // its API can patch it, so the UI's undo restores the tracking exactly through argocd-server, as
-// the admin, and the journal says undone. Before that, the Prune=confirm guard and its undo. In Argo
-// CD's own UI, on each line the lab builds it for (v3.5.1 with React 19, v2.14.11 with React 16).
+// the admin, and the journal says undone. Before that, the Prune=confirm guard and its undo, and the
+// deletion budget's approval of the pending prune (the Application patched through Argo CD's app
+// API) and its undo. In Argo CD's own UI, on each line the lab builds it for (v3.5.1 with React 19,
+// v2.14.11 with React 16).
 func TestUIUndoThroughArgoCD(t *testing.T) {
 	for _, l := range uiLines {
 		if lab.OwnUI(labtest.Get(t).Root, l.version) {
@@ -327,6 +332,21 @@ func uiUndoThroughArgoCD(t *testing.T, cfg lab.ArgoCDConfig) {
 	}
 	sameExcept(t, "annotations after the guard's undo", before.Annotations, cm.Annotations, nil, nil)
 	before = cm
+
+	// The deletion budget's approval of what the next sync with prune deletes — the ConfigMap, by
+	// UID — through Argo CD's app API as the admin, then undone there too.
+	appLabel := "Application " + app.Namespace + "/" + app.Name
+	approval := drive(t, install, lab.ServerAdmin, app, "approve", row, appLabel, artifacts)
+	mustContain(t, "the budget view", approval.Budget, "Its next sync with prune deletes 1 object")
+	mustContain(t, "the approval", approval.Approved, "Approved")
+	if got := app.Get(t).GetAnnotations()[budget.AnnotationApproved]; got != string(before.UID) {
+		t.Fatalf("%s after the UI's approval: %q, want the ConfigMap's UID %s", budget.AnnotationApproved, got, before.UID)
+	}
+	undoApproval := drive(t, install, lab.ServerAdmin, app, "undo", row, appLabel, artifacts)
+	mustContain(t, "the approval's undo", undoApproval.UndoResult, appLabel+": restored exactly")
+	if got, ok := app.Get(t).GetAnnotations()[budget.AnnotationApproved]; ok {
+		t.Fatalf("%s after the undo of the approval: %q", budget.AnnotationApproved, got)
+	}
 	admin := drive(t, install, lab.ServerAdmin, app, "release", row, label, artifacts)
 	mustContain(t, "the release", admin.Released, "Released", "Synced")
 	app.WaitSynced(t, reverted)
