@@ -113,7 +113,7 @@ func (o *GuardAnnotateOptions) Validate(args []string) error {
 	}
 	o.App = args[0]
 	if o.Project && o.AppSet {
-		return usageError("--project and %v: APP names one object, an AppProject or an ApplicationSet", option.ApplicationSet)
+		return usageError("--project and %v: pass one of them (APP names an AppProject, or an ApplicationSet)", option.ApplicationSet)
 	}
 	if strings.Contains(o.App, "/") {
 		return usageError("APP %q: give the app's name, and its namespace with -n", o.App)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/cluster/clustertest"
 )
 
 func TestGoldenGuard(t *testing.T) {
@@ -54,13 +55,32 @@ func TestGoldenGuard(t *testing.T) {
 		{name: "guard-confirm-guarded-in-pruned-namespace", args: []string{"guard", "confirm", "ConfigMap/team-a/ledger"},
 			setup: func(w *world) { w.addGuardedInTeamA() }},
 		{name: "guard-confirm-missing", args: []string{"guard", "confirm", "Namespace/nope", "--yes"}},
-		// guard budget and approve write the Application (proved in the lab: TestDeletionBudget);
-		// here, their bad input (exit 2).
+		// guard approve and budget annotate the Application, AppProject or ApplicationSet (against
+		// the real webhook and controllers: TestDeletionBudget): previews (exit 1), changes (exit 0).
+		{name: "guard-approve-preview", args: []string{"guard", "approve", "guestbook", "-n", "argocd"}, setup: argoCDObjects},
+		{name: "guard-approve-yes", args: []string{"guard", "approve", "guestbook", "-n", "argocd", "--yes"}, setup: argoCDObjects},
+		{name: "guard-approve-nothing", args: []string{"guard", "approve", "platform", "-n", "argocd", "--yes"}, setup: argoCDObjects},
+		{name: "guard-budget-yes", args: []string{"guard", "budget", "guestbook", "3", "-n", "argocd", "--yes"}, setup: argoCDObjects},
+		{name: "guard-budget-project", args: []string{"guard", "budget", "default", "10", "--project", "--yes"}, setup: argoCDObjects},
+		{name: "guard-budget-applicationset", args: []string{"guard", "budget", "envs", "2", "--applicationset", "-n", "argocd", "--dry-run=server"}, setup: argoCDObjects},
+		// Exit 2: bad input.
 		{name: "guard-budget-not-a-number", args: []string{"guard", "budget", "guestbook", "many"}},
 		{name: "guard-approve-namespaced-name", args: []string{"guard", "approve", "argocd/guestbook"}},
+		{name: "guard-budget-project-and-set", args: []string{"guard", "budget", "envs", "2", "--project", "--applicationset"}},
 		// Exit 2: bad input.
 		{name: "guard-protect-no-args", args: []string{"guard", "protect"}},
 		{name: "guard-protect-bad-resource", args: []string{"guard", "protect", "team-a"}},
 		{name: "guard-confirm-unknown-kind", args: []string{"guard", "confirm", "Widget/w", "--yes"}},
 	})
+}
+
+// argoCDObjects makes the home cluster serve Argo CD's kinds, with guestbook and platform as
+// Applications, project default and ApplicationSet envs as objects: what guard approve and budget
+// annotate.
+func argoCDObjects(w *world) {
+	w.home.Serve(clustertest.ArgoCDKinds...)
+	w.home.Add("argoproj.io", "Application", "argocd", "guestbook", nil, nil)
+	w.home.Add("argoproj.io", "Application", "argocd", "platform", nil, nil)
+	w.home.Add("argoproj.io", "AppProject", "argocd", "default", nil, nil)
+	w.home.Add("argoproj.io", "ApplicationSet", "argocd", "envs", nil, nil)
 }
