@@ -2,6 +2,7 @@ package extension
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/guard"
+	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/printer"
 )
 
@@ -23,7 +25,7 @@ func home(r *request) (cluster.Objects, error) {
 // one (budget.LimitOf's order), and what its next operation deletes (budget.Pending), each object
 // approved or not.
 func (s *server) budgetOf(r *request) printer.UIBudget {
-	b := printer.UIBudget{Pending: []printer.UIPendingDeletion{}, Source: "the installation's default (unprune watch --deletion-budget)"}
+	b := printer.UIBudget{Pending: []printer.UIPendingDeletion{}, Source: fmt.Sprintf("the installation's default (unprune watch %v)", option.DeletionBudget)}
 	var project map[string]string
 	if objects, err := home(r); err == nil {
 		if ref, err := objects.Resolve(r.Context(), "argoproj.io", "AppProject", "", r.argo.Namespace(), r.app.Project); err == nil {
