@@ -81,6 +81,16 @@ type judged struct {
 	verdict deletion.Verdict
 }
 
+// Deletes says whether the deletion budget counts the row as a deletion (budget.Decide's rule): its
+// verdict deletes it, or waits for Argo CD's approval and then deletes it. A row not judged counts.
+func (r Row) Deletes() bool {
+	if r.judged == nil {
+		return true
+	}
+	o := r.judged.verdict.Outcome
+	return o == deletion.Deleted || o == deletion.Waits
+}
+
 // Report is a whole audit.
 type Report struct {
 	ArgoCDNamespace string

@@ -7,9 +7,13 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/audit"
+	"github.com/unprune/unprune/internal/budget"
+	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
 	"github.com/unprune/unprune/internal/printer"
+	"github.com/unprune/unprune/internal/risk"
 	"github.com/unprune/unprune/internal/scan"
 )
 
@@ -22,6 +26,9 @@ type AuditOptions struct {
 	Probe        bool
 	ControllerAs string
 	FailOn       string
+	// Budget is the installation's deletion budget (the watch's), for apps and projects that set
+	// none; -1: unknown, and only their own budgets are shown.
+	Budget int
 
 	selection selectionFlags
 	output    outputFlags
@@ -53,6 +60,10 @@ it (--controller-as, default its service account when it exists), else as you â€
 you, the probe cannot judge and says so. With --as, unprune already acts as another user and cannot act
 as the controller too (Kubernetes does not chain impersonation): it probes as that user.
 
+Where the deletion budget runs (docs/budget.md), each app whose prunes it would hold back is named:
+more deletions than the app's budget (its own or its project's annotation, else the installation's
+default that --deletion-budget tells audit), or a high-risk one, wait for "unprune guard approve".
+
 --fail-on high|any makes the exit code 1 when unguarded (or unjudged) deletions of that risk exist, for CI.
 
 ` + exitCodesHelp,
@@ -76,6 +87,7 @@ as the controller too (Kubernetes does not chain impersonation): it probes as th
 	cmd.Flags().StringVar(&o.ControllerAs, "controller-as", "", "user Argo CD's application controller acts as, to probe as it (default: its service account, when it exists)")
 	cmd.Flags().StringVar(&o.FailOn, "fail-on", "", "exit 1 when unguarded deletions exist: high (high-risk ones) or any")
 	_ = cmd.RegisterFlagCompletionFunc("fail-on", fixedCompletion("high", "any"))
+	cmd.Flags().IntVar(&o.Budget, "deletion-budget", -1, "the installation's deletion budget (unprune watch --deletion-budget), for apps and projects that set none; unset: only their own budgets are shown")
 	return cmd
 }
 
@@ -83,6 +95,9 @@ as the controller too (Kubernetes does not chain impersonation): it probes as th
 func (o *AuditOptions) Validate(args []string) error {
 	if err := o.output.validate(); err != nil {
 		return err
+	}
+	if o.Budget < -1 {
+		return usageError("--deletion-budget=%d: give the watch's budget, 0 or more", o.Budget)
 	}
 	switch o.FailOn {
 	case "", "high", "any":
@@ -117,6 +132,7 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 	}
 	info := argo.Cluster()
 	doc := printer.NewAuditReport(o.metadata(&info), printer.NewArgoCD(argo.Namespace(), s), rep)
+	doc.Budgets = o.budgets(ctx, argo, rep, apps)
 	// Moves prepared on this machine and not finished: guards nobody would otherwise remember.
 	if store, err := o.journals(); err == nil {
 		prepared, warnings := scan.FindPrepared(ctx, argo, s, apps, store.AllPreparations())
@@ -166,5 +182,42 @@ func (o *AuditOptions) table(doc printer.AuditReport, rep audit.Report, apps int
 	if doc.Summary.Inconclusive > 0 {
 		fmt.Fprintf(o.ErrOut, "%d probes could not judge (see PROBE with -o wide): they count as unguarded.\n", doc.Summary.Inconclusive)
 	}
+	for _, b := range doc.Budgets {
+		fmt.Fprintln(o.ErrOut, "deletion budget:", printer.Line(b.Line()))
+	}
 	return nil
+}
+
+// budgets are the deletion budget's view of each audited app whose next sync with prune deletes
+// something and whose budget is known: the app's or its project's annotation, else --deletion-budget.
+// The count is budget.Decide's: the rows a prune deletes or Argo CD's approval lets it delete.
+func (o *AuditOptions) budgets(ctx context.Context, argo cluster.ArgoCD, rep audit.Report, apps []argocd.Application) []printer.AuditBudget {
+	var out []printer.AuditBudget
+	for _, app := range apps {
+		b := printer.AuditBudget{Application: printer.AppRef{Namespace: app.Namespace, Name: app.Name}, Approve: budget.ApproveCommand(app),
+			Approvals: len(budget.Approved(app.Annotations))}
+		for _, r := range rep.Rows {
+			if r.When == audit.Now && r.App.Ref() == app.Ref() && !r.Resource.Hook && r.Deletes() {
+				b.Deletes++
+				if r.Risk == risk.High {
+					b.HighRisk++
+				}
+			}
+		}
+		if b.Deletes == 0 {
+			continue
+		}
+		project, _ := budget.ProjectAnnotations(ctx, argo, app)
+		limit, err := budget.LimitOf(app.Annotations, project, app.Project, o.Budget)
+		if limit.Max < 0 {
+			continue
+		}
+		b.Limit, b.Source = limit.Max, limit.Source
+		if err != nil {
+			b.Source += " (" + err.Error() + ")"
+		}
+		b.Held = b.Deletes > b.Limit || b.HighRisk > 0
+		out = append(out, b)
+	}
+	return out
 }

@@ -1,6 +1,11 @@
 package cli
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/unprune/unprune/internal/budget"
+	"github.com/unprune/unprune/internal/cluster"
+)
 
 func TestGoldenAudit(t *testing.T) {
 	runGoldens(t, []goldenCase{
@@ -30,7 +35,17 @@ func TestGoldenAudit(t *testing.T) {
 		// --probe asks the API server with a dry-run DELETE, which only the lab can answer (test/e2e):
 		// the fake is no Prober. Here only its no-op path: nothing to probe.
 		{name: "audit-probe-none", args: []string{"audit", "platform", "--probe"}},
+		// The deletion budget's view: the installation's budget told by --deletion-budget, or the
+		// project's annotation (guestbook's high-risk Namespace is held back within it too).
+		{name: "audit-budget-default", args: []string{"audit", "-A", "--deletion-budget", "2"}},
+		{name: "audit-budget-project-json", args: []string{"audit", "guestbook", "-o", "json"}, setup: func(w *world) {
+			argoCDObjects(w)
+			w.home.Update(w.home.Add("argoproj.io", "AppProject", "argocd", "default", nil, nil), func(o *cluster.Object) {
+				o.Annotations = map[string]string{budget.AnnotationBudget: "10"}
+			})
+		}},
 		// Exit 2: bad input.
+		{name: "audit-bad-budget", args: []string{"audit", "--deletion-budget", "-2"}},
 		{name: "audit-bad-fail-on", args: []string{"audit", "--fail-on", "low"}},
 		{name: "audit-bad-output", args: []string{"audit", "-o", "markdown"}},
 	})

@@ -26,14 +26,7 @@ func home(r *request) (cluster.Objects, error) {
 // approved or not.
 func (s *server) budgetOf(r *request) printer.UIBudget {
 	b := printer.UIBudget{Pending: []printer.UIPendingDeletion{}, Source: fmt.Sprintf("the installation's default (unprune watch %v)", option.DeletionBudget)}
-	var project map[string]string
-	if objects, err := home(r); err == nil {
-		if ref, err := objects.Resolve(r.Context(), "argoproj.io", "AppProject", "", r.argo.Namespace(), r.app.Project); err == nil {
-			if live, err := objects.Get(r.Context(), ref); err == nil {
-				project = live.Annotations
-			}
-		}
-	}
+	project, _ := budget.ProjectAnnotations(r.Context(), r.argo, r.app)
 	// The default is the webhook's, unknown here: -1 marks it.
 	if l, err := budget.LimitOf(r.app.Annotations, project, r.app.Project, -1); l.Max >= 0 {
 		n := l.Max

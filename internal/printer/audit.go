@@ -21,6 +21,43 @@ type AuditReport struct {
 	// Prepared are objects `move --prepare` marked (this machine's journals) that still carry the
 	// marks: their app can never prune or cascade-delete them until the move is finished.
 	Prepared []ScanPrepared `json:"prepared,omitempty"`
+	// Budgets are the deletion budget's view of the apps whose next sync with prune deletes
+	// something and whose budget is known (docs/budget.md).
+	Budgets []AuditBudget `json:"budgets,omitempty"`
+}
+
+// AuditBudget is the deletion budget's view of one app's next sync with prune.
+type AuditBudget struct {
+	Application AppRef `json:"application"`
+	// Limit is the app's budget, from Source: its annotation, its project's, or the installation's.
+	Limit  int    `json:"limit"`
+	Source string `json:"source"`
+	// Deletes counts what the sync deletes (or Argo CD's approval lets it delete), HighRisk those
+	// of high risk.
+	Deletes  int `json:"deletes"`
+	HighRisk int `json:"highRisk"`
+	// Held: the budget refuses the sync's deletions until approved (over the budget, or high-risk).
+	Held bool `json:"held"`
+	// Approvals counts the UIDs approved on the app; Approve is the command that approves.
+	Approvals int    `json:"approvals"`
+	Approve   string `json:"approve"`
+}
+
+// Line is the view in words.
+func (b AuditBudget) Line() string {
+	what := fmt.Sprintf("app %s/%s's next sync with prune deletes %s", b.Application.Namespace, b.Application.Name, Count(b.Deletes, "object"))
+	budget := fmt.Sprintf("its budget of %d (%s)", b.Limit, b.Source)
+	approvals := ""
+	if b.Approvals > 0 {
+		approvals = fmt.Sprintf(" (%d approved on the app)", b.Approvals)
+	}
+	switch {
+	case b.Deletes > b.Limit:
+		return fmt.Sprintf("%s, more than %s: held back until approved%s: %s", what, budget, approvals, b.Approve)
+	case b.HighRisk > 0:
+		return fmt.Sprintf("%s, within %s, %d of them high-risk: held back until approved%s: %s", what, budget, b.HighRisk, approvals, b.Approve)
+	}
+	return fmt.Sprintf("%s, within %s", what, budget)
 }
 
 // AuditSummary counts an audit.
