@@ -251,6 +251,22 @@ function ReleaseView({application: app, resource: r, onEngage}) {
 }
 
 /**
+ * Starts a one-object change with the backend (POST path: it journals it, planned), sends its patch
+ * to Argo CD's API as the user, and completes the journal from what the object then shows: the state
+ * to show, done (with the journal) or refused (with why).
+ */
+async function journaledPatch(app, path, body) {
+    try {
+        const started = await backend(app, 'POST', path, body);
+        const sent = await sendPatch(started.patch);
+        const res = await backend(app, 'POST', `${path}/${encodeURIComponent(started.journal.id)}/result`, {status: sent.status, message: sent.message});
+        return res.state === 'applied' ? {name: 'done', journal: started.journal} : {name: 'refused', message: res.message};
+    } catch (e) {
+        return {name: 'refused', message: e.message};
+    }
+}
+
+/**
  * The deletion budget (docs/budget.md): what the app's next operation deletes against its budget,
  * and the approval of exactly those objects, by UID, sent to Argo CD's API as the clicker
  * (applications, update), as `unprune guard approve` writes it.
@@ -263,14 +279,7 @@ function Budget({app, budget: b, reload}) {
     const unapproved = b.pending.filter(p => !p.approved).length;
     const run = async () => {
         setState({name: 'sending'});
-        try {
-            const started = await backend(app, 'POST', '/approvals', {uids: b.pending.map(p => p.uid), argocdServer: window.location.origin});
-            const sent = await sendPatch(started.patch);
-            const res = await backend(app, 'POST', `/approvals/${encodeURIComponent(started.journal.id)}/result`, {status: sent.status, message: sent.message});
-            setState(res.state === 'applied' ? {name: 'done', journal: started.journal} : {name: 'refused', message: res.message});
-        } catch (e) {
-            setState({name: 'refused', message: e.message});
-        }
+        setState(await journaledPatch(app, '/approvals', {uids: b.pending.map(p => p.uid), argocdServer: window.location.origin}));
     };
     return h(
         'div',
@@ -306,14 +315,7 @@ function ConfirmGuard({app, ans, reload, onEngage}) {
     const run = async () => {
         onEngage();
         setState({name: 'sending'});
-        try {
-            const started = await backend(app, 'POST', '/guards', {resource: ans.item.resource, resourceVersion: plan.resourceVersion, argocdServer: window.location.origin});
-            const sent = await sendPatch(started.patch);
-            const res = await backend(app, 'POST', `/guards/${encodeURIComponent(started.journal.id)}/result`, {status: sent.status, message: sent.message});
-            setState(res.state === 'applied' ? {name: 'done', journal: started.journal} : {name: 'refused', message: res.message});
-        } catch (e) {
-            setState({name: 'refused', message: e.message});
-        }
+        setState(await journaledPatch(app, '/guards', {resource: ans.item.resource, resourceVersion: plan.resourceVersion, argocdServer: window.location.origin}));
     };
     return h(
         'div',
