@@ -27,8 +27,11 @@ const AnnotationAsked = "unprune.dev/asked-deletions"
 
 // AppSetWindow is how long an ask counts: an ApplicationSet's controller deletes at most its budget
 // of Applications within it without approval, whether it asks them in one reconcile or in several.
-// It is longer than the controller's longest retry interval (controller-runtime's default rate
-// limiter backs off to 1,000 s), so that a set held back keeps its count between two attempts.
+// It is longer than the controller's longest retry interval by default (--wq-maxdelay, 1,000 s:
+// cmd/argocd-applicationset-controller/commands/applicationset_controller.go), so that a set held
+// back keeps its count between two attempts. With a longer one set, an ask older than the window is
+// counted again from the start: refused once more, and the record's write brings the next attempt
+// at once (an annotation change is an event, not a rate-limited retry), so nothing passes uncounted.
 const AppSetWindow = 20 * time.Minute
 
 // AppSetWindowText is AppSetWindow as messages say it.
