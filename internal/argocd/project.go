@@ -21,7 +21,8 @@ type GroupKind struct {
 
 // Project is the part of an AppProject that decides which resources an app may manage.
 type Project struct {
-	Name string
+	Name        string
+	Annotations map[string]string
 	// NamespaceWhitelist is nil when unset (every namespaced kind allowed) and empty when set to
 	// nothing (none allowed): Argo CD tells the two apart.
 	NamespaceWhitelist *[]GroupKind
@@ -34,7 +35,8 @@ type Project struct {
 func ParseProject(data []byte) (Project, error) {
 	var doc struct {
 		Metadata struct {
-			Name string `json:"name"`
+			Name        string            `json:"name"`
+			Annotations map[string]string `json:"annotations"`
 		} `json:"metadata"`
 		Spec struct {
 			NamespaceResourceWhitelist *[]GroupKind `json:"namespaceResourceWhitelist"`
@@ -47,7 +49,7 @@ func ParseProject(data []byte) (Project, error) {
 		return Project{}, fmt.Errorf("read AppProject: %w", err)
 	}
 	s := doc.Spec
-	return Project{Name: doc.Metadata.Name, NamespaceWhitelist: s.NamespaceResourceWhitelist, NamespaceBlacklist: s.NamespaceResourceBlacklist,
+	return Project{Name: doc.Metadata.Name, Annotations: doc.Metadata.Annotations, NamespaceWhitelist: s.NamespaceResourceWhitelist, NamespaceBlacklist: s.NamespaceResourceBlacklist,
 		ClusterWhitelist: s.ClusterResourceWhitelist, ClusterBlacklist: s.ClusterResourceBlacklist}, nil
 }
 

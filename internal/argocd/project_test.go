@@ -101,3 +101,12 @@ func TestResourceFilterHidden(t *testing.T) {
 		t.Error("an unparsable selector was accepted; Argo CD refuses the settings")
 	}
 }
+
+// TestParseProjectAnnotations: the deletion budget reads a project's budget from its annotations,
+// through either backend's Project.
+func TestParseProjectAnnotations(t *testing.T) {
+	p, err := ParseProject([]byte(`{"metadata":{"name":"team","annotations":{"unprune.dev/deletion-budget":"10"}},"spec":{}}`))
+	if err != nil || p.Name != "team" || p.Annotations["unprune.dev/deletion-budget"] != "10" {
+		t.Fatalf("%+v %v", p, err)
+	}
+}

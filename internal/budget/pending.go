@@ -64,21 +64,3 @@ func UIDs(ds []Deletion) []string {
 	}
 	return out
 }
-
-// ProjectAnnotations reads the annotations of the app's AppProject from the cluster Argo CD runs
-// in (nil, with the error, when it cannot be read: Argo CD's API serves no AppProject as an object).
-func ProjectAnnotations(ctx context.Context, argo cluster.ArgoCD, app argocd.Application) (map[string]string, error) {
-	home, err := argo.Destination(ctx, argocd.Application{Namespace: app.Namespace, Destination: argocd.Destination{Server: argocd.InClusterServer}})
-	if err != nil {
-		return nil, err
-	}
-	ref, err := home.Resolve(ctx, "argoproj.io", "AppProject", "", argo.Namespace(), app.Project)
-	if err != nil {
-		return nil, err
-	}
-	live, err := home.Get(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	return live.Annotations, nil
-}

@@ -190,33 +190,49 @@ func (o *AuditOptions) table(doc printer.AuditReport, rep audit.Report, apps int
 
 // budgets are the deletion budget's view of each audited app whose next sync with prune deletes
 // something and whose budget is known: the app's or its project's annotation, else --deletion-budget.
-// The count is budget.Decide's: the rows a prune deletes or Argo CD's approval lets it delete.
+// The count is budget.Decide's: the rows a prune deletes or Argo CD's approval lets it delete. Each
+// project is read once.
 func (o *AuditOptions) budgets(ctx context.Context, argo cluster.ArgoCD, rep audit.Report, apps []argocd.Application) []printer.AuditBudget {
-	var out []printer.AuditBudget
-	for _, app := range apps {
-		b := printer.AuditBudget{Application: printer.AppRef{Namespace: app.Namespace, Name: app.Name}, Approve: budget.ApproveCommand(app),
-			Approvals: len(budget.Approved(app.Annotations))}
-		for _, r := range rep.Rows {
-			if r.When == audit.Now && r.App.Ref() == app.Ref() && !r.Resource.Hook && r.Deletes() {
-				b.Deletes++
-				if r.Risk == risk.High {
-					b.HighRisk++
-				}
-			}
-		}
-		if b.Deletes == 0 {
+	type count struct{ deletes, high int }
+	counts := map[string]*count{}
+	for _, r := range rep.Rows {
+		if r.When != audit.Now || r.Resource.Hook || !r.Deletes() {
 			continue
 		}
-		project, _ := budget.ProjectAnnotations(ctx, argo, app)
+		c := counts[r.App.Ref()]
+		if c == nil {
+			c = &count{}
+			counts[r.App.Ref()] = c
+		}
+		c.deletes++
+		if r.Risk == risk.High {
+			c.high++
+		}
+	}
+	projects := map[string]map[string]string{}
+	var out []printer.AuditBudget
+	for _, app := range apps {
+		c := counts[app.Ref()]
+		if c == nil {
+			continue
+		}
+		project, read := projects[app.Project]
+		if !read {
+			if p, err := argo.Project(ctx, app.Project); err == nil {
+				project = p.Annotations
+			}
+			projects[app.Project] = project
+		}
 		limit, err := budget.LimitOf(app.Annotations, project, app.Project, o.Budget)
 		if limit.Max < 0 {
 			continue
 		}
-		b.Limit, b.Source = limit.Max, limit.Source
+		b := printer.AuditBudget{Application: printer.AppRef{Namespace: app.Namespace, Name: app.Name}, Limit: limit.Max, Source: limit.Source,
+			Deletes: c.deletes, HighRisk: c.high, Held: c.deletes > limit.Max || c.high > 0,
+			Approvals: len(budget.Approved(app.Annotations)), Approve: budget.ApproveCommand(app)}
 		if err != nil {
 			b.Source += " (" + err.Error() + ")"
 		}
-		b.Held = b.Deletes > b.Limit || b.HighRisk > 0
 		out = append(out, b)
 	}
 	return out

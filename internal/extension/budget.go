@@ -26,7 +26,10 @@ func home(r *request) (cluster.Objects, error) {
 // approved or not.
 func (s *server) budgetOf(r *request) printer.UIBudget {
 	b := printer.UIBudget{Pending: []printer.UIPendingDeletion{}, Source: fmt.Sprintf("the installation's default (unprune watch %v)", option.DeletionBudget)}
-	project, _ := budget.ProjectAnnotations(r.Context(), r.argo, r.app)
+	var project map[string]string
+	if p, err := r.argo.Project(r.Context(), r.app.Project); err == nil {
+		project = p.Annotations
+	}
 	// The default is the webhook's, unknown here: -1 marks it.
 	if l, err := budget.LimitOf(r.app.Annotations, project, r.app.Project, -1); l.Max >= 0 {
 		n := l.Max

@@ -565,9 +565,16 @@ func (a *ArgoCD) destination(d argocd.Destination) *Cluster {
 	return a.Remote[d.Name]
 }
 
-// Project returns a project permitting everything.
-func (a *ArgoCD) Project(_ context.Context, name string) (argocd.Project, error) {
-	return argocd.Project{Name: name, ClusterWhitelist: []argocd.GroupKind{{Group: "*", Kind: "*"}}}, nil
+// Project returns a project permitting everything, with the annotations of the AppProject object
+// of that name in the in-cluster destination when it serves one.
+func (a *ArgoCD) Project(ctx context.Context, name string) (argocd.Project, error) {
+	p := argocd.Project{Name: name, ClusterWhitelist: []argocd.GroupKind{{Group: "*", Kind: "*"}}}
+	if ref, err := a.InCluster.Resolve(ctx, "argoproj.io", "AppProject", "", a.Ns, name); err == nil {
+		if o, err := a.InCluster.Get(ctx, ref); err == nil {
+			p.Annotations = o.Annotations
+		}
+	}
+	return p, nil
 }
 
 // Refresh records a refresh request.
