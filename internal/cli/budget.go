@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/budget"
+	"github.com/unprune/unprune/internal/check"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/engine"
-	"github.com/unprune/unprune/internal/fields"
 	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/option"
 )
@@ -221,17 +222,11 @@ func (o *GuardAnnotateOptions) pending(ctx context.Context, argo cluster.ArgoCD,
 	return budget.UIDs(ds), nil
 }
 
-// appSetReader reads an ApplicationSet and the Applications it owns; the Kubernetes backend does.
-type appSetReader interface {
-	GetApplicationSet(ctx context.Context, namespace, name string) (map[string]any, error)
-	OwnedApplications(ctx context.Context, namespace, set string) ([]argocd.Whole, error)
-}
-
 // asked are the UIDs of the Applications an ApplicationSet's controller asked to delete within the
 // budget's window, as the webhook recorded them on the set, that still exist; each is listed on
 // stderr.
 func (o *GuardAnnotateOptions) asked(ctx context.Context, argo cluster.ArgoCD, namespace string) ([]string, error) {
-	reader, ok := argo.(appSetReader)
+	reader, ok := argo.(check.SetReader)
 	if !ok {
 		return nil, usageError("approving an ApplicationSet's deletions reads the set from its cluster: drop %v argocd", option.Via)
 	}
@@ -239,12 +234,7 @@ func (o *GuardAnnotateOptions) asked(ctx context.Context, argo cluster.ArgoCD, n
 	if err != nil {
 		return nil, failure(err)
 	}
-	meta := fields.Map(set, "metadata")
-	annotations := map[string]string{}
-	for k, v := range fields.Map(meta, "annotations") {
-		annotations[k] = fields.String(v)
-	}
-	asked := budget.Fresh(budget.ParseAsked(annotations), time.Now())
+	asked := budget.Fresh(budget.ParseAsked((&unstructured.Unstructured{Object: set}).GetAnnotations()), time.Now())
 	if len(asked) == 0 {
 		return nil, nil
 	}

@@ -96,7 +96,7 @@ func (s *server) cascade(r *request, row *audit.Row) printer.UICascade {
 		return c
 	}
 	ctx := r.Context()
-	home, err := r.argo.Destination(ctx, argocd.Application{Namespace: r.app.Namespace, Destination: argocd.Destination{Server: argocd.InClusterServer}})
+	home, err := homeObjects(r)
 	if err == nil {
 		ref, rerr := home.Resolve(ctx, "argoproj.io", "Application", "", r.app.Namespace, r.app.Name)
 		if err = rerr; err == nil {

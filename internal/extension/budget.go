@@ -16,8 +16,8 @@ import (
 	"github.com/unprune/unprune/internal/printer"
 )
 
-// home is the cluster Argo CD runs in, where the app and its project live.
-func home(r *request) (cluster.Objects, error) {
+// homeObjects are the objects of the cluster Argo CD runs in, where the app and its project live.
+func homeObjects(r *request) (cluster.Objects, error) {
 	return r.argo.Destination(r.Context(), argocd.Application{Namespace: r.app.Namespace, Destination: argocd.Destination{Server: argocd.InClusterServer}})
 }
 
@@ -74,7 +74,7 @@ func (s *server) beginApprove(r *request) reply {
 	case !sameSet(uids, req.UIDs):
 		return fail(http.StatusConflict, "ChangedSincePreview", "Argo CD's comparison of %s shows other deletions than the ones you saw (%d now, %d seen): review them again before approving", r.app.Ref(), len(uids), len(req.UIDs))
 	}
-	objects, err := home(r)
+	objects, err := homeObjects(r)
 	if err != nil {
 		return fail(http.StatusBadGateway, "PlanFailed", "%v", err)
 	}
