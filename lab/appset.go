@@ -110,11 +110,7 @@ func appSetKubeconfig(ctx context.Context, st *State, home string, cfg ArgoCDCon
 	if err != nil {
 		return "", err
 	}
-	restCfg, err := st.RESTConfig()
-	if err != nil {
-		return "", err
-	}
-	return accountKubeconfig(ctx, st, restCfg, role, AppSetAccount, filepath.Join(home, "applicationset-controller.kubeconfig"), cfg)
+	return accountKubeconfig(ctx, st, role, AppSetAccount, filepath.Join(home, "applicationset-controller.kubeconfig"), cfg)
 }
 
 // releaseModule is the folder of Argo CD's Go module at version in Go's module cache, downloading

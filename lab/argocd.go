@@ -246,7 +246,7 @@ func startArgoCD(ctx context.Context, st *State, restCfg *rest.Config, bins bina
 	if err := installArgoCDObjects(ctx, dyn, cfg, hashes); err != nil {
 		return nil, fmt.Errorf("install Argo CD %s objects in %s: %w", cfg.Version, cfg.Namespace, err)
 	}
-	ctrlKubeconfig, err := controllerKubeconfig(ctx, st, restCfg, dir, home, cfg)
+	ctrlKubeconfig, err := controllerKubeconfig(ctx, st, dir, home, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("Argo CD %s controller's ServiceAccount in %s: %w", cfg.Version, cfg.Namespace, err)
 	}

@@ -18,7 +18,6 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 )
 
 // ControllerAccount is the ServiceAccount Argo CD's manifests run the application controller as
@@ -56,7 +55,7 @@ func bindServiceAccount(ctx context.Context, dyn dynamic.Interface, namespace, n
 func controllerClusterRole(dir string) (map[string]any, error) {
 	folder := filepath.Join(dir, "cluster-rbac", "application-controller")
 	role, err := releaseClusterRole(folder, ControllerAccount)
-	if err != nil && errors.Is(err, errNoManifests) {
+	if errors.Is(err, errNoManifests) {
 		return nil, fmt.Errorf("%w: the build predates it; run lab/build.sh again", err)
 	}
 	return role, err
@@ -125,20 +124,20 @@ func yamlDocuments(path string) ([]map[string]any, error) {
 // controllerKubeconfig gives an installation's controller the identity Argo CD's manifests give
 // it: ServiceAccount ControllerAccount in the installation's namespace, bound to the release's
 // ClusterRole. It returns the path of the controller's kubeconfig.
-func controllerKubeconfig(ctx context.Context, st *State, restCfg *rest.Config, dir, home string, cfg ArgoCDConfig) (string, error) {
+func controllerKubeconfig(ctx context.Context, st *State, dir, home string, cfg ArgoCDConfig) (string, error) {
 	role, err := controllerClusterRole(dir)
 	if err != nil {
 		return "", err
 	}
-	return accountKubeconfig(ctx, st, restCfg, role, ControllerAccount, filepath.Join(home, "controller.kubeconfig"), cfg)
+	return accountKubeconfig(ctx, st, role, ControllerAccount, filepath.Join(home, "controller.kubeconfig"), cfg)
 }
 
 // accountKubeconfig binds ServiceAccount account in the installation's namespace to role, a
 // ClusterRole of the release, and writes a kubeconfig holding its token at path. The ClusterRole is
 // named after the account and the namespace, as a Helm release prefixes it, so that installations
 // of different releases in one cluster keep their own.
-func accountKubeconfig(ctx context.Context, st *State, restCfg *rest.Config, role map[string]any, account, path string, cfg ArgoCDConfig) (string, error) {
-	dyn, err := dynamic.NewForConfig(restCfg)
+func accountKubeconfig(ctx context.Context, st *State, role map[string]any, account, path string, cfg ArgoCDConfig) (string, error) {
+	dyn, err := st.Dynamic()
 	if err != nil {
 		return "", err
 	}
