@@ -22,8 +22,18 @@ import (
 // (shouldRequeueForApplicationSet in v3; every update before), and retries a reconcile that failed.
 
 // AnnotationAsked on an ApplicationSet records the Applications its controller asked to delete
-// within AppSetWindow, as JSON: name, uid and when it last asked.
+// within AppSetWindow, as JSON: name, uid, when it last asked, and whether the ask is counted.
 const AnnotationAsked = "unprune.dev/asked-deletions"
+
+// AppSetSettle is how long a new ask stays refused before it is judged, unless Settled counted it
+// sooner. The API server may ask the webhook twice about one DELETE: when the object changed
+// between its read and its update (an Application's status being written, as Argo CD's controller
+// does all the time), GuaranteedUpdate runs the deletion's validation again on the live object
+// (k8s.io/apiserver/pkg/storage/etcd3/store.go; registry/generic/registry/store.go
+// updateForGracefulDeletionAndFinalizers). The second answer must be the first's: the ask the first
+// call recorded is not yet a judged one. The webhook counts the asks with Settled after this long,
+// and that write brings the controller's next attempt.
+const AppSetSettle = time.Second
 
 // AppSetWindow is how long an ask counts: an ApplicationSet's controller deletes at most its budget
 // of Applications within it without approval, whether it asks them in one reconcile or in several.
@@ -46,6 +56,28 @@ type Asked struct {
 	Name string    `json:"name"`
 	UID  string    `json:"uid"`
 	At   time.Time `json:"at"`
+	// Counted: the ask is judged on the set's whole record (Settled, or AppSetSettle passed).
+	Counted bool `json:"counted,omitempty"`
+}
+
+func (a Asked) counted(now time.Time) bool { return a.Counted || now.Sub(a.At) >= AppSetSettle }
+
+// Settled is the record with every ask at least AppSetSettle old counted, or nil when that changes
+// nothing: the webhook writes it after AppSetSettle, so that the set's controller, which reconciles
+// a set whose annotations changed, comes back for its deletions (Argo CD v2.14 does not retry a
+// reconcile whose deletions were refused).
+func Settled(annotations map[string]string, now time.Time) *string {
+	asked := Fresh(ParseAsked(annotations), now)
+	changed := false
+	for i := range asked {
+		if !asked[i].Counted && now.Sub(asked[i].At) >= AppSetSettle {
+			asked[i].Counted, changed = true, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return ptr(FormatAsked(asked))
 }
 
 // ParseAsked reads AnnotationAsked; an unreadable record reads as empty, so every DELETE is counted
@@ -111,9 +143,16 @@ func DecideAppSet(r AppSetRequest) AppSetDecision {
 	case i < 0:
 		asked = append(asked, Asked{Name: r.App, UID: r.UID, At: r.Now})
 		d.Record = ptr(FormatAsked(asked))
+	case !asked[i].counted(r.Now):
+		// Recorded a moment ago: the API server asking again about the same DELETE, or the
+		// controller's next attempt before the record settled. Refused alike, nothing written.
+		d.Allowed, d.Reason = false, ReasonCounting
+		d.Message = fmt.Sprintf("unprune deletion budget: ApplicationSet %s's deletion of Application %s is being counted (recorded in %s); "+
+			"the controller's attempt after %s is judged", r.Set, r.App, AnnotationAsked, AppSetSettle)
+		return d
 	case r.Now.Sub(asked[i].At) >= AppSetWindow/2:
 		// Still asked: keep it counted for another window (written at most twice a window).
-		asked[i].At = r.Now
+		asked[i].At, asked[i].Counted = r.Now, true
 		d.Record = ptr(FormatAsked(asked))
 	}
 	approved := Approved(r.Annotations)

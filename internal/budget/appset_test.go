@@ -40,6 +40,12 @@ func TestDecideAppSet(t *testing.T) {
 		{name: "an ask older than the window is counted again from the start",
 			annotations: map[string]string{AnnotationAsked: asked(AppSetWindow, "a", "b", "c")}, app: "a",
 			reason: ReasonCounting, deletes: 1, record: []string{"a"}},
+		// The API server asks again about one DELETE when the object changed meanwhile; the ask the
+		// first call recorded is not judged yet (the budget would let it through: 1 of 2).
+		{name: "asked a moment ago: refused alike, nothing written", annotations: map[string]string{AnnotationAsked: asked(AppSetSettle/10, "a")}, app: "a",
+			reason: ReasonCounting, message: "is being counted"},
+		{name: "counted by Settled: judged at once", annotations: map[string]string{AnnotationAsked: FormatAsked([]Asked{{Name: "a", UID: "uid-a", At: now, Counted: true}})},
+			app: "a", allowed: true, deletes: 1},
 		{name: "an ask kept asked is refreshed", annotations: map[string]string{AnnotationAsked: asked(AppSetWindow/2, "a")}, app: "a",
 			allowed: true, deletes: 1, record: []string{"a"}},
 		{name: "the set's own budget", annotations: map[string]string{AnnotationAsked: asked(time.Second, "a", "b"), AnnotationBudget: "1"}, app: "a",
@@ -79,5 +85,24 @@ func TestDecideAppSet(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSettled: after AppSetSettle the webhook counts the asks, and writes only when that changes
+// the record (a write makes the set's controller reconcile).
+func TestSettled(t *testing.T) {
+	now := time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)
+	young := Asked{Name: "a", UID: "uid-a", At: now.Add(-AppSetSettle / 2)}
+	old := Asked{Name: "b", UID: "uid-b", At: now.Add(-AppSetSettle)}
+	rec := Settled(map[string]string{AnnotationAsked: FormatAsked([]Asked{young, old})}, now)
+	if rec == nil {
+		t.Fatal("nothing counted")
+	}
+	got := ParseAsked(map[string]string{AnnotationAsked: *rec})
+	if len(got) != 2 || got[0].Counted || !got[1].Counted {
+		t.Fatalf("record %s: want b counted, a not yet", *rec)
+	}
+	if again := Settled(map[string]string{AnnotationAsked: *rec}, now); again != nil {
+		t.Fatalf("counted again: %s", *again)
 	}
 }

@@ -97,9 +97,12 @@ type Server struct {
 	Metrics *Metrics
 	Log     func(format string, args ...any)
 	Now     func() time.Time
+	// After runs f after d (time.AfterFunc when nil): when a set's new asks are counted.
+	After func(d time.Duration, f func())
 
-	mu     sync.Mutex
-	events map[string]time.Time
+	mu       sync.Mutex
+	events   map[string]time.Time
+	settling map[string]bool
 }
 
 // DefaultListedWait is ListedWait's default: the controller writes the status milliseconds after
@@ -283,6 +286,9 @@ func (s *Server) reviewAppSet(ctx context.Context, req *admissionv1.AdmissionReq
 			if err != nil {
 				return refuse(fmt.Sprintf("unprune deletion budget: the deletions ApplicationSet %s asked cannot be recorded on it (%v); nothing is deleted, its controller retries", ref, err))
 			}
+			if d.Reason == budget.ReasonCounting {
+				s.settleLater(namespace, set)
+			}
 		}
 		if d.Allowed {
 			return allow(d.Message)
@@ -374,6 +380,50 @@ func (s *Server) rows(ctx context.Context, app argocd.Application) []deletion.Ob
 		}
 	}
 	return out
+}
+
+// settleLater counts a set's new asks once budget.AppSetSettle has passed (budget.Settled), once
+// per set at a time: the write makes the set's controller come back for its deletions. Until then
+// the asks are refused, whatever the API server asks again.
+func (s *Server) settleLater(namespace, set string) {
+	key := namespace + "/" + set
+	s.mu.Lock()
+	if s.settling == nil {
+		s.settling = map[string]bool{}
+	}
+	if s.settling[key] {
+		s.mu.Unlock()
+		return
+	}
+	s.settling[key] = true
+	s.mu.Unlock()
+	after := s.After
+	if after == nil {
+		after = func(d time.Duration, f func()) { time.AfterFunc(d, f) }
+	}
+	after(budget.AppSetSettle, func() {
+		s.mu.Lock()
+		delete(s.settling, key)
+		s.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		for range 10 {
+			live, err := s.AppSets.ApplicationSet(ctx, namespace, set)
+			if err != nil {
+				return
+			}
+			record := budget.Settled(live.Annotations, s.now())
+			if record == nil {
+				return
+			}
+			if err := s.AppSets.Record(ctx, live, *record); !apierrors.IsConflict(err) {
+				if err != nil && s.Log != nil {
+					s.Log("warning: counting the deletions ApplicationSet %s asked: %v (its controller's next attempt is refused until it is written)", key, err)
+				}
+				return
+			}
+		}
+	})
 }
 
 // event records a refusal on an Application or ApplicationSet, once a minute per object, reason and

@@ -316,14 +316,32 @@ func pass(t *testing.T, s *Server, names ...string) (allowed int, messages []str
 }
 
 // TestReviewApplicationSet: a reconcile that deletes three apps with budget 2 is refused twice —
-// once to be counted (every concurrent DELETE recorded, none lost to a conflict), then over the
-// budget, with an Event on the set — and deletes them once approved; one app within the budget is
-// let through on the controller's second attempt.
+// once to be counted (every concurrent DELETE recorded, none lost to a conflict; the API server's
+// second call about one of them refused alike), then, once the asks are counted, over the budget,
+// with an Event on the set — and deletes them once approved; one app within the budget is let
+// through on the controller's attempt after its ask was counted.
 func TestReviewApplicationSet(t *testing.T) {
 	now := time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC)
 	f := &sets{set: AppSet{Namespace: "argocd", Name: "envs", UID: "set-uid", Annotations: map[string]string{}}}
 	s, _ := server(t, &reader{app: app(0)})
 	s.Default, s.AppSets, s.Now = 2, f, func() time.Time { return now }
+	var settle []func()
+	s.After = func(d time.Duration, fn func()) {
+		if d != budget.AppSetSettle {
+			t.Errorf("counted after %v, want %v", d, budget.AppSetSettle)
+		}
+		settle = append(settle, fn)
+	}
+	// settled runs the pending count after AppSetSettle, as the timer would.
+	settled := func() {
+		t.Helper()
+		if len(settle) != 1 {
+			t.Fatalf("%d counts pending; want one per set", len(settle))
+		}
+		now = now.Add(budget.AppSetSettle)
+		settle[0]()
+		settle = nil
+	}
 	s.Users[appSetController] = true
 	var events []Subject
 	s.Event = func(_ context.Context, on Subject, _ string) { events = append(events, on) }
@@ -337,7 +355,17 @@ func TestReviewApplicationSet(t *testing.T) {
 	if refusals(t, s) != 0 || len(events) != 0 {
 		t.Fatalf("counting sent %d Events and counted %v refusals", len(events), refusals(t, s))
 	}
+	// The API server asks again about b's DELETE (b changed meanwhile): refused alike, though 1 or 2
+	// asks would be within the budget.
 	writes := f.writes
+	if n, msgs := pass(t, s, "b"); n != 0 || f.writes != writes {
+		t.Fatalf("the API server's second call: %d allowed, %d writes: %v", n, f.writes-writes, msgs)
+	}
+	settled()
+	if f.writes != writes+1 {
+		t.Fatalf("counting the asks wrote %d times; want once (the write brings the controller back)", f.writes-writes)
+	}
+	writes = f.writes
 	n, msgs := pass(t, s, "a", "b", "c")
 	if n != 0 || !strings.Contains(msgs[0], "asked to delete 3 Applications") || !strings.Contains(msgs[0], "unprune guard approve envs") {
 		t.Fatalf("second attempt: %d allowed: %v", n, msgs)
@@ -353,10 +381,14 @@ func TestReviewApplicationSet(t *testing.T) {
 	if n, msgs := pass(t, s, "a", "b", "c"); n != 3 {
 		t.Fatalf("approved: %d allowed: %v", n, msgs)
 	}
-	// Approved asks are spent: one more app within the budget goes on the next attempt.
+	// Approved asks are spent: one more app within the budget goes once its ask is counted.
 	if n, _ := pass(t, s, "d"); n != 0 {
 		t.Fatal("a first ask was allowed before it was counted")
 	}
+	if n, _ := pass(t, s, "d"); n != 0 {
+		t.Fatal("an ask was allowed before it was counted")
+	}
+	settled()
 	if n, msgs := pass(t, s, "d"); n != 1 {
 		t.Fatalf("one app within the budget: %v", msgs)
 	}
