@@ -139,6 +139,12 @@ func (c ArgoCDConfig) Validate() error {
 // component names the processes of one installation; the namespace keeps installations apart.
 func (c ArgoCDConfig) component(role string) string { return c.Namespace + "-" + role }
 
+// LogFile is where the lab writes the log of the installation's component role
+// (application-controller, repo-server …).
+func (c ArgoCDConfig) LogFile(st *State, role string) string {
+	return logFile(st.Dir, c.component(role))
+}
+
 // ArgoCD describes a running installation.
 type ArgoCD struct {
 	Config         ArgoCDConfig `json:"config"`

@@ -233,18 +233,23 @@ func (a *App) RefreshUntil(t testing.TB, timeout time.Duration, what string, con
 	a.Refresh(t)
 	asked := time.Now()
 	var s Status
-	Eventually(t, timeout, a.Name+" "+what, func() (bool, string) {
+	ok, last := poll(timeout, func() (bool, string) {
 		u := a.Get(t)
 		s = ParseStatus(t, u)
 		if cond(s) {
 			return true, ""
 		}
-		if _, pending := u.GetAnnotations()["argocd.argoproj.io/refresh"]; !pending && time.Since(asked) > 2*time.Second {
+		_, pending := u.GetAnnotations()["argocd.argoproj.io/refresh"]
+		if !pending && time.Since(asked) > 2*time.Second {
 			a.Refresh(t)
 			asked = time.Now()
 		}
-		return false, s.String()
+		return false, fmt.Sprintf("%s refreshPending=%t", s, pending)
 	})
+	if !ok {
+		t.Fatalf("timed out after %s waiting for %s %s; last seen: %s\napplication-controller's last lines on it:\n%s\nrepo-server's last lines on its repository:\n%s",
+			timeout, a.Name, what, last, a.Install.LogLines("application-controller", a.Name, 30), a.Install.LogLines("repo-server", a.Repo.bare, 30))
+	}
 	return s
 }
 
@@ -392,6 +397,8 @@ type Status struct {
 	// ReconciledAt is when the controller started its last full comparison (second precision);
 	// zero before the first.
 	ReconciledAt time.Time
+	// Conditions are status.conditions as "Type: message" (ComparisonError, SyncError …).
+	Conditions []string
 }
 
 // Status reads the Application's status.
@@ -413,8 +420,12 @@ func ParseStatus(t testing.TB, u *unstructured.Unstructured) Status {
 			Health struct {
 				Status string `json:"status"`
 			} `json:"health"`
-			SourceType     string     `json:"sourceType"`
-			ReconciledAt   *time.Time `json:"reconciledAt"`
+			SourceType   string     `json:"sourceType"`
+			ReconciledAt *time.Time `json:"reconciledAt"`
+			Conditions   []struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"conditions"`
 			Resources      []Resource `json:"resources"`
 			OperationState struct {
 				Phase     string `json:"phase"`
@@ -443,7 +454,11 @@ func ParseStatus(t testing.TB, u *unstructured.Unstructured) Status {
 	if s.ReconciledAt != nil {
 		reconciled = *s.ReconciledAt
 	}
-	return Status{ReconciledAt: reconciled,
+	conditions := make([]string, 0, len(s.Conditions))
+	for _, c := range s.Conditions {
+		conditions = append(conditions, c.Type+": "+c.Message)
+	}
+	return Status{ReconciledAt: reconciled, Conditions: conditions,
 		Requested: raw.Operation != nil,
 		Sync:      s.Sync.Status, Revision: s.Sync.Revision, Health: s.Health.Status, SourceType: s.SourceType, Resources: s.Resources,
 		Operation: Operation{Phase: s.OperationState.Phase, Message: s.OperationState.Message,
@@ -472,8 +487,15 @@ func (s Status) String() string {
 	for _, r := range s.Resources {
 		rows = append(rows, r.String())
 	}
-	return fmt.Sprintf("sync=%s revision=%.8s source=%s operation=%s %q resources=[%s]",
+	out := fmt.Sprintf("sync=%s revision=%.8s source=%s operation=%s %q resources=[%s]",
 		s.Sync, s.Revision, s.SourceType, s.Operation.Phase, s.Operation.Message, strings.Join(rows, "; "))
+	if !s.ReconciledAt.IsZero() {
+		out += " reconciledAt=" + s.ReconciledAt.UTC().Format(time.RFC3339)
+	}
+	if len(s.Conditions) > 0 {
+		out += fmt.Sprintf(" conditions=%q", s.Conditions)
+	}
+	return out
 }
 
 // WaitStatus polls the Application until cond holds for its status.

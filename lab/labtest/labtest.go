@@ -180,6 +180,25 @@ type Install struct {
 // Namespace is where the installation keeps its config and its own Applications.
 func (i *Install) Namespace() string { return i.Config.Namespace }
 
+// LogLines returns the last n lines of one of the installation's component logs (role:
+// application-controller, repo-server …) that contain match: what a timed-out wait shows of why.
+func (i *Install) LogLines(role, match string, n int) string {
+	b, err := os.ReadFile(i.Config.LogFile(i.Env.State, role))
+	if err != nil {
+		return err.Error()
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, match) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
 // ArgoCD returns the installation for cfg, starting it the first time it is asked for. Tests that
 // ask for the same configuration share it; cfg.Namespace may be left empty to derive one.
 func (e *Env) ArgoCD(t testing.TB, cfg lab.ArgoCDConfig) *Install {
@@ -296,16 +315,22 @@ func (e *Cluster) CreateNamespace(t testing.TB, name string) {
 // explanation cond gave.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
+	if ok, last := poll(timeout, cond); !ok {
+		t.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, last)
+	}
+}
+
+// poll calls cond until it holds or timeout passes; it returns whether it held and, if not, what
+// cond said last.
+func poll(timeout time.Duration, cond func() (bool, string)) (bool, string) {
 	deadline := time.Now().Add(timeout)
-	last := ""
 	for {
 		ok, why := cond()
 		if ok {
-			return
+			return true, ""
 		}
-		last = why
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, last)
+			return false, why
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
