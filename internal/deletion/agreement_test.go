@@ -12,7 +12,7 @@ import (
 	"github.com/unprune/unprune/internal/check"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
-	"github.com/unprune/unprune/internal/watch"
+	"github.com/unprune/unprune/internal/watch/exposition"
 )
 
 // The three commands agree: on the same objects, audit's rows, check's items and the watch's
@@ -125,7 +125,7 @@ func TestThreeCommandsAgree(t *testing.T) {
 			break
 		}
 	}
-	sum := watch.Summarize(team, rep.Rows, audit.CascadeHighRisk(ctx, a.objects, s.Settings, team, "argocd"))
+	sum := exposition.Summarize(team, rep.Rows, audit.CascadeHighRisk(ctx, a.objects, s.Settings, team, "argocd"))
 	unguardedNow := 0
 	for name, guarded := range want {
 		if !guarded && name != "hooked" {
@@ -180,7 +180,7 @@ func TestThreeCommandsAgree(t *testing.T) {
 		for _, r := range audit.CascadeHighRisk(ctx, a.objects, s.Settings, team, "argocd") {
 			highRisk = append(highRisk, r.Name)
 		}
-		sum := watch.Summarize(team, rep.Rows, audit.CascadeHighRisk(ctx, a.objects, s.Settings, team, "argocd"))
+		sum := exposition.Summarize(team, rep.Rows, audit.CascadeHighRisk(ctx, a.objects, s.Settings, team, "argocd"))
 		for _, l := range [][]string{checkCascade, auditCascade, highRisk} {
 			sort.Strings(l)
 		}

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/watch/exposition"
 )
 
 // A failed live read is not an answer. Timeouts, 5xx, Forbidden and unreachable clusters say
@@ -219,19 +220,18 @@ func (u *unread) failedDestination() {
 	u.destination = true
 }
 
-// Unread is, for Summarize, what an evaluation could not read.
-type Unread struct {
-	Destination bool
-	Objects     map[string]bool
-	Policy      bool
+// unreadSnapshot is what an evaluation could not read, as Summarize takes it, and the LISTs it
+// left behind, which only the watcher waits for.
+type unreadSnapshot struct {
+	exposition.Unread
 	// behind are the LISTs refreshing answers older than the TTL the evaluation used: its judgement
 	// stands for the metrics until they are done, and is made again after.
 	behind []<-chan singleflight.Result
 }
 
-func (u *unread) snapshot() Unread {
+func (u *unread) snapshot() unreadSnapshot {
 	if u == nil {
-		return Unread{}
+		return unreadSnapshot{}
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -239,8 +239,5 @@ func (u *unread) snapshot() Unread {
 	for k := range u.objects {
 		objects[k] = true
 	}
-	return Unread{Destination: u.destination, Objects: objects, Policy: u.policy, behind: slices.Clone(u.behind)}
+	return unreadSnapshot{Unread: exposition.Unread{Destination: u.destination, Objects: objects, Policy: u.policy}, behind: slices.Clone(u.behind)}
 }
-
-// any reports whether anything could not be read.
-func (u Unread) any() bool { return u.Destination || u.Policy || len(u.Objects) > 0 }

@@ -15,6 +15,8 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
 	"github.com/unprune/unprune/internal/guard"
+	"github.com/unprune/unprune/internal/watch/exposition"
+	"github.com/unprune/unprune/internal/watch/exposition/expositiontest"
 )
 
 // listedCluster is a destination that can list: each LIST counted and, while gate is set, held
@@ -43,9 +45,9 @@ func (l *listedCluster) ListAll(ctx context.Context, like cluster.Ref, fn func(*
 
 // TestAChangeAfterTheTTLIsJudgedBeforeTheListThenAgainAfterIt: an app judged after its objects'
 // answers passed the TTL is answered from them at once while its namespace is listed again in the
-// background, and says so (Unread.behind); judged again once the LIST is done, with fresh answers
-// only, it sees the guard added in between. A fresh judgement waits for the LIST rather than use
-// old answers.
+// background, and says so (unreadSnapshot.behind); judged again once the LIST is done, with fresh
+// answers only, it sees the guard added in between. A fresh judgement waits for the LIST rather than
+// use old answers.
 func TestAChangeAfterTheTTLIsJudgedBeforeTheListThenAgainAfterIt(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	clock := func() time.Time { return now }
@@ -61,13 +63,13 @@ func TestAChangeAfterTheTTLIsJudgedBeforeTheListThenAgainAfterIt(t *testing.T) {
 	}
 	inner := clustertest.NewArgoCD("argocd", c, s)
 	inner.AddApp(app)
-	w := &watcher{cfg: Config{ArgoCDNamespace: "argocd"}, metrics: NewMetrics(clock), argo: newCachingArgoCD(&flakyArgo{ArgoCD: inner, dest: dest}, 100, 30*time.Second, clock)}
-	unguarded := func(sum Summary) int { return sum.Unguarded[whenNow][riskHigh] }
-	judge := func(fresh bool) (Summary, Unread) {
+	w := &watcher{cfg: Config{ArgoCDNamespace: "argocd"}, metrics: exposition.NewMetrics(clock), argo: newCachingArgoCD(&flakyArgo{ArgoCD: inner, dest: dest}, 100, 30*time.Second, clock)}
+	unguarded := func(sum exposition.Summary) int { return sum.Unguarded["now"]["high"] }
+	judge := func(fresh bool) (exposition.Summary, unreadSnapshot) {
 		t.Helper()
 		type judged struct {
-			sum Summary
-			u   Unread
+			sum exposition.Summary
+			u   unreadSnapshot
 			err error
 		}
 		done := make(chan judged, 1)
@@ -83,7 +85,7 @@ func TestAChangeAfterTheTTLIsJudgedBeforeTheListThenAgainAfterIt(t *testing.T) {
 			return j.sum, j.u
 		case <-time.After(10 * time.Second):
 			t.Fatal("the judgement waited for the LIST")
-			return Summary{}, Unread{}
+			return exposition.Summary{}, unreadSnapshot{}
 		}
 	}
 
@@ -132,25 +134,25 @@ func TestAChangeAfterTheTTLIsJudgedBeforeTheListThenAgainAfterIt(t *testing.T) {
 // answers older than the TTL at once, but its Event waits: the app is queued again, to be judged on
 // fresh answers, once the LISTs behind it are done.
 func TestAJudgementOnOldAnswersEmitsNoEventAndIsMadeAgain(t *testing.T) {
-	m := NewMetrics(nil)
-	rec := &recorder{}
+	m := exposition.NewMetrics(nil)
+	rec := &expositiontest.Recorder{}
 	w := &watcher{cfg: Config{ArgoCDNamespace: "argocd"}, metrics: m, ns: appNamespaces{argocd.AppNamespaces{ArgoCD: "argocd"}},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
 	defer w.queue.ShutDown()
-	w.events = newEvents(rec.write, func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil }, m.EventSent)
-	w.events.setLeading(true)
+	w.events = exposition.NewEvents(rec.Write, func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil }, exposition.EventOptions{Sent: m.EventSent})
+	w.events.SetLeading(true)
 	team := argocd.Resource{Version: "v1", Kind: "Namespace", Name: "team", RequiresPruning: true}
-	sum := Summary{Namespace: "argocd", Name: "app", UID: "uid-1", Project: "default", Destination: "in-cluster",
-		Pruning: map[string]int{riskHigh: 1}, Unguarded: map[string]map[string]int{whenNow: {riskHigh: 1}},
-		HighRiskPruning:   map[string]Finding{team.Key(): {Resource: team}},
-		UnguardedHighRisk: map[string]Finding{team.Key(): {Resource: team}}}
+	sum := exposition.Summary{Namespace: "argocd", Name: "app", UID: "uid-1", Project: "default", Destination: "in-cluster",
+		Pruning: map[string]int{"high": 1}, Unguarded: map[string]map[string]int{"now": {"high": 1}},
+		HighRiskPruning:   map[string]exposition.Finding{team.Key(): {Resource: team}},
+		UnguardedHighRisk: map[string]exposition.Finding{team.Key(): {Resource: team}}}
 	list := make(chan singleflight.Result, 1)
-	w.publish("argocd/app", sum, Unread{behind: []<-chan singleflight.Result{list}}, time.Millisecond)
-	if got := gauge(t, m, metricUnguarded, map[string]string{"application": "app", "risk": "high", "when": "now"}); got != 1 {
+	w.publish("argocd/app", sum, unreadSnapshot{behind: []<-chan singleflight.Result{list}}, time.Millisecond)
+	if got := expositiontest.Value(t, m, metricUnguarded, map[string]string{"application": "app", "risk": "high", "when": "now"}); got != 1 {
 		t.Fatalf("metrics show %v unguarded, want the judgement at once (1)", got)
 	}
-	if left := w.events.deliver(t.Context()); left != 0 || len(rec.sent) != 0 {
-		t.Fatalf("events %q sent from a judgement on old answers", rec.sent)
+	if left := w.events.Deliver(t.Context()); left != 0 || len(rec.Sent) != 0 {
+		t.Fatalf("events %q sent from a judgement on old answers", rec.Sent)
 	}
 	if w.queue.Len() != 0 {
 		t.Fatalf("queued again before the LIST was done")
@@ -165,8 +167,8 @@ func TestAJudgementOnOldAnswersEmitsNoEventAndIsMadeAgain(t *testing.T) {
 		t.Fatalf("queued %q (to be judged fresh: %v), want argocd/app, fresh", key, fresh)
 	}
 	// Judged again on fresh answers: now the Event goes out.
-	w.publish("argocd/app", sum, Unread{}, time.Millisecond)
-	if left := w.events.deliver(t.Context()); left != 0 || len(rec.sent) != 1 {
-		t.Fatalf("events %q after the fresh judgement, want 1", rec.sent)
+	w.publish("argocd/app", sum, unreadSnapshot{}, time.Millisecond)
+	if left := w.events.Deliver(t.Context()); left != 0 || len(rec.Sent) != 1 {
+		t.Fatalf("events %q after the fresh judgement, want 1", rec.Sent)
 	}
 }

@@ -41,7 +41,7 @@ func TestBlackHoledReadServesTheLastGoodAnswer(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	c := newCachedObjects(kube.NewObjects(clients, ""), 10, time.Second, func() time.Time { return now }, newStaleAnswers())
 	ref := cluster.Ref{Version: "v1", Resource: "namespaces", Kind: "Namespace", Name: "team"}
-	read := func() (cluster.ReadResult, Unread) {
+	read := func() (cluster.ReadResult, unreadSnapshot) {
 		ctx, u := withUnread(context.Background(), false)
 		res := c.Read(ctx, []cluster.Ref{ref})[0]
 		return res, u.snapshot()
@@ -57,7 +57,7 @@ func TestBlackHoledReadServesTheLastGoodAnswer(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the read took %s: no timeout", took)
 	}
-	if res.Err != nil || res.Object == nil || res.Object.Annotations["argocd.argoproj.io/sync-options"] != "Prune=false" || u.any() {
+	if res.Err != nil || res.Object == nil || res.Object.Annotations["argocd.argoproj.io/sync-options"] != "Prune=false" || u.Any() {
 		t.Errorf("black-holed read: %+v (err %v), unread %+v; want the last good answer", res.Object, res.Err, u)
 	}
 }

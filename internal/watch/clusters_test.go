@@ -20,6 +20,7 @@ import (
 	"github.com/unprune/unprune/internal/backend/kube"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
+	"github.com/unprune/unprune/internal/watch/exposition"
 )
 
 // swappingArgo is an installation whose one remote destination is reached by clients that a test
@@ -80,7 +81,7 @@ func TestClusterSecretsInformerFeedsTheDestinations(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		kube.GVRApplication: "ApplicationList", gvrConfigMap: "ConfigMapList", gvrAppProject: "AppProjectList", gvrSecret: "SecretList"})
 	cfg := Config{ArgoCDNamespace: "argocd", ArgoCDCredentials: true, Workers: 1, CacheSize: 10, CacheTTL: time.Minute, Resync: time.Minute}
-	w := &watcher{cfg: cfg, log: &logger{out: io.Discard}, metrics: NewMetrics(nil), dyn: dyn, listers: newListers(),
+	w := &watcher{cfg: cfg, log: &logger{out: io.Discard}, metrics: exposition.NewMetrics(nil), dyn: dyn, listers: newListers(),
 		ns: appNamespaces{argocd.AppNamespaces{ArgoCD: "argocd"}}, argo: newCachingArgoCD(nil, 10, time.Minute, nil),
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
 	d := &kube.Destinations{Namespace: "argocd", ArgoCDCredentials: true}

@@ -15,6 +15,7 @@ import (
 	"github.com/unprune/unprune/internal/backend/kube"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
+	"github.com/unprune/unprune/internal/watch/exposition"
 )
 
 func parentApp(autoPrune bool, reconciledAt string, children ...string) *unstructured.Unstructured {
@@ -103,8 +104,8 @@ func TestWholeAppRowsReadTheInformers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := Summarize(child, rep.Rows, nil)
-	if sum.Unguarded[whenAppDeleted][riskHigh] != 1 || informed == 0 {
+	sum := exposition.Summarize(child, rep.Rows, nil)
+	if sum.Unguarded["app_deleted"]["high"] != 1 || informed == 0 {
 		t.Fatalf("rows %+v (informer read %d times); want the child's whole-app row, unguarded, judged on the informer's copy", rep.Rows, informed)
 	}
 	objects, err := caching.Destination(context.Background(), child)

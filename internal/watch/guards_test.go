@@ -19,6 +19,8 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
+	"github.com/unprune/unprune/internal/watch/exposition"
+	"github.com/unprune/unprune/internal/watch/exposition/expositiontest"
 )
 
 // TestListersFollowEachAppsStatus: an app is re-evaluated for the watched objects its status lists
@@ -94,7 +96,7 @@ func TestGuardsWithoutWatchRights(t *testing.T) {
 	})
 	out := &strings.Builder{}
 	w := &watcher{cfg: Config{Resync: time.Minute, CacheTTL: 30 * time.Second}, log: &logger{out: out}, listers: newListers(),
-		argo: newCachingArgoCD(nil, 10, time.Minute, nil), meta: mc, metrics: NewMetrics(nil)}
+		argo: newCachingArgoCD(nil, 10, time.Minute, nil), meta: mc, metrics: exposition.NewMetrics(nil)}
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	// The logger's lock keeps its lines whole; holding it, the test reads them whole too.
@@ -117,10 +119,10 @@ func TestGuardsWithoutWatchRights(t *testing.T) {
 		t.Errorf("%d warnings; want 1 (namespaces only):\n%s", n, logged())
 	}
 	// Stopped on purpose: no health series (it is not failing, it is not run); the error counted.
-	if n := counter(t, w.metrics, metricInfErrors, map[string]string{"informer": "namespaces"}); n != 1 {
+	if n := expositiontest.Value(t, w.metrics, metricInfErrors, map[string]string{"informer": "namespaces"}); n != 1 {
 		t.Errorf("informer errors of namespaces: %v, want 1", n)
 	}
-	if _, ok := find(t, w.metrics, metricInfHealthy, map[string]string{"informer": "namespaces"}); ok {
+	if _, ok := expositiontest.Find(t, w.metrics, metricInfHealthy, map[string]string{"informer": "namespaces"}); ok {
 		t.Errorf("a stopped informer still shows its health")
 	}
 }

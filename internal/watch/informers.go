@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/unprune/unprune/internal/watch/exposition"
 )
 
 // The watch builds its informers itself rather than through client-go's factories, for two things
@@ -37,7 +39,7 @@ func informerName(gvr schema.GroupVersionResource, namespace string) string {
 // failing (not one per retry).
 type health struct {
 	name    string
-	metrics *Metrics
+	metrics *exposition.Metrics
 	log     *logger
 	failing atomic.Bool
 }

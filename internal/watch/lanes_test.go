@@ -16,6 +16,7 @@ import (
 	"github.com/unprune/unprune/internal/backend/kube"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
+	"github.com/unprune/unprune/internal/watch/exposition/expositiontest"
 )
 
 // blackHoleArgo is an installation whose destination clusters other than its own never answer
@@ -83,12 +84,12 @@ func TestBlackHoledDestinationDelaysNoOtherApp(t *testing.T) {
 	eventually(t, 10*time.Second, "the black-holed destination's apps waiting", func() bool { return inner.waiting.Load() >= 1 })
 	create("near", argocd.Destination{Server: argocd.InClusterServer})
 	eventually(t, 5*time.Second, "the in-cluster app evaluated while the other destination holds its apps", func() bool {
-		_, ok := find(t, w.metrics, metricPruning, map[string]string{"application": "near", "risk": "high"})
+		_, ok := expositiontest.Find(t, w.metrics, metricPruning, map[string]string{"application": "near", "risk": "high"})
 		return ok
 	})
 	create("elsewhere", argocd.Destination{Name: "other"})
 	eventually(t, 5*time.Second, "another destination's app reached its own lane", func() bool { return inner.waiting.Load() >= 2 })
-	if _, ok := find(t, w.metrics, metricPruning, map[string]string{"application": "far-0"}); ok {
+	if _, ok := expositiontest.Find(t, w.metrics, metricPruning, map[string]string{"application": "far-0"}); ok {
 		t.Errorf("an app whose destination never answered has series already")
 	}
 }

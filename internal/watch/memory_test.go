@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/unprune/unprune/internal/cluster"
@@ -83,54 +82,6 @@ func BenchmarkAppStore(b *testing.B) {
 			}
 		})
 	}
-}
-
-// BenchmarkAppSeries measures the heap the per-app series hold per app: four GaugeVecs (the
-// baseline) and the collector that replaced them.
-func BenchmarkAppSeries(b *testing.B) {
-	const apps = 2000
-	summary := func(i int) Summary {
-		return Summary{Namespace: "argocd", Name: fmt.Sprintf("watch-%05d", i), Project: "default", Destination: "in-cluster",
-			Pruning: map[string]int{riskNormal: 50}}
-	}
-	b.Run("gaugevecs", func(b *testing.B) {
-		for range b.N {
-			n, kept := retained(func() any {
-				pruning := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricPruning, Help: helpPruning}, []string{"namespace", "application", "project", "destination", "risk"})
-				unguarded := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricUnguarded, Help: helpUnguarded}, []string{"namespace", "application", "risk", "when"})
-				unknown := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricUnknown, Help: helpUnknown}, []string{"namespace", "application", "risk"})
-				cascade := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricCascade, Help: helpCascade}, []string{"namespace", "application"})
-				for i := range apps {
-					s := summary(i)
-					for _, r := range riskLabels {
-						pruning.WithLabelValues(s.Namespace, s.Name, s.Project, s.Destination, r).Set(float64(s.Pruning[r]))
-						for _, w := range whenLabels {
-							unguarded.WithLabelValues(s.Namespace, s.Name, r, w).Set(0)
-						}
-						unknown.WithLabelValues(s.Namespace, s.Name, r).Set(0)
-					}
-					cascade.WithLabelValues(s.Namespace, s.Name).Set(0)
-				}
-				return []any{pruning, unguarded, unknown, cascade}
-			})
-			runtime.KeepAlive(kept)
-			b.ReportMetric(float64(n)/apps, "B/app")
-		}
-	})
-	b.Run("collector", func(b *testing.B) {
-		for range b.N {
-			n, kept := retained(func() any {
-				m := NewMetrics(nil)
-				for i := range apps {
-					s := summary(i)
-					m.apps.set("argocd/"+s.Name, appLabels{namespace: s.Namespace, name: s.Name, project: s.Project, destination: s.Destination}, s)
-				}
-				return m
-			})
-			runtime.KeepAlive(kept)
-			b.ReportMetric(float64(n)/apps, "B/app")
-		}
-	})
 }
 
 // BenchmarkLiveCacheEntry measures the heap a cached live object of the watch benchmark's shape

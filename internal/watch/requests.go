@@ -3,6 +3,8 @@ package watch
 import (
 	"net/http"
 	"strings"
+
+	"github.com/unprune/unprune/internal/watch/exposition"
 )
 
 // countingTransport counts every request the watch sends by method, resource and status code. The
@@ -10,7 +12,7 @@ import (
 // that the watch never even tried one beyond Events and its Lease.
 type countingTransport struct {
 	next    http.RoundTripper
-	metrics *Metrics
+	metrics *exposition.Metrics
 }
 
 func (t *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {

@@ -23,6 +23,7 @@ import (
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/option"
+	"github.com/unprune/unprune/internal/watch/exposition"
 )
 
 // EventComponent is the source of the Events the watch emits.
@@ -70,19 +71,19 @@ func Run(ctx context.Context, cfg Config) error {
 		debug.SetGCPercent(cfg.GCPercent)
 		log.printf("Go GC percent %d (GOGC; set it in the environment to change it)", cfg.GCPercent)
 	}
-	m := NewMetrics(cfg.Now)
+	m := exposition.NewMetrics(cfg.Now)
 	w, err := newWatcher(ctx, cfg, m, log)
 	if err != nil {
 		return err
 	}
 	events := w.kube.CoreV1()
-	w.events = newEvents(func(ctx context.Context, ev *corev1.Event) error {
+	w.events = exposition.NewEvents(func(ctx context.Context, ev *corev1.Event) error {
 		_, err := events.Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
 		return err
-	}, w.listEvents, m.EventSent)
-	w.events.host, w.events.log = cfg.Identity, log.printf
+	}, w.listEvents, exposition.EventOptions{Source: corev1.EventSource{Component: EventComponent, Host: cfg.Identity},
+		Sent: m.EventSent, Log: log.printf})
 	m.SetResync(cfg.Resync)
-	m.staleSince = w.argo.oldestStale
+	m.SetStaleSince(w.argo.oldestStale)
 
 	ln, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {
@@ -142,7 +143,7 @@ func (w *watcher) serve(ctx context.Context, ready *atomic.Bool) {
 	w.lanes = newLanes(w, ctx, &wg, w.cfg.Workers)
 	w.start(ctx, &wg, ready, synced)
 	sender.Add(1)
-	go func() { defer sender.Done(); w.events.run(sendCtx) }()
+	go func() { defer sender.Done(); w.events.Run(sendCtx) }()
 	leading.Add(1)
 	go func() {
 		defer leading.Done()
@@ -164,7 +165,7 @@ func (w *watcher) serve(ctx context.Context, ready *atomic.Bool) {
 	stopSending()
 	sender.Wait()
 	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-	left := w.events.deliver(flush)
+	left := w.events.Deliver(flush)
 	cancel()
 	if left > 0 {
 		w.metrics.EventsLost(left)
@@ -270,11 +271,11 @@ func (w *watcher) lead(ctx context.Context) {
 func (w *watcher) becomeLeader(context.Context) {
 	w.log.printf("leading as %s: emitting Events", w.cfg.Identity)
 	w.metrics.SetLeader(true)
-	w.events.setLeading(true)
+	w.events.SetLeading(true)
 }
 
 func (w *watcher) stopLeading() {
 	w.log.printf("stopped leading")
 	w.metrics.SetLeader(false)
-	w.events.setLeading(false)
+	w.events.SetLeading(false)
 }

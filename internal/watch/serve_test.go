@@ -24,6 +24,8 @@ import (
 
 	"github.com/unprune/unprune/internal/argocd"
 	"github.com/unprune/unprune/internal/backend/kube"
+	"github.com/unprune/unprune/internal/watch/exposition"
+	"github.com/unprune/unprune/internal/watch/exposition/expositiontest"
 )
 
 // eventually polls cond every 10 ms until it holds or the deadline passes.
@@ -59,13 +61,13 @@ func fakeWatcher(t *testing.T, forbidden *atomic.Bool, appLists *atomic.Int32) (
 	cfg := Config{ArgoCDNamespace: "argocd", Version: &v, LeaderElect: true, LeaseNamespace: "argocd", LeaseName: DefaultLeaseName,
 		Identity: "replica", LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 		Resync: time.Minute, Workers: 1, CacheSize: 10, CacheTTL: time.Minute}
-	m := NewMetrics(nil)
+	m := exposition.NewMetrics(nil)
 	w := &watcher{cfg: cfg, log: &logger{out: io.Discard}, metrics: m, kube: kc, leases: kc, dyn: dyn,
 		meta: metadatafake.NewSimpleMetadataClient(scheme), listers: newListers(), ns: appNamespaces{argocd.AppNamespaces{ArgoCD: "argocd"}},
 		argo:  newCachingArgoCD(nil, 10, time.Minute, nil),
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
-	w.events = newEvents(func(context.Context, *corev1.Event) error { return nil },
-		func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil }, m.EventSent)
+	w.events = exposition.NewEvents(func(context.Context, *corev1.Event) error { return nil },
+		func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil }, exposition.EventOptions{Sent: m.EventSent})
 	w.informers()
 	return w, kc
 }
@@ -100,24 +102,24 @@ func TestLeaderNotSoughtBeforeSync(t *testing.T) {
 	// Two lists refused (client-go backs off between them): time enough for an election to have
 	// been tried, had it not waited.
 	eventually(t, 20*time.Second, "two refused lists of Applications", func() bool {
-		v, _ := find(t, w.metrics, metricInfErrors, apps)
+		v, _ := expositiontest.Find(t, w.metrics, metricInfErrors, apps)
 		return lists.Load() >= 2 && v >= 2
 	})
 	if got := leaseActions(kc); len(got) != 0 {
 		t.Fatalf("the Lease was asked for before the informers synced: %v", got)
 	}
-	if ready.Load() || gauge(t, w.metrics, metricLeader, nil) != 0 || gauge(t, w.metrics, metricInfHealthy, apps) != 0 {
-		t.Fatalf("ready %v, leader %v, healthy %v before the informers synced", ready.Load(), gauge(t, w.metrics, metricLeader, nil), gauge(t, w.metrics, metricInfHealthy, apps))
+	if ready.Load() || expositiontest.Value(t, w.metrics, metricLeader, nil) != 0 || expositiontest.Value(t, w.metrics, metricInfHealthy, apps) != 0 {
+		t.Fatalf("ready %v, leader %v, healthy %v before the informers synced", ready.Load(), expositiontest.Value(t, w.metrics, metricLeader, nil), expositiontest.Value(t, w.metrics, metricInfHealthy, apps))
 	}
-	if h := gauge(t, w.metrics, metricInfHealthy, map[string]string{"informer": "argocd/configmaps"}); h != 1 {
+	if h := expositiontest.Value(t, w.metrics, metricInfHealthy, map[string]string{"informer": "argocd/configmaps"}); h != 1 {
 		t.Errorf("argocd-cm's informer healthy = %v, want 1", h)
 	}
 
 	forbidden.Store(false)
 	eventually(t, 30*time.Second, "the replica to sync and lead", func() bool {
-		return ready.Load() && gauge(t, w.metrics, metricLeader, nil) == 1
+		return ready.Load() && expositiontest.Value(t, w.metrics, metricLeader, nil) == 1
 	})
-	if h := gauge(t, w.metrics, metricInfHealthy, apps); h != 1 {
+	if h := expositiontest.Value(t, w.metrics, metricInfHealthy, apps); h != 1 {
 		t.Errorf("healthy %v after a list succeeded, want 1", h)
 	}
 	if got := fmt.Sprint(leaseActions(kc)); got == "[]" {
@@ -135,7 +137,7 @@ func TestShutdownFlushesEvents(t *testing.T) {
 	var mu sync.Mutex
 	var written []string
 	release := make(chan struct{})
-	w.events.write = func(_ context.Context, ev *corev1.Event) error {
+	write := func(_ context.Context, ev *corev1.Event) error {
 		<-release
 		mu.Lock()
 		defer mu.Unlock()
@@ -147,20 +149,22 @@ func TestShutdownFlushesEvents(t *testing.T) {
 		}
 		return nil
 	}
+	w.events = exposition.NewEvents(write, func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil },
+		exposition.EventOptions{Sent: w.metrics.EventSent})
 	ctx, cancel := context.WithCancel(t.Context())
 	var ready atomic.Bool
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); w.serve(ctx, &ready) }()
-	eventually(t, 30*time.Second, "the replica to lead", func() bool { return gauge(t, w.metrics, metricLeader, nil) == 1 })
+	eventually(t, 30*time.Second, "the replica to lead", func() bool { return expositiontest.Value(t, w.metrics, metricLeader, nil) == 1 })
 
 	app := testApp()
-	findings := map[string]Finding{}
+	findings := map[string]exposition.Finding{}
 	for i := range 100 {
 		r := ns(fmt.Sprintf("team-%03d", i))
-		findings[r.Key()] = Finding{Resource: r}
+		findings[r.Key()] = exposition.Finding{Resource: r}
 	}
-	w.events.observe("argocd/app", Summary{Namespace: app.Namespace, Name: app.Name, UID: app.UID})
-	w.events.observe("argocd/app", Summary{Namespace: app.Namespace, Name: app.Name, UID: app.UID, HighRiskPruning: findings, UnguardedHighRisk: findings})
+	w.events.Observe("argocd/app", exposition.Summary{Namespace: app.Namespace, Name: app.Name, UID: app.UID})
+	w.events.Observe("argocd/app", exposition.Summary{Namespace: app.Namespace, Name: app.Name, UID: app.UID, HighRiskPruning: findings, UnguardedHighRisk: findings})
 	cancel()
 	close(release)
 	select {
@@ -178,7 +182,7 @@ func TestShutdownFlushesEvents(t *testing.T) {
 			t.Fatalf("Event %d: %q, want it to start with %q", i, msg, want)
 		}
 	}
-	if n := counter(t, w.metrics, metricEventsSent, map[string]string{"reason": ReasonHighRiskRequiresPruning}); n != 100 {
+	if n := expositiontest.Value(t, w.metrics, metricEventsSent, map[string]string{"reason": exposition.ReasonHighRiskRequiresPruning}); n != 100 {
 		t.Errorf("%s = %v, want 100", metricEventsSent, n)
 	}
 	l, err := kc.CoordinationV1().Leases("argocd").Get(context.Background(), DefaultLeaseName, metav1.GetOptions{})

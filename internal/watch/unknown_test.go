@@ -15,6 +15,8 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
 	"github.com/unprune/unprune/internal/guard"
+	"github.com/unprune/unprune/internal/watch/exposition"
+	"github.com/unprune/unprune/internal/watch/exposition/expositiontest"
 )
 
 // flakyObjects is a destination whose reads fail while failing is set — as a timeout, a 5xx or a
@@ -101,22 +103,22 @@ func TestFailedReadIsUnknownNeverUnguarded(t *testing.T) {
 	inner := clustertest.NewArgoCD("argocd", c, s)
 	inner.AddApp(app)
 
-	m := NewMetrics(clock)
+	m := exposition.NewMetrics(clock)
 	w := &watcher{cfg: Config{ArgoCDNamespace: "argocd"}, metrics: m, argo: newCachingArgoCD(&flakyArgo{ArgoCD: inner, dest: dest}, 100, time.Minute, clock)}
-	m.staleSince = w.argo.oldestStale
-	rec := &recorder{}
-	w.events = newEvents(rec.write, func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil }, m.EventSent)
-	w.events.retry = time.Millisecond
-	w.events.setLeading(true)
-	evaluate := func(app argocd.Application, finalizers ...string) Unread {
+	m.SetStaleSince(w.argo.oldestStale)
+	rec := &expositiontest.Recorder{}
+	w.events = exposition.NewEvents(rec.Write, func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil },
+		exposition.EventOptions{Sent: m.EventSent, Retry: time.Millisecond})
+	w.events.SetLeading(true)
+	evaluate := func(app argocd.Application, finalizers ...string) unreadSnapshot {
 		t.Helper()
 		sum, u, err := w.judge(t.Context(), s, app, finalizers, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m.Set(app.Ref(), sum, time.Millisecond)
-		w.events.observe(app.Ref(), sum)
-		if left := w.events.deliver(t.Context()); left != 0 {
+		w.events.Observe(app.Ref(), sum)
+		if left := w.events.Deliver(t.Context()); left != 0 {
 			t.Fatalf("%d Events left", left)
 		}
 		return u
@@ -127,18 +129,18 @@ func TestFailedReadIsUnknownNeverUnguarded(t *testing.T) {
 		for k, v := range labels {
 			l[k] = v
 		}
-		return gauge(t, m, name, l)
+		return expositiontest.Value(t, m, name, l)
 	}
 	unguardedNow := map[string]string{"risk": "high", "when": "now"}
 	high := map[string]string{"risk": "high"}
 
 	// Read well: the policy guards the labelled Namespace.
-	if u := evaluate(app); u.any() {
+	if u := evaluate(app); u.Any() {
 		t.Fatalf("unread %+v with every read answered", u)
 	}
-	if series("app", metricUnguarded, unguardedNow) != 0 || series("app", metricUnknown, high) != 0 || len(rec.sent) != 1 ||
-		!strings.Contains(rec.sent[0], "It is guarded (AdmissionPolicy)") {
-		t.Fatalf("guarded row: unguarded %v unknown %v, events %q", series("app", metricUnguarded, unguardedNow), series("app", metricUnknown, high), rec.sent)
+	if series("app", metricUnguarded, unguardedNow) != 0 || series("app", metricUnknown, high) != 0 || len(rec.Sent) != 1 ||
+		!strings.Contains(rec.Sent[0], "It is guarded (AdmissionPolicy)") {
+		t.Fatalf("guarded row: unguarded %v unknown %v, events %q", series("app", metricUnguarded, unguardedNow), series("app", metricUnknown, high), rec.Sent)
 	}
 
 	// The TTL passes and every read fails: the Namespace's with a 503, the policy's Forbidden. The
@@ -147,11 +149,11 @@ func TestFailedReadIsUnknownNeverUnguarded(t *testing.T) {
 	dest.fail(apierrors.NewServiceUnavailable("etcdserver: leader changed"),
 		apierrors.NewForbidden(schema.GroupResource{Group: guard.PolicyGroup, Resource: guard.PolicyResource}, guard.PolicyName, nil))
 	evaluate(app)
-	if series("app", metricUnguarded, unguardedNow) != 0 || series("app", metricUnknown, high) != 0 || len(rec.sent) != 1 {
+	if series("app", metricUnguarded, unguardedNow) != 0 || series("app", metricUnknown, high) != 0 || len(rec.Sent) != 1 {
 		t.Fatalf("after failed reads: unguarded %v unknown %v, events %q; want the last answer: guarded, no Event",
-			series("app", metricUnguarded, unguardedNow), series("app", metricUnknown, high), rec.sent)
+			series("app", metricUnguarded, unguardedNow), series("app", metricUnknown, high), rec.Sent)
 	}
-	if age := gauge(t, m, metricStale, nil); age != 120 {
+	if age := expositiontest.Value(t, m, metricStale, nil); age != 120 {
 		t.Errorf("%s = %v, want 120 (the last good answers' age)", metricStale, age)
 	}
 
@@ -160,18 +162,18 @@ func TestFailedReadIsUnknownNeverUnguarded(t *testing.T) {
 	later := app
 	later.Name, later.UID = "later", "uid-2"
 	later.Resources = []argocd.Resource{{Version: "v1", Kind: "Namespace", Name: "later", RequiresPruning: true}}
-	rec.fail = 2
-	if u := evaluate(later, argocd.FinalizerResources); !u.any() {
+	rec.Fail = 2
+	if u := evaluate(later, argocd.FinalizerResources); !u.Any() {
 		t.Errorf("a failed read with no answer before it was not recorded")
 	}
 	if series("later", metricUnguarded, unguardedNow) != 0 || series("later", metricUnknown, high) != 1 {
 		t.Errorf("never read: unguarded %v unknown %v; want 0 and 1", series("later", metricUnguarded, unguardedNow), series("later", metricUnknown, high))
 	}
-	if len(rec.sent) != 2 || !strings.HasPrefix(rec.sent[1], ReasonHighRiskRequiresPruning+": Namespace/later requires pruning") ||
-		!strings.Contains(rec.sent[1], "Its guards could not be read") {
-		t.Errorf("events %q", rec.sent)
+	if len(rec.Sent) != 2 || !strings.HasPrefix(rec.Sent[1], exposition.ReasonHighRiskRequiresPruning+": Namespace/later requires pruning") ||
+		!strings.Contains(rec.Sent[1], "Its guards could not be read") {
+		t.Errorf("events %q", rec.Sent)
 	}
-	if n := counter(t, m, metricEventsSent, map[string]string{"reason": ReasonHighRiskRequiresPruning}); n != 2 {
+	if n := expositiontest.Value(t, m, metricEventsSent, map[string]string{"reason": exposition.ReasonHighRiskRequiresPruning}); n != 2 {
 		t.Errorf("%s = %v after 2 Events accepted (and 2 writes refused); want 2", metricEventsSent, n)
 	}
 	// Its cascade fails closed: a Namespace that could not be read counts, it is not "not there".
@@ -189,12 +191,12 @@ func TestFailedReadIsUnknownNeverUnguarded(t *testing.T) {
 		t.Errorf("after recovery: later unguarded %v unknown %v, app unguarded %v", series("later", metricUnguarded, unguardedNow),
 			series("later", metricUnknown, high), series("app", metricUnguarded, unguardedNow))
 	}
-	if age := gauge(t, m, metricStale, nil); age != 0 {
+	if age := expositiontest.Value(t, m, metricStale, nil); age != 0 {
 		t.Errorf("%s = %v after every read answered, want 0", metricStale, age)
 	}
 	// Now known to be unguarded: one Event says so; the guarded app has none.
-	if len(rec.sent) != 3 || !strings.HasPrefix(rec.sent[2], ReasonUnguardedHighRiskPrune+": Namespace/later") {
-		t.Errorf("events after recovery %q; want one %s for Namespace/later", rec.sent, ReasonUnguardedHighRiskPrune)
+	if len(rec.Sent) != 3 || !strings.HasPrefix(rec.Sent[2], exposition.ReasonUnguardedHighRiskPrune+": Namespace/later") {
+		t.Errorf("events after recovery %q; want one %s for Namespace/later", rec.Sent, exposition.ReasonUnguardedHighRiskPrune)
 	}
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/version"
+	"github.com/unprune/unprune/internal/watch/exposition"
 )
 
 var (
@@ -46,8 +47,8 @@ const indexProject = "project"
 type watcher struct {
 	cfg     Config
 	log     *logger
-	metrics *Metrics
-	events  *events
+	metrics *exposition.Metrics
+	events  *exposition.Events
 	argo    *cachingArgoCD
 	kube    kubernetes.Interface
 	// leases is the Lease's own client: its own connection, a timeout, its own rate limit.
@@ -83,7 +84,7 @@ type watcher struct {
 // newWatcher builds the clients (every request counted) and the informers. The informers' clients
 // have no timeout (a WATCH lasts up to --watch-timeout); every other request — live reads, in every
 // destination, Events, settings — times out after --request-timeout. Both share one rate limit.
-func newWatcher(ctx context.Context, cfg Config, m *Metrics, log *logger) (*watcher, error) {
+func newWatcher(ctx context.Context, cfg Config, m *exposition.Metrics, log *logger) (*watcher, error) {
 	count := func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt, metrics: m} }
 	limiter := flowcontrol.NewTokenBucketRateLimiter(cfg.REST.QPS, cfg.REST.Burst)
 	informing := rest.CopyConfig(cfg.REST)
@@ -424,7 +425,7 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 		ns, name, _ := cache.SplitMetaNamespaceKey(key)
 		w.listers.track(key, nil)
 		w.metrics.Delete(key)
-		w.events.forget(key, ns, name)
+		w.events.Forget(key, ns, name)
 		return nil
 	}
 	app, err := a.application()
@@ -448,7 +449,7 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 	}
 	w.publish(key, sum, unread, w.now().Sub(start))
 	w.resyncLater(key)
-	if unread.any() {
+	if unread.Any() {
 		return errUnread
 	}
 	return nil
@@ -458,13 +459,13 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 // on answers older than the TTL, while LISTs read them again (unread.behind), is shown in the
 // metrics at once — the app's own change is current — but emits no Event: the app is judged again
 // on what the LISTs read, and that judgement does.
-func (w *watcher) publish(key string, sum Summary, unread Unread, took time.Duration) {
+func (w *watcher) publish(key string, sum exposition.Summary, unread unreadSnapshot, took time.Duration) {
 	w.metrics.Set(key, sum, took)
 	if len(unread.behind) > 0 {
 		go w.judgeAgainAfter(key, unread.behind)
 		return
 	}
-	w.events.observe(key, sum)
+	w.events.Observe(key, sum)
 }
 
 // judgeAgainAfter queues the app, to be judged on fresh answers, once the LISTs behind are done
@@ -479,15 +480,15 @@ func (w *watcher) judgeAgainAfter(key string, behind []<-chan singleflight.Resul
 
 // judge is audit's answer for one app, with its cascade, and what could not be read for it; fresh
 // forbids answers older than the TTL (see cachedObjects.refreshBehind).
-func (w *watcher) judge(ctx context.Context, s argocd.Settings, app argocd.Application, finalizers []string, fresh bool) (Summary, Unread, error) {
+func (w *watcher) judge(ctx context.Context, s argocd.Settings, app argocd.Application, finalizers []string, fresh bool) (exposition.Summary, unreadSnapshot, error) {
 	ctx, failed := withUnread(ctx, fresh)
 	rep, err := audit.Run(ctx, w.argo, s, []argocd.Application{app}, audit.Options{Filter: w.currentFilter()})
 	if err != nil {
-		return Summary{}, Unread{}, err
+		return exposition.Summary{}, unreadSnapshot{}, err
 	}
 	cascade := w.cascade(ctx, s, app, finalizers, rep.Rows)
 	unread := failed.snapshot()
-	return SummarizeUnread(app, rep.Rows, cascade, unread), unread, nil
+	return exposition.SummarizeUnread(app, rep.Rows, cascade, unread.Unread), unread, nil
 }
 
 // cascade is what deleting the app deletes with it, of high risk: nothing without a resources

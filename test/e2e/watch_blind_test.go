@@ -20,6 +20,7 @@ import (
 
 	"github.com/unprune/unprune/internal/cli"
 	"github.com/unprune/unprune/internal/watch"
+	"github.com/unprune/unprune/internal/watch/exposition"
 	"github.com/unprune/unprune/lab"
 	"github.com/unprune/unprune/lab/labtest"
 )
@@ -161,7 +162,7 @@ func TestWatchBlind(t *testing.T) {
 	p.waitMetric(t, 10*time.Second, "unprune_informer_healthy", apps, 1)
 	high := map[string]string{"application": app.Name, "risk": "high"}
 	p.waitMetric(t, 10*time.Second, "unprune_resources_requiring_pruning", high, 1)
-	wantOneEvent(t, env, app, watch.ReasonHighRiskRequiresPruning, "Namespace/"+precious, "Nothing guards it")
+	wantOneEvent(t, env, app, exposition.ReasonHighRiskRequiresPruning, "Namespace/"+precious, "Nothing guards it")
 
 	// The right taken away while the replica runs: the running watch goes on until it ends (at most
 	// --watch-timeout), the next one is refused, and the metric says so.
@@ -179,8 +180,8 @@ func TestWatchBlind(t *testing.T) {
 	if v := value(s, "unprune_resources_requiring_pruning", high); v != 1 {
 		t.Errorf("unprune_resources_requiring_pruning %v while blind, want the last answer 1", v)
 	}
-	if ev := watchEvents(t, env, app); len(ev) != 1 || len(ev[watch.ReasonHighRiskRequiresPruning]) != 1 {
-		t.Errorf("Events %v; want the one %s", ev, watch.ReasonHighRiskRequiresPruning)
+	if ev := watchEvents(t, env, app); len(ev) != 1 || len(ev[exposition.ReasonHighRiskRequiresPruning]) != 1 {
+		t.Errorf("Events %v; want the one %s", ev, exposition.ReasonHighRiskRequiresPruning)
 	}
 	if !strings.Contains(p.log.String(), "error: informer "+apps["informer"]+":") {
 		t.Errorf("the log does not say the informer fails:\n%s", p.log.String())
@@ -240,16 +241,16 @@ func TestWatchManyTransitions(t *testing.T) {
 	p.waitMetric(t, 20*time.Second, "unprune_resources_requiring_pruning", map[string]string{"application": app.Name, "risk": "high"}, n)
 	var messages []string
 	labtest.Eventually(t, 30*time.Second, fmt.Sprintf("%d Events", n), func() (bool, string) {
-		messages = watchEvents(t, env, app)[watch.ReasonHighRiskRequiresPruning]
+		messages = watchEvents(t, env, app)[exposition.ReasonHighRiskRequiresPruning]
 		return len(messages) >= n, fmt.Sprintf("%d Events", len(messages))
 	})
 	wantEach(t, "Warning", messages, names, " requires pruning")
-	for _, e := range appEvents(t, env, app, watch.ReasonHighRiskRequiresPruning) {
+	for _, e := range appEvents(t, env, app, exposition.ReasonHighRiskRequiresPruning) {
 		if e.Count > 1 || strings.Contains(e.Message, "combined from similar events") {
 			t.Errorf("a merged Event: count %d, %q", e.Count, e.Message)
 		}
 	}
-	p.waitMetric(t, 10*time.Second, "unprune_events_total", map[string]string{"reason": watch.ReasonHighRiskRequiresPruning}, n)
+	p.waitMetric(t, 10*time.Second, "unprune_events_total", map[string]string{"reason": exposition.ReasonHighRiskRequiresPruning}, n)
 
 	r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+ns, "detach", app.Namespace+"/"+app.Name, "--all", "--yes")
 	if r.Code != cli.ExitOK {
@@ -257,7 +258,7 @@ func TestWatchManyTransitions(t *testing.T) {
 	}
 	p.waitMetric(t, 30*time.Second, "unprune_resources_requiring_pruning", map[string]string{"application": app.Name, "risk": "high"}, 0)
 	labtest.Eventually(t, 30*time.Second, fmt.Sprintf("%d Normal Events", n), func() (bool, string) {
-		messages = watchEvents(t, env, app)[watch.ReasonHighRiskPruneResolved]
+		messages = watchEvents(t, env, app)[exposition.ReasonHighRiskPruneResolved]
 		return len(messages) >= n, fmt.Sprintf("%d Events", len(messages))
 	})
 	wantEach(t, "Normal", messages, names, " no longer requires pruning")

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/unprune/unprune/internal/watch"
+	"github.com/unprune/unprune/internal/watch/exposition"
 	"github.com/unprune/unprune/lab"
 	"github.com/unprune/unprune/lab/labtest"
 	"github.com/unprune/unprune/test/deploytest"
@@ -80,7 +81,7 @@ func TestWatchInCluster(t *testing.T) {
 	high := map[string]string{"application": app.Name, "namespace": app.Namespace, "risk": "high"}
 	took := p.waitMetric(t, 10*time.Second, "unprune_resources_requiring_pruning", high, 1)
 	t.Logf("metric at 1 %.2fs after the app showed the Namespace requiring pruning", took.Seconds())
-	wantOneEvent(t, env, app, watch.ReasonHighRiskRequiresPruning, "Namespace/"+precious)
+	wantOneEvent(t, env, app, exposition.ReasonHighRiskRequiresPruning, "Namespace/"+precious)
 	checkOnlyEventsAndLeaseWritten(t, p)
 	stopGracefully(t, env, p, ns)
 

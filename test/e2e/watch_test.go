@@ -31,6 +31,7 @@ import (
 
 	"github.com/unprune/unprune/internal/cli"
 	"github.com/unprune/unprune/internal/watch"
+	"github.com/unprune/unprune/internal/watch/exposition"
 	"github.com/unprune/unprune/lab"
 	"github.com/unprune/unprune/lab/labtest"
 	"github.com/unprune/unprune/test/deploytest"
@@ -365,7 +366,7 @@ func TestWatch(t *testing.T) {
 	took := leader.waitMetric(t, 10*time.Second, "unprune_resources_requiring_pruning", high, 1)
 	t.Logf("metric at 1 %.2fs after the app showed the Namespace requiring pruning", took.Seconds())
 	follower.waitMetric(t, 10*time.Second, "unprune_resources_requiring_pruning", high, 1)
-	wantOneEvent(t, env, exposed, watch.ReasonHighRiskRequiresPruning, "Namespace/"+exposedNS,
+	wantOneEvent(t, env, exposed, exposition.ReasonHighRiskRequiresPruning, "Namespace/"+exposedNS,
 		fmt.Sprintf("unprune detach %s/%s Namespace/%s --yes", exposed.Namespace, exposed.Name, exposedNS), "Nothing guards it")
 	incident := map[string]string{"namespace": exposed.Namespace, "application": exposed.Name, "severity": "warning"}
 	prom.waitAlert(t, 15*time.Second, "UnpruneHighRiskRequiresPruning", incident, "pending")
@@ -375,7 +376,7 @@ func TestWatch(t *testing.T) {
 	leader.waitMetric(t, 10*time.Second, "unprune_resources_requiring_pruning", guardedHigh, 1)
 	leader.waitMetric(t, 10*time.Second, "unprune_unguarded_prune_candidates", map[string]string{"application": guarded.Name, "risk": "high", "when": "now"}, 0)
 	leader.waitMetric(t, 10*time.Second, "unprune_unguarded_prune_candidates", map[string]string{"application": exposed.Name, "risk": "high", "when": "now"}, 1)
-	wantOneEvent(t, env, guarded, watch.ReasonHighRiskRequiresPruning, "Namespace/"+guardedNS, "It is guarded (AdmissionPolicy)")
+	wantOneEvent(t, env, guarded, exposition.ReasonHighRiskRequiresPruning, "Namespace/"+guardedNS, "It is guarded (AdmissionPolicy)")
 	child, team := watchFamily(t, env, install, leader)
 	saveScrape(t, leader)
 	guardCascade(t, env, leader, child, team)
@@ -415,14 +416,14 @@ func TestWatch(t *testing.T) {
 	t.Cleanup(func() { env.DeleteNamespace(laterNS) })
 	later.Incident(t, laterNS, nil)
 	follower.waitMetric(t, 10*time.Second, "unprune_resources_requiring_pruning", map[string]string{"application": later.Name, "risk": "high"}, 1)
-	wantOneEvent(t, env, later, watch.ReasonHighRiskRequiresPruning, "Namespace/"+laterNS)
-	wantOneEvent(t, env, exposed, watch.ReasonHighRiskRequiresPruning, "Namespace/"+exposedNS)
-	wantOneEvent(t, env, guarded, watch.ReasonHighRiskRequiresPruning, "Namespace/"+guardedNS)
+	wantOneEvent(t, env, later, exposition.ReasonHighRiskRequiresPruning, "Namespace/"+laterNS)
+	wantOneEvent(t, env, exposed, exposition.ReasonHighRiskRequiresPruning, "Namespace/"+exposedNS)
+	wantOneEvent(t, env, guarded, exposition.ReasonHighRiskRequiresPruning, "Namespace/"+guardedNS)
 
 	// The guarded Namespace loses its protection: the new leader says so, once.
 	unprotectNamespace(env, guardedNS)
 	follower.waitMetric(t, 10*time.Second, "unprune_unguarded_prune_candidates", map[string]string{"application": guarded.Name, "risk": "high", "when": "now"}, 1)
-	wantOneEvent(t, env, guarded, watch.ReasonUnguardedHighRiskPrune, "Namespace/"+guardedNS, "nothing guards it any more",
+	wantOneEvent(t, env, guarded, exposition.ReasonUnguardedHighRiskPrune, "Namespace/"+guardedNS, "nothing guards it any more",
 		"unprune guard protect Namespace/"+guardedNS+" --yes")
 
 	// Released with detach (as the admin): the metric returns to 0.
@@ -466,7 +467,7 @@ func TestWatchAcrossReleases(t *testing.T) {
 			high := map[string]string{"application": app.Name, "namespace": app.Namespace, "risk": "high"}
 			p.waitMetric(t, 10*time.Second, "unprune_resources_requiring_pruning", high, 1)
 			p.waitMetric(t, 10*time.Second, "unprune_unguarded_prune_candidates", map[string]string{"application": app.Name, "risk": "high", "when": "now"}, 1)
-			wantOneEvent(t, env, app, watch.ReasonHighRiskRequiresPruning, "Namespace/"+precious,
+			wantOneEvent(t, env, app, exposition.ReasonHighRiskRequiresPruning, "Namespace/"+precious,
 				fmt.Sprintf("unprune detach %s/%s Namespace/%s --yes", app.Namespace, app.Name, precious))
 			r := unprune(t, env, labtest.TempDir(t), "--argocd-namespace="+ns, "detach", app.Namespace+"/"+app.Name, "Namespace/"+precious, "--yes")
 			if r.Code != cli.ExitOK {

@@ -1,4 +1,4 @@
-package watch
+package exposition
 
 import (
 	"strconv"
@@ -73,7 +73,7 @@ type Metrics struct {
 	evaluatedAt map[string]time.Time
 	now         func() time.Time
 	// staleSince is when the oldest last good answer served in place of a failing read was read
-	// (zero: none); nil until the watch sets it.
+	// (zero: none); nil until the watch sets it (SetStaleSince).
 	staleSince func() time.Time
 }
 
@@ -197,11 +197,25 @@ func (m *Metrics) InformerStopped(name string) { m.healthy.DeleteLabelValues(nam
 // SetResync shows the resync period.
 func (m *Metrics) SetResync(d time.Duration) { m.resync.Set(d.Seconds()) }
 
+// SetStaleSince wires the stale-answer gauge to the watch's caches: since is when the oldest last
+// good answer they serve in place of a failing read was read (zero: none). The caches are built
+// after the metrics, which count their requests: hence a setter rather than an argument of
+// NewMetrics.
+func (m *Metrics) SetStaleSince(since func() time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.staleSince = since
+}
+
+// staleAge calls staleSince outside the lock: it takes the caches' own.
 func (m *Metrics) staleAge() float64 {
-	if m.staleSince == nil {
+	m.mu.Lock()
+	since := m.staleSince
+	m.mu.Unlock()
+	if since == nil {
 		return 0
 	}
-	at := m.staleSince()
+	at := since()
 	if at.IsZero() {
 		return 0
 	}

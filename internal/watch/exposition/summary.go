@@ -1,4 +1,4 @@
-package watch
+package exposition
 
 import (
 	"github.com/unprune/unprune/internal/argocd"
@@ -53,6 +53,20 @@ type Summary struct {
 	// Secrets"), when any are.
 	Uncounted string
 }
+
+// Unread is what an evaluation could not read, with no good answer to fall back on: it decides
+// which rows' guards are unknown (SummarizeUnread).
+type Unread struct {
+	// Destination: the app's destination cluster could not be reached at all.
+	Destination bool
+	// Objects are the live objects (cluster.Ref.Key) whose read failed.
+	Objects map[string]bool
+	// Policy: unprune's admission policy (or its binding) could not be read.
+	Policy bool
+}
+
+// Any reports whether anything could not be read.
+func (u Unread) Any() bool { return u.Destination || u.Policy || len(u.Objects) > 0 }
 
 // Finding is one row an event may be about.
 type Finding struct {

@@ -1,4 +1,4 @@
-package watch
+package exposition
 
 import (
 	"context"
@@ -93,20 +93,20 @@ const (
 	maxEventRetry   = 30 * time.Second
 )
 
-// events turns successive summaries of each app into Events: one per transition, sent by the
+// Events turns successive summaries of each app into Events: one per transition, sent by the
 // leader only. What a replica sees while it does not lead (or before its first evaluation of an app)
 // is pending; when it leads, a pending transition is sent unless an Event already says it — the
 // previous leader's, or this replica's before a restart. Events are queued and written in order by
-// one sender (run); a failed write or check is retried with backoff, never dropped; deliver flushes
+// one sender (Run); a failed write or check is retried with backoff, never dropped; Deliver flushes
 // the queue at SIGTERM.
-type events struct {
-	write EventWriter
-	list  EventLister
-	sent  func(reason string)
-	host  string
-	now   func() time.Time
-	log   func(format string, args ...any)
-	retry time.Duration
+type Events struct {
+	write  EventWriter
+	list   EventLister
+	sent   func(reason string)
+	source corev1.EventSource
+	now    func() time.Time
+	log    func(format string, args ...any)
+	retry  time.Duration
 
 	mu      sync.Mutex
 	leading bool
@@ -117,17 +117,39 @@ type events struct {
 	wake    chan struct{}
 }
 
-func newEvents(write EventWriter, list EventLister, sent func(string)) *events {
-	if sent == nil {
-		sent = func(string) {}
-	}
-	return &events{write: write, list: list, sent: sent, now: time.Now, log: func(string, ...any) {}, retry: firstEventRetry,
-		state: map[string]eventState{}, pending: map[string]transition{}, wake: make(chan struct{}, 1)}
+// EventOptions are what NewEvents needs besides the API server's writer and lister; every field
+// may be left zero.
+type EventOptions struct {
+	// Source is every Event's source: the component that writes it and the replica's identity.
+	Source corev1.EventSource
+	// Sent is told the reason of each Event the API server accepted.
+	Sent func(reason string)
+	// Log tells of a failed write or check, before it is retried.
+	Log func(format string, args ...any)
+	// Retry is the wait after a first failed write or check, doubled at each failure in a row up to
+	// 30 s; zero: 200 ms.
+	Retry time.Duration
 }
 
-// observe records an app's summary and queues the transitions it shows (when leading; else they
+// NewEvents sends its Events through write, checking with list what an Event already says.
+func NewEvents(write EventWriter, list EventLister, opts EventOptions) *Events {
+	e := &Events{write: write, list: list, sent: opts.Sent, source: opts.Source, now: time.Now, log: opts.Log, retry: opts.Retry,
+		state: map[string]eventState{}, pending: map[string]transition{}, wake: make(chan struct{}, 1)}
+	if e.sent == nil {
+		e.sent = func(string) {}
+	}
+	if e.log == nil {
+		e.log = func(string, ...any) {}
+	}
+	if e.retry <= 0 {
+		e.retry = firstEventRetry
+	}
+	return e
+}
+
+// Observe records an app's summary and queues the transitions it shows (when leading; else they
 // wait as pending).
-func (e *events) observe(key string, s Summary) {
+func (e *Events) Observe(key string, s Summary) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	prev, had := e.state[key]
@@ -193,7 +215,7 @@ func (e *events) observe(key string, s Summary) {
 }
 
 // enqueue queues t under a new name and wakes the sender. The caller holds mu.
-func (e *events) enqueue(t transition, check bool) {
+func (e *Events) enqueue(t transition, check bool) {
 	n := e.now().UnixNano()
 	if n <= e.last {
 		n = e.last + 1
@@ -207,7 +229,7 @@ func (e *events) enqueue(t transition, check bool) {
 }
 
 // queuePending moves what waited for leadership to the queue, to be checked. The caller holds mu.
-func (e *events) queuePending() {
+func (e *Events) queuePending() {
 	ids := make([]string, 0, len(e.pending))
 	for id := range e.pending {
 		ids = append(ids, id)
@@ -239,8 +261,8 @@ func stillTrue(t transition, s Summary) bool {
 	return in(s.HighRiskPruning)
 }
 
-// forget drops an app that is gone.
-func (e *events) forget(key string, namespace, name string) {
+// Forget drops an app that is gone.
+func (e *Events) Forget(key string, namespace, name string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.state, key)
@@ -251,10 +273,10 @@ func (e *events) forget(key string, namespace, name string) {
 	}
 }
 
-// setLeading changes leadership. Gaining it queues the pending transitions, to be checked; losing it
+// SetLeading changes leadership. Gaining it queues the pending transitions, to be checked; losing it
 // puts what is still queued back to pending — the new leader may send it, so this replica checks
 // before sending it should it lead again.
-func (e *events) setLeading(leading bool) {
+func (e *Events) SetLeading(leading bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.leading = leading
@@ -269,27 +291,27 @@ func (e *events) setLeading(leading bool) {
 }
 
 // queued is how many Events wait to be sent.
-func (e *events) queued() int {
+func (e *Events) queued() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.queue)
 }
 
-// run sends queued Events until ctx is done.
-func (e *events) run(ctx context.Context) {
+// Run sends queued Events until ctx is done.
+func (e *Events) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-e.wake:
 		}
-		e.deliver(ctx)
+		e.Deliver(ctx)
 	}
 }
 
-// deliver sends the queue, in order, while leading: a failed check or write is retried with backoff
+// Deliver sends the queue, in order, while leading: a failed check or write is retried with backoff
 // until it succeeds or ctx is done. It returns how many are left.
-func (e *events) deliver(ctx context.Context) int {
+func (e *Events) Deliver(ctx context.Context) int {
 	wait := e.retry
 	for {
 		e.mu.Lock()
@@ -329,7 +351,7 @@ func (e *events) deliver(ctx context.Context) int {
 
 // send writes one Event, after checking no Event says it yet when asked to; it counts what the API
 // server accepted.
-func (e *events) send(ctx context.Context, o outgoing) error {
+func (e *Events) send(ctx context.Context, o outgoing) error {
 	t := o.t
 	if o.check {
 		msgs, err := e.list(ctx, t.app.Namespace, t.app.UID, t.reason)
@@ -346,7 +368,7 @@ func (e *events) send(ctx context.Context, o outgoing) error {
 		InvolvedObject: corev1.ObjectReference{APIVersion: "argoproj.io/v1alpha1", Kind: "Application",
 			Namespace: t.app.Namespace, Name: t.app.Name, UID: t.app.UID},
 		Reason: t.reason, Message: t.message, Type: t.eventType(),
-		Source:         corev1.EventSource{Component: EventComponent, Host: e.host},
+		Source:         e.source,
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
 	if err := e.write(ctx, ev); err != nil && !apierrors.IsAlreadyExists(err) {
