@@ -17,6 +17,7 @@ import (
 	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/watch/exposition"
 	"github.com/unprune/unprune/internal/watch/exposition/expositiontest"
+	"github.com/unprune/unprune/internal/watch/readcache"
 )
 
 // listedCluster is a destination that can list: each LIST counted and, while gate is set, held
@@ -45,7 +46,7 @@ func (l *listedCluster) ListAll(ctx context.Context, like cluster.Ref, fn func(*
 
 // TestAChangeAfterTheTTLIsJudgedBeforeTheListThenAgainAfterIt: an app judged after its objects'
 // answers passed the TTL is answered from them at once while its namespace is listed again in the
-// background, and says so (unreadSnapshot.behind); judged again once the LIST is done, with fresh
+// background, and says so (readcache.Unread.Behind); judged again once the LIST is done, with fresh
 // answers only, it sees the guard added in between. A fresh judgement waits for the LIST rather than
 // use old answers.
 func TestAChangeAfterTheTTLIsJudgedBeforeTheListThenAgainAfterIt(t *testing.T) {
@@ -63,13 +64,13 @@ func TestAChangeAfterTheTTLIsJudgedBeforeTheListThenAgainAfterIt(t *testing.T) {
 	}
 	inner := clustertest.NewArgoCD("argocd", c, s)
 	inner.AddApp(app)
-	w := &watcher{cfg: Config{ArgoCDNamespace: "argocd"}, metrics: exposition.NewMetrics(clock), argo: newCachingArgoCD(&flakyArgo{ArgoCD: inner, dest: dest}, 100, 30*time.Second, clock)}
+	w := &watcher{cfg: Config{ArgoCDNamespace: "argocd"}, metrics: exposition.NewMetrics(clock), argo: readcache.New(&flakyArgo{ArgoCD: inner, dest: dest}, readcache.Options{Size: 100, TTL: 30 * time.Second, Now: clock})}
 	unguarded := func(sum exposition.Summary) int { return sum.Unguarded["now"]["high"] }
-	judge := func(fresh bool) (exposition.Summary, unreadSnapshot) {
+	judge := func(fresh bool) (exposition.Summary, readcache.Unread) {
 		t.Helper()
 		type judged struct {
 			sum exposition.Summary
-			u   unreadSnapshot
+			u   readcache.Unread
 			err error
 		}
 		done := make(chan judged, 1)
@@ -85,13 +86,13 @@ func TestAChangeAfterTheTTLIsJudgedBeforeTheListThenAgainAfterIt(t *testing.T) {
 			return j.sum, j.u
 		case <-time.After(10 * time.Second):
 			t.Fatal("the judgement waited for the LIST")
-			return exposition.Summary{}, unreadSnapshot{}
+			return exposition.Summary{}, readcache.Unread{}
 		}
 	}
 
 	sum, u := judge(false)
-	if unguarded(sum) != 3 || len(u.behind) != 0 || dest.lists.Load() != 1 {
-		t.Fatalf("first judgement: %d unguarded, %d LISTs behind, %d LISTs; want 3 unguarded, read by 1 LIST before", unguarded(sum), len(u.behind), dest.lists.Load())
+	if unguarded(sum) != 3 || len(u.Behind) != 0 || dest.lists.Load() != 1 {
+		t.Fatalf("first judgement: %d unguarded, %d LISTs behind, %d LISTs; want 3 unguarded, read by 1 LIST before", unguarded(sum), len(u.Behind), dest.lists.Load())
 	}
 
 	// The TTL passes; someone labels Namespace a for unprune's policy; the next LIST hangs.
@@ -100,8 +101,8 @@ func TestAChangeAfterTheTTLIsJudgedBeforeTheListThenAgainAfterIt(t *testing.T) {
 	gate := make(chan struct{})
 	dest.gate.Store(&gate)
 	sum, u = judge(false)
-	if unguarded(sum) != 3 || len(u.behind) != 1 {
-		t.Fatalf("judged after the TTL: %d unguarded, %d LISTs behind; want the answers before the TTL (3) and 1 LIST behind", unguarded(sum), len(u.behind))
+	if unguarded(sum) != 3 || len(u.Behind) != 1 {
+		t.Fatalf("judged after the TTL: %d unguarded, %d LISTs behind; want the answers before the TTL (3) and 1 LIST behind", unguarded(sum), len(u.Behind))
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for dest.lists.Load() != 2 && time.Now().Before(deadline) {
@@ -111,22 +112,22 @@ func TestAChangeAfterTheTTLIsJudgedBeforeTheListThenAgainAfterIt(t *testing.T) {
 		t.Fatalf("%d LISTs: the refresh never started", dest.lists.Load())
 	}
 	close(gate)
-	for _, ch := range u.behind {
+	for _, ch := range u.Behind {
 		if r := <-ch; r.Err != nil {
 			t.Fatal(r.Err)
 		}
 	}
 	sum, u = judge(true)
-	if unguarded(sum) != 2 || len(u.behind) != 0 || dest.lists.Load() != 2 {
-		t.Errorf("judged again after the LIST: %d unguarded, %d behind, %d LISTs; want the new guard seen (2), from the LIST done", unguarded(sum), len(u.behind), dest.lists.Load())
+	if unguarded(sum) != 2 || len(u.Behind) != 0 || dest.lists.Load() != 2 {
+		t.Errorf("judged again after the LIST: %d unguarded, %d behind, %d LISTs; want the new guard seen (2), from the LIST done", unguarded(sum), len(u.Behind), dest.lists.Load())
 	}
 
 	// A fresh judgement after the TTL lists first.
 	now = now.Add(45 * time.Second)
 	c.Update(dest.refs[1], func(o *cluster.Object) { o.Labels = map[string]string{guard.ProtectLabel: "true"} })
 	sum, u = judge(true)
-	if unguarded(sum) != 1 || len(u.behind) != 0 || dest.lists.Load() != 3 {
-		t.Errorf("fresh judgement after the TTL: %d unguarded, %d behind, %d LISTs; want it listed first (1 unguarded, 3 LISTs)", unguarded(sum), len(u.behind), dest.lists.Load())
+	if unguarded(sum) != 1 || len(u.Behind) != 0 || dest.lists.Load() != 3 {
+		t.Errorf("fresh judgement after the TTL: %d unguarded, %d behind, %d LISTs; want it listed first (1 unguarded, 3 LISTs)", unguarded(sum), len(u.Behind), dest.lists.Load())
 	}
 }
 
@@ -147,7 +148,7 @@ func TestAJudgementOnOldAnswersEmitsNoEventAndIsMadeAgain(t *testing.T) {
 		HighRiskPruning:   map[string]exposition.Finding{team.Key(): {Resource: team}},
 		UnguardedHighRisk: map[string]exposition.Finding{team.Key(): {Resource: team}}}
 	list := make(chan singleflight.Result, 1)
-	w.publish("argocd/app", sum, unreadSnapshot{behind: []<-chan singleflight.Result{list}}, time.Millisecond)
+	w.publish("argocd/app", sum, readcache.Unread{Behind: []<-chan singleflight.Result{list}}, time.Millisecond)
 	if got := expositiontest.Value(t, m, metricUnguarded, map[string]string{"application": "app", "risk": "high", "when": "now"}); got != 1 {
 		t.Fatalf("metrics show %v unguarded, want the judgement at once (1)", got)
 	}
@@ -167,7 +168,7 @@ func TestAJudgementOnOldAnswersEmitsNoEventAndIsMadeAgain(t *testing.T) {
 		t.Fatalf("queued %q (to be judged fresh: %v), want argocd/app, fresh", key, fresh)
 	}
 	// Judged again on fresh answers: now the Event goes out.
-	w.publish("argocd/app", sum, unreadSnapshot{}, time.Millisecond)
+	w.publish("argocd/app", sum, readcache.Unread{}, time.Millisecond)
 	if left := w.events.Deliver(t.Context()); left != 0 || len(rec.Sent) != 1 {
 		t.Fatalf("events %q after the fresh judgement, want 1", rec.Sent)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -23,6 +22,7 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/watch/admission"
+	"github.com/unprune/unprune/internal/watch/readcache"
 )
 
 // budgetReader is what the deletion budget's webhook reads through the watch: the app from the API
@@ -54,35 +54,13 @@ func (r budgetReader) Destination(ctx context.Context, app argocd.Application) (
 	if err != nil {
 		return nil, err
 	}
-	c, ok := objects.(*cachedObjects)
+	// Read from the live cache alone: a webhook answers within the API server's timeout
+	// (readcache.CachedOnly).
+	only, ok := readcache.CachedOnly(objects)
 	if !ok {
 		return nil, fmt.Errorf("the destination of %s has no live cache", app.Ref())
 	}
-	return cachedOnly{c}, nil
-}
-
-// errNotCached answers a read the live cache holds no answer within its TTL for.
-var errNotCached = errors.New("not in the live cache within its TTL")
-
-// cachedOnly answers reads from the live cache alone, with what it read within the TTL, and never
-// reads the cluster: a webhook answers within the API server's timeout, and at 10,000 apps the
-// reads and LISTs that refresh older answers took the p99 of a DELETE from 26 to 540 ms
-// (BenchmarkAdmission). A row with no such answer is judged from the app's status alone, which
-// counts it as a deletion unless the row itself shows a guard: a guard counts only when it was read
-// within the TTL, never from an older answer (it may have been removed since).
-type cachedOnly struct{ *cachedObjects }
-
-func (o cachedOnly) Read(_ context.Context, refs []cluster.Ref) []cluster.ReadResult {
-	out := make([]cluster.ReadResult, len(refs))
-	for i, ref := range refs {
-		a, ok := o.meta.cached(ref.Key())
-		if !ok || !a.good() {
-			out[i].Err = errNotCached
-			continue
-		}
-		out[i] = cluster.ReadResult{Object: a.value.object(ref), Err: a.err}
-	}
-	return out
+	return only, nil
 }
 
 // controllerUsers are the users Argo CD's application and ApplicationSet controllers act as in the

@@ -65,10 +65,10 @@ func (w *watcher) clustersChanged() {
 	if w.destinations == nil {
 		return
 	}
-	w.argo.retain(func(o cluster.Objects) bool { return w.destinations.Current(context.Background(), o) })
+	w.argo.Retain(func(o cluster.Objects) bool { return w.destinations.Current(context.Background(), o) })
 	for _, inf := range w.apps {
 		for _, obj := range inf.GetStore().List() {
-			if a := asInformedApp(obj); a != nil && laneOf(a.Unstructured) != inClusterLane {
+			if a := w.informed.AsApp(obj); a != nil && laneOf(a.Unstructured) != inClusterLane {
 				w.enqueue(obj)
 			}
 		}

@@ -12,7 +12,7 @@ import (
 // their whole-app rows changed on the parent: whether it prunes automatically, or which children it
 // tracks (audit's familyRow). Status updates that change neither do not touch the children.
 func (w *watcher) enqueueChildren(old, obj any) {
-	before, after := parentOf(old), parentOf(obj)
+	before, after := w.parentOf(old), w.parentOf(obj)
 	if old != nil && before.autoPrune == after.autoPrune && slices.Equal(before.children, after.children) {
 		return
 	}
@@ -27,17 +27,17 @@ type parent struct {
 	children  []string
 }
 
-func parentOf(obj any) parent {
+func (w *watcher) parentOf(obj any) parent {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	a := asInformedApp(obj)
+	a := w.informed.AsApp(obj)
 	if a == nil {
 		return parent{}
 	}
 	var p parent
 	p.autoPrune, _, _ = unstructured.NestedBool(a.Object, "spec", "syncPolicy", "automated", "prune")
-	for _, r := range a.rows.decode() {
+	for _, r := range a.Resources() {
 		if r.Group == "argoproj.io" && r.Kind == "Application" {
 			p.children = append(p.children, r.Namespace+"/"+r.Name)
 		}

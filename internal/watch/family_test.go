@@ -16,6 +16,7 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
 	"github.com/unprune/unprune/internal/watch/exposition"
+	"github.com/unprune/unprune/internal/watch/readcache"
 )
 
 func parentApp(autoPrune bool, reconciledAt string, children ...string) *unstructured.Unstructured {
@@ -89,9 +90,8 @@ func TestWholeAppRowsReadTheInformers(t *testing.T) {
 	argo.AddApp(argocd.Application{Namespace: "argocd", Name: "root", AutoPrune: true, Automated: true, Destination: argocd.Destination{Server: argocd.InClusterServer},
 		Resources: []argocd.Resource{{Group: "argoproj.io", Version: "v1alpha1", Kind: "Application", Namespace: "argocd", Name: "child"}}})
 
-	caching := newCachingArgoCD(argo, 100, time.Minute, nil)
 	informed := 0
-	caching.informed = func(namespace, name string) (*cluster.Object, bool) {
+	caching := readcache.New(argo, readcache.Options{Size: 100, TTL: time.Minute, Informed: func(namespace, name string) (*cluster.Object, bool) {
 		if name != "child" {
 			return nil, false
 		}
@@ -99,7 +99,7 @@ func TestWholeAppRowsReadTheInformers(t *testing.T) {
 		ref := cluster.Ref{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications", Kind: "Application", Namespace: namespace, Name: name, Namespaced: true}
 		return kube.FromContent(ref, map[string]any{"metadata": map[string]any{"namespace": namespace, "name": name,
 			"finalizers": []any{argocd.FinalizerResources}, "annotations": map[string]any{argocd.AnnotationTrackingID: tracking[argocd.AnnotationTrackingID]}}}), true
-	}
+	}})
 	rep, err := audit.Run(context.Background(), caching, s, []argocd.Application{child}, audit.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -114,36 +114,5 @@ func TestWholeAppRowsReadTheInformers(t *testing.T) {
 	}
 	if got := audit.CascadeHighRisk(context.Background(), objects, s, child, "argocd"); len(got) != 1 || got[0].Name != "team" {
 		t.Errorf("cascade %v; want Namespace/team", got)
-	}
-}
-
-// countingSets is a backend whose ApplicationSet reads are counted.
-type countingSets struct {
-	cluster.ArgoCD
-	reads int
-}
-
-func (c *countingSets) GetApplicationSet(context.Context, string, string) (map[string]any, error) {
-	c.reads++
-	return map[string]any{"spec": map[string]any{}}, nil
-}
-
-// TestApplicationSetsAreReadOncePerTTL: the apps a set generates name it at every status change;
-// the set is read once per TTL, not once per evaluation.
-func TestApplicationSetsAreReadOncePerTTL(t *testing.T) {
-	now := time.Unix(0, 0)
-	inner := &countingSets{}
-	a := newCachingArgoCD(inner, 100, time.Minute, func() time.Time { return now })
-	for range 50 {
-		if _, err := a.GetApplicationSet(context.Background(), "argocd", "teams"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	now = now.Add(2 * time.Minute)
-	if _, err := a.GetApplicationSet(context.Background(), "argocd", "teams"); err != nil {
-		t.Fatal(err)
-	}
-	if inner.reads != 2 {
-		t.Errorf("%d reads for 51 evaluations across one TTL; want 2", inner.reads)
 	}
 }

@@ -138,7 +138,7 @@ func (w *watcher) watchGuards(ctx context.Context, wg *sync.WaitGroup) {
 				return
 			}
 			key := objectKey(k.gvr.Group, k.kind, m.Name)
-			w.argo.forget(key)
+			w.argo.Forget(key)
 			for _, app := range w.listers.appsOf(key) {
 				w.enqueue(cache.ExplicitKey(app))
 			}

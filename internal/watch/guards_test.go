@@ -18,9 +18,9 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/unprune/unprune/internal/argocd"
-	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/watch/exposition"
 	"github.com/unprune/unprune/internal/watch/exposition/expositiontest"
+	"github.com/unprune/unprune/internal/watch/readcache"
 )
 
 // TestListersFollowEachAppsStatus: an app is re-evaluated for the watched objects its status lists
@@ -66,24 +66,6 @@ func TestGuardChanged(t *testing.T) {
 	}
 }
 
-// TestForgetReadsAgain: an object the watch saw change is read from the API server at the next
-// evaluation, however fresh the cache's copy.
-func TestForgetReadsAgain(t *testing.T) {
-	inner := newListingObjects(1, 1)
-	c := newCachedObjects(inner, 100, time.Hour, nil, newStaleAnswers())
-	refs := []cluster.Ref{configMapRef("ns-0", "cm-0")}
-	c.Read(t.Context(), refs)
-	c.Read(t.Context(), refs)
-	if got := inner.reads.Load(); got != 1 {
-		t.Fatalf("%d reads before forget; want 1 (the second from the cache)", got)
-	}
-	c.forget(refs[0].Key())
-	c.Read(t.Context(), refs)
-	if got := inner.reads.Load(); got != 2 {
-		t.Errorf("%d reads after forget; want 2", got)
-	}
-}
-
 // TestGuardsWithoutWatchRights: a ServiceAccount that may not watch a guard kind (RBAC from before
 // the watch watched them) gets one line saying what that costs, and the informer stops instead of
 // retrying; the other kind still runs.
@@ -96,7 +78,7 @@ func TestGuardsWithoutWatchRights(t *testing.T) {
 	})
 	out := &strings.Builder{}
 	w := &watcher{cfg: Config{Resync: time.Minute, CacheTTL: 30 * time.Second}, log: &logger{out: out}, listers: newListers(),
-		argo: newCachingArgoCD(nil, 10, time.Minute, nil), meta: mc, metrics: exposition.NewMetrics(nil)}
+		argo: readcache.New(nil, readcache.Options{Size: 10, TTL: time.Minute}), meta: mc, metrics: exposition.NewMetrics(nil)}
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	// The logger's lock keeps its lines whole; holding it, the test reads them whole too.

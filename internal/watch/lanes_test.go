@@ -17,6 +17,7 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
 	"github.com/unprune/unprune/internal/watch/exposition/expositiontest"
+	"github.com/unprune/unprune/internal/watch/readcache"
 )
 
 // blackHoleArgo is an installation whose destination clusters other than its own never answer
@@ -62,8 +63,7 @@ func TestBlackHoledDestinationDelaysNoOtherApp(t *testing.T) {
 	s := argocd.NewSettings(nil, &v)
 	c := clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer)
 	inner := &blackHoleArgo{ArgoCD: clustertest.NewArgoCD("argocd", c, s), hold: make(chan struct{})}
-	w.argo = newCachingArgoCD(inner, 10, time.Minute, nil)
-	w.argo.informed = w.informedApplication
+	w.argo = readcache.New(inner, readcache.Options{Size: 10, TTL: time.Minute, Informed: w.informedApplication})
 	ctx, cancel := context.WithCancel(t.Context())
 	var ready atomic.Bool
 	var done sync.WaitGroup

@@ -83,7 +83,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}, w.listEvents, exposition.EventOptions{Source: corev1.EventSource{Component: EventComponent, Host: cfg.Identity},
 		Sent: m.EventSent, Log: log.printf})
 	m.SetResync(cfg.Resync)
-	m.SetStaleSince(w.argo.oldestStale)
+	m.SetStaleSince(w.argo.OldestStale)
 
 	ln, err := net.Listen("tcp", cfg.MetricsAddr)
 	if err != nil {

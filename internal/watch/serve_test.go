@@ -26,6 +26,7 @@ import (
 	"github.com/unprune/unprune/internal/backend/kube"
 	"github.com/unprune/unprune/internal/watch/exposition"
 	"github.com/unprune/unprune/internal/watch/exposition/expositiontest"
+	"github.com/unprune/unprune/internal/watch/readcache"
 )
 
 // eventually polls cond every 10 ms until it holds or the deadline passes.
@@ -64,7 +65,7 @@ func fakeWatcher(t *testing.T, forbidden *atomic.Bool, appLists *atomic.Int32) (
 	m := exposition.NewMetrics(nil)
 	w := &watcher{cfg: cfg, log: &logger{out: io.Discard}, metrics: m, kube: kc, leases: kc, dyn: dyn,
 		meta: metadatafake.NewSimpleMetadataClient(scheme), listers: newListers(), ns: appNamespaces{argocd.AppNamespaces{ArgoCD: "argocd"}},
-		argo:  newCachingArgoCD(nil, 10, time.Minute, nil),
+		argo:  readcache.New(nil, readcache.Options{Size: 10, TTL: time.Minute}),
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
 	w.events = exposition.NewEvents(func(context.Context, *corev1.Event) error { return nil },
 		func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil }, exposition.EventOptions{Sent: m.EventSent})

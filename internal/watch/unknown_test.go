@@ -17,6 +17,7 @@ import (
 	"github.com/unprune/unprune/internal/guard"
 	"github.com/unprune/unprune/internal/watch/exposition"
 	"github.com/unprune/unprune/internal/watch/exposition/expositiontest"
+	"github.com/unprune/unprune/internal/watch/readcache"
 )
 
 // flakyObjects is a destination whose reads fail while failing is set — as a timeout, a 5xx or a
@@ -104,13 +105,13 @@ func TestFailedReadIsUnknownNeverUnguarded(t *testing.T) {
 	inner.AddApp(app)
 
 	m := exposition.NewMetrics(clock)
-	w := &watcher{cfg: Config{ArgoCDNamespace: "argocd"}, metrics: m, argo: newCachingArgoCD(&flakyArgo{ArgoCD: inner, dest: dest}, 100, time.Minute, clock)}
-	m.SetStaleSince(w.argo.oldestStale)
+	w := &watcher{cfg: Config{ArgoCDNamespace: "argocd"}, metrics: m, argo: readcache.New(&flakyArgo{ArgoCD: inner, dest: dest}, readcache.Options{Size: 100, TTL: time.Minute, Now: clock})}
+	m.SetStaleSince(w.argo.OldestStale)
 	rec := &expositiontest.Recorder{}
 	w.events = exposition.NewEvents(rec.Write, func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil },
 		exposition.EventOptions{Sent: m.EventSent, Retry: time.Millisecond})
 	w.events.SetLeading(true)
-	evaluate := func(app argocd.Application, finalizers ...string) unreadSnapshot {
+	evaluate := func(app argocd.Application, finalizers ...string) readcache.Unread {
 		t.Helper()
 		sum, u, err := w.judge(t.Context(), s, app, finalizers, false)
 		if err != nil {
@@ -197,33 +198,5 @@ func TestFailedReadIsUnknownNeverUnguarded(t *testing.T) {
 	// Now known to be unguarded: one Event says so; the guarded app has none.
 	if len(rec.Sent) != 3 || !strings.HasPrefix(rec.Sent[2], exposition.ReasonUnguardedHighRiskPrune+": Namespace/later") {
 		t.Errorf("events after recovery %q; want one %s for Namespace/later", rec.Sent, exposition.ReasonUnguardedHighRiskPrune)
-	}
-}
-
-// TestAnswersBackOff: a failing read is retried after a backoff that doubles up to the TTL, not at
-// every evaluation and not only after the TTL; that an object is not found is an answer.
-func TestAnswersBackOff(t *testing.T) {
-	now := time.Unix(0, 0)
-	a := newAnswers[int]("t", 10, time.Minute, func() time.Time { return now }, newStaleAnswers())
-	boom := apierrors.NewServiceUnavailable("try again")
-	a.record("k", 0, boom)
-	if _, ok := a.cached("k"); !ok {
-		t.Fatal("a failure is not held for its backoff")
-	}
-	now = now.Add(firstRetry)
-	if _, ok := a.cached("k"); ok {
-		t.Fatal("a failure is held beyond its backoff")
-	}
-	a.record("k", 0, boom)
-	now = now.Add(firstRetry)
-	if _, ok := a.cached("k"); !ok {
-		t.Fatal("the second failure's backoff did not double")
-	}
-	if d := backoff(20, time.Minute); d != time.Minute {
-		t.Errorf("backoff(20) = %s, want the TTL", d)
-	}
-	gone := apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "x")
-	if r := a.record("gone", 0, gone); !r.good() {
-		t.Error("NotFound is an answer")
 	}
 }

@@ -2,7 +2,6 @@ package watch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -34,6 +33,7 @@ import (
 	"github.com/unprune/unprune/internal/option"
 	"github.com/unprune/unprune/internal/version"
 	"github.com/unprune/unprune/internal/watch/exposition"
+	"github.com/unprune/unprune/internal/watch/readcache"
 )
 
 var (
@@ -49,7 +49,7 @@ type watcher struct {
 	log     *logger
 	metrics *exposition.Metrics
 	events  *exposition.Events
-	argo    *cachingArgoCD
+	argo    *readcache.ArgoCD
 	kube    kubernetes.Interface
 	// leases is the Lease's own client: its own connection, a timeout, its own rate limit.
 	leases kubernetes.Interface
@@ -62,7 +62,10 @@ type watcher struct {
 	lanes *lanes
 	ns    appNamespaces
 
-	apps             []cache.SharedIndexInformer
+	apps []cache.SharedIndexInformer
+	// informed makes the Applications the apps' informers hold compact, with the table of strings
+	// their rows share.
+	informed         readcache.Apps
 	settingsInformer cache.SharedIndexInformer
 	projects         cache.SharedIndexInformer
 	// destinations reach the other clusters (nil: none may be reached); clusterSecrets is the
@@ -77,7 +80,7 @@ type watcher struct {
 	synced bool
 
 	// refreshed are the apps to judge next on fresh answers only: their last evaluation used
-	// answers older than the TTL, whose LISTs have run since (refreshBehind).
+	// answers older than the TTL, whose LISTs have run since (readcache.Unread.Behind).
 	refreshed sync.Map
 }
 
@@ -112,7 +115,6 @@ func newWatcher(ctx context.Context, cfg Config, m *exposition.Metrics, log *log
 	argo := &kube.ArgoCD{Objects: management, Ns: cfg.ArgoCDNamespace}
 	w := &watcher{
 		cfg: cfg, log: log, metrics: m, kube: kc, leases: leases, dyn: clients.Dynamic, meta: clients.Metadata, listers: newListers(),
-		argo:  newCachingArgoCD(argo, cfg.CacheSize, cfg.CacheTTL, cfg.Now),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "applications"}),
 	}
 	if len(cfg.ClusterContexts) > 0 || cfg.ArgoCDCredentials {
@@ -132,10 +134,9 @@ func newWatcher(ctx context.Context, cfg Config, m *exposition.Metrics, log *log
 	if err := w.resolveNamespaces(ctx); err != nil {
 		return nil, err
 	}
-	// Set before the first evaluation asks for a destination's caches, which take it then.
-	w.argo.stale.maxBytes = cfg.CacheBytes
+	w.argo = readcache.New(argo, readcache.Options{Size: cfg.CacheSize, TTL: cfg.CacheTTL, MaxBytes: cfg.CacheBytes, Now: cfg.Now,
+		Informed: w.informedApplication})
 	w.informers()
-	w.argo.informed = w.informedApplication
 	return w, nil
 }
 
@@ -197,8 +198,8 @@ func (w *watcher) resolveNamespaces(ctx context.Context) error {
 func (w *watcher) informers() {
 	bookmarks := func(o *metav1.ListOptions) { o.AllowWatchBookmarks = true }
 	for _, ns := range w.ns.informerNamespaces() {
-		inf := w.newDynamicInformer(kube.GVRApplication, ns, bookmarks, cache.Indexers{indexProject: projectIndex})
-		_ = inf.SetTransform(compactApplication)
+		inf := w.newDynamicInformer(kube.GVRApplication, ns, bookmarks, cache.Indexers{indexProject: w.projectIndex})
+		_ = inf.SetTransform(w.informed.Compact)
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) {
 				w.enqueue(obj)
@@ -290,8 +291,8 @@ func trimProject(obj any) (any, error) {
 	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": meta}}, nil
 }
 
-func projectIndex(obj any) ([]string, error) {
-	a := asInformedApp(obj)
+func (w *watcher) projectIndex(obj any) ([]string, error) {
+	a := w.informed.AsApp(obj)
 	if a == nil {
 		return nil, nil
 	}
@@ -318,16 +319,7 @@ func (w *watcher) informedApplication(namespace, name string) (*cluster.Object, 
 	}
 	ref := cluster.Ref{Group: kube.GVRApplication.Group, Version: kube.GVRApplication.Version, Resource: kube.GVRApplication.Resource,
 		Kind: "Application", Namespace: namespace, Name: name, Namespaced: true}
-	return kube.FromContent(ref, a.content()), true
-}
-
-// applicationOf parses an Application as the informers hold it.
-func applicationOf(content map[string]any) (argocd.Application, error) {
-	data, err := json.Marshal(content)
-	if err != nil {
-		return argocd.Application{}, err
-	}
-	return argocd.ParseApplication(data)
+	return kube.FromContent(ref, a.Content()), true
 }
 
 // settingsChanged re-reads the tracking settings from argocd-cm and re-evaluates every app: the
@@ -399,11 +391,11 @@ func (w *watcher) currentSettings() *argocd.Settings {
 }
 
 // get finds an app in the informers' stores.
-func (w *watcher) get(key string) (*informedApp, bool) {
+func (w *watcher) get(key string) (*readcache.App, bool) {
 	for _, inf := range w.apps {
 		obj, exists, err := inf.GetStore().GetByKey(key)
 		if err == nil && exists {
-			a := asInformedApp(obj)
+			a := w.informed.AsApp(obj)
 			return a, a != nil
 		}
 	}
@@ -428,7 +420,7 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 		w.events.Forget(key, ns, name)
 		return nil
 	}
-	app, err := a.application()
+	app, err := a.Application()
 	if err != nil {
 		return err
 	}
@@ -456,13 +448,13 @@ func (w *watcher) evaluate(ctx context.Context, key string) error {
 }
 
 // publish shows a judgement in the metrics and its transitions as Events. A judgement made partly
-// on answers older than the TTL, while LISTs read them again (unread.behind), is shown in the
+// on answers older than the TTL, while LISTs read them again (unread.Behind), is shown in the
 // metrics at once — the app's own change is current — but emits no Event: the app is judged again
 // on what the LISTs read, and that judgement does.
-func (w *watcher) publish(key string, sum exposition.Summary, unread unreadSnapshot, took time.Duration) {
+func (w *watcher) publish(key string, sum exposition.Summary, unread readcache.Unread, took time.Duration) {
 	w.metrics.Set(key, sum, took)
-	if len(unread.behind) > 0 {
-		go w.judgeAgainAfter(key, unread.behind)
+	if len(unread.Behind) > 0 {
+		go w.judgeAgainAfter(key, unread.Behind)
 		return
 	}
 	w.events.Observe(key, sum)
@@ -479,16 +471,21 @@ func (w *watcher) judgeAgainAfter(key string, behind []<-chan singleflight.Resul
 }
 
 // judge is audit's answer for one app, with its cascade, and what could not be read for it; fresh
-// forbids answers older than the TTL (see cachedObjects.refreshBehind).
-func (w *watcher) judge(ctx context.Context, s argocd.Settings, app argocd.Application, finalizers []string, fresh bool) (exposition.Summary, unreadSnapshot, error) {
-	ctx, failed := withUnread(ctx, fresh)
+// forbids answers older than the TTL (see readcache.WithUnread).
+func (w *watcher) judge(ctx context.Context, s argocd.Settings, app argocd.Application, finalizers []string, fresh bool) (exposition.Summary, readcache.Unread, error) {
+	ctx = readcache.WithUnread(ctx, fresh)
 	rep, err := audit.Run(ctx, w.argo, s, []argocd.Application{app}, audit.Options{Filter: w.currentFilter()})
 	if err != nil {
-		return exposition.Summary{}, unreadSnapshot{}, err
+		return exposition.Summary{}, readcache.Unread{}, err
 	}
 	cascade := w.cascade(ctx, s, app, finalizers, rep.Rows)
-	unread := failed.snapshot()
-	return exposition.SummarizeUnread(app, rep.Rows, cascade, unread.Unread), unread, nil
+	unread := readcache.UnreadOf(ctx)
+	return exposition.SummarizeUnread(app, rep.Rows, cascade, shownUnread(unread)), unread, nil
+}
+
+// shownUnread is what an evaluation could not read, as exposition summarizes it.
+func shownUnread(u readcache.Unread) exposition.Unread {
+	return exposition.Unread{Destination: u.Destination, Objects: u.Objects, Policy: u.Policy}
 }
 
 // cascade is what deleting the app deletes with it, of high risk: nothing without a resources
@@ -516,7 +513,7 @@ func (w *watcher) cascade(ctx context.Context, s argocd.Settings, app argocd.App
 		}
 		judged = audit.CascadeHighRisk(ctx, objects, s, app, w.cfg.ArgoCDNamespace)
 	}
-	failed := unreadOf(ctx).snapshot()
+	failed := readcache.UnreadOf(ctx)
 	if failed.Destination {
 		return audit.CascadeHighRiskUnread(s, app, w.cfg.ArgoCDNamespace)
 	}

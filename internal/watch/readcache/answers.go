@@ -1,4 +1,4 @@
-package watch
+package readcache
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/unprune/unprune/internal/cluster"
-	"github.com/unprune/unprune/internal/watch/exposition"
 )
 
 // A failed live read is not an answer. Timeouts, 5xx, Forbidden and unreachable clusters say
@@ -104,13 +103,10 @@ func (a *answers[V]) forget(key string) {
 }
 
 // staleAnswers are the last good answers served in place of reads that fail, with when they were
-// read: their age is how old what the metrics show can be. Every cache of a watch shares them, and
-// with them the bytes each destination's caches may keep (maxBytes; 0: bound by count alone).
+// read: their age is how old what the metrics show can be. Every cache of an ArgoCD shares them.
 type staleAnswers struct {
 	mu sync.Mutex
 	m  map[string]time.Time
-
-	maxBytes int64
 }
 
 func newStaleAnswers() *staleAnswers { return &staleAnswers{m: map[string]time.Time{}} }
@@ -151,10 +147,10 @@ func (s *staleAnswers) oldest() time.Time {
 	return out
 }
 
-// unread is what one evaluation could not read, with no good answer to fall back on: it decides
-// which rows' guards are unknown. An evaluation carries it in its context, through audit, to the
-// caches.
-type unread struct {
+// record is what one evaluation could not read, with no good answer to fall back on: it decides
+// which rows' guards are unknown. An evaluation carries it in its context (WithUnread), through
+// audit, to the caches.
+type record struct {
 	mu sync.Mutex
 	// destination: the app's destination cluster could not be reached at all.
 	destination bool
@@ -168,21 +164,21 @@ type unread struct {
 	behind []<-chan singleflight.Result
 }
 
-type unreadKey struct{}
+type recordKey struct{}
 
-// withUnread starts an evaluation's record; fresh forbids answers older than the TTL.
-func withUnread(ctx context.Context, fresh bool) (context.Context, *unread) {
-	u := &unread{objects: map[string]bool{}, fresh: fresh}
-	return context.WithValue(ctx, unreadKey{}, u), u
+// WithUnread starts an evaluation's record of what it could not read, carried in the context it
+// returns; fresh forbids answers older than the TTL (the evaluation is the one after their refresh).
+func WithUnread(ctx context.Context, fresh bool) context.Context {
+	return context.WithValue(ctx, recordKey{}, &record{objects: map[string]bool{}, fresh: fresh})
 }
 
-// unreadOf is the evaluation's record; nil outside an evaluation (its methods then do nothing).
-func unreadOf(ctx context.Context) *unread {
-	u, _ := ctx.Value(unreadKey{}).(*unread)
+// recordOf is the evaluation's record; nil outside an evaluation (its methods then do nothing).
+func recordOf(ctx context.Context) *record {
+	u, _ := ctx.Value(recordKey{}).(*record)
 	return u
 }
 
-func (u *unread) object(key string) {
+func (u *record) object(key string) {
 	if u == nil {
 		return
 	}
@@ -193,16 +189,16 @@ func (u *unread) object(key string) {
 
 // mayAnswerBehind reports whether the evaluation may be given answers older than the TTL while
 // they are read again: only an evaluation (not another read) that is not the one after a refresh.
-func (u *unread) mayAnswerBehind() bool { return u != nil && !u.fresh }
+func (u *record) mayAnswerBehind() bool { return u != nil && !u.fresh }
 
 // refreshing records a LIST refreshing answers the evaluation was given older than the TTL.
-func (u *unread) refreshing(ch <-chan singleflight.Result) {
+func (u *record) refreshing(ch <-chan singleflight.Result) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.behind = append(u.behind, ch)
 }
 
-func (u *unread) failedPolicy() {
+func (u *record) failedPolicy() {
 	if u == nil {
 		return
 	}
@@ -211,7 +207,7 @@ func (u *unread) failedPolicy() {
 	u.policy = true
 }
 
-func (u *unread) failedDestination() {
+func (u *record) failedDestination() {
 	if u == nil {
 		return
 	}
@@ -220,18 +216,29 @@ func (u *unread) failedDestination() {
 	u.destination = true
 }
 
-// unreadSnapshot is what an evaluation could not read, as Summarize takes it, and the LISTs it
-// left behind, which only the watcher waits for.
-type unreadSnapshot struct {
-	exposition.Unread
-	// behind are the LISTs refreshing answers older than the TTL the evaluation used: its judgement
+// Unread is what an evaluation could not read, with no good answer to fall back on — it decides
+// which rows' guards are unknown — and the LISTs it left behind.
+type Unread struct {
+	// Destination: the app's destination cluster could not be reached at all.
+	Destination bool
+	// Objects are the live objects (cluster.Ref.Key) whose read failed.
+	Objects map[string]bool
+	// Policy: unprune's admission policy (or its binding) could not be read.
+	Policy bool
+	// Behind are the LISTs refreshing answers older than the TTL the evaluation used: its judgement
 	// stands for the metrics until they are done, and is made again after.
-	behind []<-chan singleflight.Result
+	Behind []<-chan singleflight.Result
 }
 
-func (u *unread) snapshot() unreadSnapshot {
+// Any reports whether anything could not be read.
+func (u Unread) Any() bool { return u.Destination || u.Policy || len(u.Objects) > 0 }
+
+// UnreadOf is what the evaluation ctx carries (WithUnread) could not read so far; nothing outside
+// an evaluation.
+func UnreadOf(ctx context.Context) Unread {
+	u := recordOf(ctx)
 	if u == nil {
-		return unreadSnapshot{}
+		return Unread{}
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -239,5 +246,5 @@ func (u *unread) snapshot() unreadSnapshot {
 	for k := range u.objects {
 		objects[k] = true
 	}
-	return unreadSnapshot{Unread: exposition.Unread{Destination: u.destination, Objects: objects, Policy: u.policy}, behind: slices.Clone(u.behind)}
+	return Unread{Destination: u.destination, Objects: objects, Policy: u.policy, Behind: slices.Clone(u.behind)}
 }

@@ -1,4 +1,4 @@
-package watch
+package readcache
 
 import (
 	"context"
@@ -72,6 +72,12 @@ func (o *listingObjects) ListAll(_ context.Context, like cluster.Ref, fn func(*c
 	return nil
 }
 
+// newTestObjects is a destination's cache as an ArgoCD with options o makes it, with stale answers
+// and a table of keys of its own.
+func newTestObjects(inner cluster.Objects, o Options) *cachedObjects {
+	return newCachedObjects(inner, o, newStaleAnswers(), newMetaKeys())
+}
+
 // appRefs are the rows of one app: count ConfigMaps of namespace from first on.
 func appRefs(namespace string, first, count int) []cluster.Ref {
 	var refs []cluster.Ref
@@ -87,7 +93,7 @@ func appRefs(namespace string, first, count int) []cluster.Ref {
 func TestAppsOfANamespaceShareOneList(t *testing.T) {
 	inner := newListingObjects(2, 500)
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	c := newCachedObjects(inner, 10000, 30*time.Second, func() time.Time { return now }, newStaleAnswers())
+	c := newTestObjects(inner, Options{Size: 10000, TTL: 30 * time.Second, Now: func() time.Time { return now }})
 	for app := range 10 {
 		for k, res := range c.Read(context.Background(), appRefs("ns-0", app*50, 50)) {
 			if res.Err != nil || res.Object.Ref.Name != fmt.Sprintf("cm-%04d", app*50+k) {
@@ -113,14 +119,14 @@ func TestAppsOfANamespaceShareOneList(t *testing.T) {
 // since) is read on its own and a missing one stays an error; one or two misses are read, not listed.
 func TestWhatTheListingLacksIsReadAndFewMissesAreNotListed(t *testing.T) {
 	inner := newListingObjects(1, 10)
-	c := newCachedObjects(inner, 1000, time.Minute, nil, newStaleAnswers())
+	c := newTestObjects(inner, Options{Size: 1000, TTL: time.Minute})
 	refs := append(appRefs("ns-0", 0, 3), configMapRef("ns-0", "gone"))
 	res := c.Read(context.Background(), refs)
 	if res[3].Err == nil || res[0].Err != nil || inner.lists.Load() != 1 || inner.reads.Load() != 1 {
 		t.Errorf("results %+v, %d LISTs, %d reads: want 3 from the LIST and the gone one read (not found)", res, inner.lists.Load(), inner.reads.Load())
 	}
 	inner2 := newListingObjects(1, 10)
-	c2 := newCachedObjects(inner2, 1000, time.Minute, nil, newStaleAnswers())
+	c2 := newTestObjects(inner2, Options{Size: 1000, TTL: time.Minute})
 	c2.Read(context.Background(), appRefs("ns-0", 0, 2))
 	if inner2.lists.Load() != 0 || inner2.reads.Load() != 1 {
 		t.Errorf("two misses: %d LISTs, %d reads; want them read", inner2.lists.Load(), inner2.reads.Load())
@@ -132,7 +138,7 @@ func TestWhatTheListingLacksIsReadAndFewMissesAreNotListed(t *testing.T) {
 func TestConcurrentEvaluationsWaitForOneList(t *testing.T) {
 	inner := newListingObjects(1, 400)
 	inner.slow = make(chan struct{})
-	c := newCachedObjects(inner, 1000, time.Minute, nil, newStaleAnswers())
+	c := newTestObjects(inner, Options{Size: 1000, TTL: time.Minute})
 	var wg sync.WaitGroup
 	for app := range 8 {
 		wg.Add(1)
@@ -161,10 +167,13 @@ func TestConcurrentEvaluationsWaitForOneList(t *testing.T) {
 func TestCachedOnlyNeverReads(t *testing.T) {
 	inner := newListingObjects(1, 10)
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	c := newCachedObjects(inner, 100, 30*time.Second, func() time.Time { return now }, newStaleAnswers())
+	c := newTestObjects(inner, Options{Size: 100, TTL: 30 * time.Second, Now: func() time.Time { return now }})
 	c.Read(context.Background(), appRefs("ns-0", 0, 5))
 	lists, reads := inner.lists.Load(), inner.reads.Load()
-	only := cachedOnly{c}
+	only, ok := CachedOnly(c)
+	if !ok {
+		t.Fatal("a destination's cache is not cached only")
+	}
 	check := func(when string, wantCached int) {
 		t.Helper()
 		got := 0
@@ -187,4 +196,22 @@ func TestCachedOnlyNeverReads(t *testing.T) {
 	check("within the TTL", 10)
 	now = now.Add(time.Minute)
 	check("after the TTL", 0)
+}
+
+// TestForgetReadsAgain: an object the watch saw change is read from the API server at the next
+// evaluation, however fresh the cache's copy.
+func TestForgetReadsAgain(t *testing.T) {
+	inner := newListingObjects(1, 1)
+	c := newTestObjects(inner, Options{Size: 100, TTL: time.Hour})
+	refs := []cluster.Ref{configMapRef("ns-0", "cm-0")}
+	c.Read(t.Context(), refs)
+	c.Read(t.Context(), refs)
+	if got := inner.reads.Load(); got != 1 {
+		t.Fatalf("%d reads before forget; want 1 (the second from the cache)", got)
+	}
+	c.forget(refs[0].Key())
+	c.Read(t.Context(), refs)
+	if got := inner.reads.Load(); got != 2 {
+		t.Errorf("%d reads after forget; want 2", got)
+	}
 }

@@ -1,4 +1,4 @@
-package watch
+package readcache
 
 import (
 	"encoding/json"
@@ -31,7 +31,7 @@ func benchApp(i int) []byte {
 	return raw
 }
 
-// trimmedOnly is what the informers kept before compactApplication: the object as decoded, less
+// trimmedOnly is what the informers kept before Apps.Compact: the object as decoded, less
 // managedFields, last-applied, history and the sync result. The baseline of BenchmarkAppStore.
 func trimmedOnly(obj any) (any, error) {
 	u := obj.(*unstructured.Unstructured)
@@ -53,7 +53,7 @@ func retained(keep func() any) (uint64, any) {
 }
 
 // BenchmarkAppStore measures the heap the informers' store holds per Application of the watch
-// benchmark's shape, kept as decoded (the baseline) and as compactApplication keeps it.
+// benchmark's shape, kept as decoded (the baseline) and as Apps.Compact keeps it.
 func BenchmarkAppStore(b *testing.B) {
 	const apps = 2000
 	raws := make([][]byte, apps)
@@ -63,7 +63,7 @@ func BenchmarkAppStore(b *testing.B) {
 	for _, c := range []struct {
 		name      string
 		transform func(any) (any, error)
-	}{{"decoded", trimmedOnly}, {"compact", compactApplication}} {
+	}{{"decoded", trimmedOnly}, {"compact", new(Apps).Compact}} {
 		b.Run(c.name, func(b *testing.B) {
 			for range b.N {
 				n, kept := retained(func() any {
@@ -116,6 +116,7 @@ func BenchmarkLiveCacheEntry(b *testing.B) {
 		}
 	})
 	b.Run("compact", func(b *testing.B) {
+		keys := newMetaKeys()
 		for range b.N {
 			var estimate int64
 			n, kept := retained(func() any {
@@ -123,7 +124,7 @@ func BenchmarkLiveCacheEntry(b *testing.B) {
 				a.cache.limitBytes(1<<40, metaBytes)
 				for i := range entries {
 					obj := object(i)
-					a.record(obj.Ref.Key(), compactRead(cluster.ReadResult{Object: obj}), nil)
+					a.record(obj.Ref.Key(), compactRead(keys, cluster.ReadResult{Object: obj}), nil)
 				}
 				estimate = a.cache.size()
 				return a

@@ -1,4 +1,4 @@
-package watch
+package readcache
 
 import (
 	"github.com/unprune/unprune/internal/cluster"

@@ -1,4 +1,4 @@
-package watch
+package readcache
 
 import (
 	"context"
@@ -11,17 +11,13 @@ import (
 	"github.com/unprune/unprune/internal/cluster"
 )
 
-// cachingArgoCD is the installation as audit sees it during a watch: the same backend, with each
+// ArgoCD is the installation as audit sees it during a watch: the same backend, with each
 // destination's live reads going through one cache that outlives a single evaluation, and the
 // Applications the informers hold read from them rather than from the API server.
-type cachingArgoCD struct {
+type ArgoCD struct {
+	// ArgoCD is the backend the cache reads through.
 	cluster.ArgoCD
-	size int
-	ttl  time.Duration
-	now  func() time.Time
-	// informed finds an Application in the informers' stores, always as recent as the watch knows
-	// it: a cached copy could say a finalizer is still there after the informer saw it go.
-	informed func(namespace, name string) (*cluster.Object, bool)
+	opts Options
 
 	mu     sync.Mutex
 	caches map[string]*cachedObjects
@@ -30,30 +26,52 @@ type cachingArgoCD struct {
 	sets *answers[setResult]
 	// stale are the last good answers served while reading again fails, in every cache.
 	stale *staleAnswers
+	// keys are the label and annotation keys of the metadata every destination's cache holds.
+	keys *internTable
+}
+
+// Options bound the caches of an ArgoCD and say where the Applications the informers hold are.
+type Options struct {
+	// Size bounds each destination's metadata cache, in objects; its full reads, counts and LISTs,
+	// and the ApplicationSets read, are bounded by a tenth of it.
+	Size int
+	// TTL is how long an answer is used without reading again; past it, it stays the last good
+	// answer to fall back on while reading again fails.
+	TTL time.Duration
+	// MaxBytes bounds each destination's metadata cache by estimated bytes as well, and its full
+	// reads by a tenth of it; 0 bounds them by count alone.
+	MaxBytes int64
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+	// Informed, when set, finds an Application in the informers' stores, always as recent as the
+	// watch knows it: a cached copy could say a finalizer is still there after the informer saw it
+	// go.
+	Informed func(namespace, name string) (*cluster.Object, bool)
 }
 
 type setResult struct {
 	content map[string]any
 }
 
-var _ audit.SetReader = (*cachingArgoCD)(nil)
+var _ audit.SetReader = (*ArgoCD)(nil)
 
-func newCachingArgoCD(inner cluster.ArgoCD, size int, ttl time.Duration, now func() time.Time) *cachingArgoCD {
+// New returns inner read through caches bounded and timed by o.
+func New(inner cluster.ArgoCD, o Options) *ArgoCD {
 	stale := newStaleAnswers()
-	return &cachingArgoCD{ArgoCD: inner, size: size, ttl: ttl, now: now, caches: map[string]*cachedObjects{},
-		sets: newAnswers[setResult]("sets", size/10+1, ttl, now, stale), stale: stale}
+	return &ArgoCD{ArgoCD: inner, opts: o, caches: map[string]*cachedObjects{},
+		sets: newAnswers[setResult]("sets", o.Size/10+1, o.TTL, o.Now, stale), stale: stale, keys: newMetaKeys()}
 }
 
-// oldestStale is when the oldest last good answer still served in place of a failing read was
+// OldestStale is when the oldest last good answer still served in place of a failing read was
 // read; zero when every answer is fresh.
-func (a *cachingArgoCD) oldestStale() time.Time { return a.stale.oldest() }
+func (a *ArgoCD) OldestStale() time.Time { return a.stale.oldest() }
 
 // Destination returns the app's destination with its cache; destinations are few (one per cluster).
-func (a *cachingArgoCD) Destination(ctx context.Context, app argocd.Application) (cluster.Objects, error) {
+func (a *ArgoCD) Destination(ctx context.Context, app argocd.Application) (cluster.Objects, error) {
 	objects, err := a.ArgoCD.Destination(ctx, app)
 	if err != nil {
 		// Not reached is not "nothing there": every row of the app is unknown.
-		unreadOf(ctx).failedDestination()
+		recordOf(ctx).failedDestination()
 		return nil, err
 	}
 	key := objects.Info().Name + "|" + objects.Info().Server
@@ -67,14 +85,14 @@ func (a *cachingArgoCD) Destination(ctx context.Context, app argocd.Application)
 		ok = false
 	}
 	if !ok {
-		c = newCachedObjects(objects, a.size, a.ttl, a.now, a.stale)
-		if objects.Info().Server == argocd.InClusterServer && a.informed != nil {
+		c = newCachedObjects(objects, a.opts, a.stale, a.keys)
+		if objects.Info().Server == argocd.InClusterServer && a.opts.Informed != nil {
 			// The informers watch the cluster Argo CD runs in: its Applications come from them.
 			c.local = func(ref cluster.Ref) (*cluster.Object, bool) {
 				if ref.Group != "argoproj.io" || ref.Kind != "Application" {
 					return nil, false
 				}
-				return a.informed(ref.Namespace, ref.Name)
+				return a.opts.Informed(ref.Namespace, ref.Name)
 			}
 		}
 		a.caches[key] = c
@@ -83,14 +101,14 @@ func (a *cachingArgoCD) Destination(ctx context.Context, app argocd.Application)
 }
 
 // drop forgets a destination's cache and the stale answers it served. The caller holds mu.
-func (a *cachingArgoCD) drop(key string, c *cachedObjects) {
+func (a *ArgoCD) drop(key string, c *cachedObjects) {
 	delete(a.caches, key)
 	a.stale.doneUnder(c.Info().Name + "|" + c.Info().Server + "|")
 }
 
-// retain drops the caches of the destinations whose clients are not current any more (their
-// cluster Secret changed or went), with their clients.
-func (a *cachingArgoCD) retain(current func(cluster.Objects) bool) {
+// Retain drops the caches of the destinations whose clients are not current any more (their
+// cluster Secret changed or went), with their clients. The cluster Argo CD runs in keeps its cache.
+func (a *ArgoCD) Retain(current func(cluster.Objects) bool) {
 	a.mu.Lock()
 	held := map[string]*cachedObjects{}
 	for k, c := range a.caches {
@@ -111,8 +129,9 @@ func (a *cachingArgoCD) retain(current func(cluster.Objects) bool) {
 	}
 }
 
-// forget drops an object of the cluster Argo CD runs in from its cache: the watch saw it change.
-func (a *cachingArgoCD) forget(key string) {
+// Forget drops an object (by cluster.Ref.Key) of the cluster Argo CD runs in from its cache, so
+// that the next read asks the API server: the watch saw it change.
+func (a *ArgoCD) Forget(key string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, c := range a.caches {
@@ -124,9 +143,9 @@ func (a *cachingArgoCD) forget(key string) {
 
 // GetApplication answers from the informers when they hold the app (a parent app, looked up for
 // each of its children), else asks the backend.
-func (a *cachingArgoCD) GetApplication(ctx context.Context, namespace, name string) (argocd.Application, error) {
-	if a.informed != nil {
-		if obj, ok := a.informed(namespace, name); ok {
+func (a *ArgoCD) GetApplication(ctx context.Context, namespace, name string) (argocd.Application, error) {
+	if a.opts.Informed != nil {
+		if obj, ok := a.opts.Informed(namespace, name); ok {
 			return applicationOf(obj.Content)
 		}
 	}
@@ -136,7 +155,7 @@ func (a *cachingArgoCD) GetApplication(ctx context.Context, namespace, name stri
 // GetApplicationSet reads an ApplicationSet, to know whether its policy deletes the apps it owns,
 // through a cache with the live objects' TTL. ApplicationSets are not watched (they change rarely):
 // a changed policy shows at the next evaluation of each app after the TTL.
-func (a *cachingArgoCD) GetApplicationSet(ctx context.Context, namespace, name string) (map[string]any, error) {
+func (a *ArgoCD) GetApplicationSet(ctx context.Context, namespace, name string) (map[string]any, error) {
 	reader, ok := a.ArgoCD.(audit.SetReader)
 	if !ok {
 		return nil, fmt.Errorf("this backend cannot read ApplicationSet %s/%s", namespace, name)
@@ -154,11 +173,11 @@ func (a *cachingArgoCD) GetApplicationSet(ctx context.Context, namespace, name s
 }
 
 // Refresh is refused: the watch writes nothing to Applications.
-func (a *cachingArgoCD) Refresh(context.Context, argocd.Application, bool) error { return errReadOnly }
+func (a *ArgoCD) Refresh(context.Context, argocd.Application, bool) error { return errReadOnly }
 
 // CmdParams reads argocd-cmd-params-cm (the ApplicationSet controller's own policy decides whether a
 // set deletes its apps), cached like the sets.
-func (a *cachingArgoCD) CmdParams(ctx context.Context) (map[string]string, error) {
+func (a *ArgoCD) CmdParams(ctx context.Context) (map[string]string, error) {
 	r, ok := a.ArgoCD.(interface {
 		CmdParams(context.Context) (map[string]string, error)
 	})

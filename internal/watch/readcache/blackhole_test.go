@@ -1,4 +1,4 @@
-package watch
+package readcache
 
 import (
 	"context"
@@ -39,12 +39,12 @@ func TestBlackHoledReadServesTheLastGoodAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Unix(1_000_000, 0)
-	c := newCachedObjects(kube.NewObjects(clients, ""), 10, time.Second, func() time.Time { return now }, newStaleAnswers())
+	c := newTestObjects(kube.NewObjects(clients, ""), Options{Size: 10, TTL: time.Second, Now: func() time.Time { return now }})
 	ref := cluster.Ref{Version: "v1", Resource: "namespaces", Kind: "Namespace", Name: "team"}
-	read := func() (cluster.ReadResult, unreadSnapshot) {
-		ctx, u := withUnread(context.Background(), false)
+	read := func() (cluster.ReadResult, Unread) {
+		ctx := WithUnread(context.Background(), false)
 		res := c.Read(ctx, []cluster.Ref{ref})[0]
-		return res, u.snapshot()
+		return res, UnreadOf(ctx)
 	}
 	res, _ := read()
 	if res.Err != nil || res.Object == nil || res.Object.Annotations["argocd.argoproj.io/sync-options"] != "Prune=false" {

@@ -1,4 +1,4 @@
-package watch
+package readcache
 
 import (
 	"encoding/json"
@@ -59,26 +59,27 @@ func TestCompactApplicationReadsTheSame(t *testing.T) {
 	wantWhole := argocd.ParseWhole(decodeApp(t).Object)
 	delete(wantWhole.Annotations, argocd.AnnotationLastAppliedConfiguration)
 
-	obj, err := compactApplication(decodeApp(t))
+	var apps Apps
+	obj, err := apps.Compact(decodeApp(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := compactApplication(obj)
+	again, _ := apps.Compact(obj)
 	if again != obj {
 		t.Fatalf("the transform changed what it had returned: %T", again)
 	}
-	a := asInformedApp(obj)
-	got, err := a.application()
+	a := apps.AsApp(obj)
+	got, err := a.Application()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Application:\n got %+v\nwant %+v", got, want)
 	}
-	if whole := argocd.ParseWhole(a.content()); !reflect.DeepEqual(whole, wantWhole) {
+	if whole := argocd.ParseWhole(a.Content()); !reflect.DeepEqual(whole, wantWhole) {
 		t.Errorf("whole:\n got %+v\nwant %+v", whole, wantWhole)
 	}
-	if reparsed, _ := applicationOf(a.content()); !reflect.DeepEqual(reparsed, want) {
+	if reparsed, _ := applicationOf(a.Content()); !reflect.DeepEqual(reparsed, want) {
 		t.Errorf("content parsed again:\n got %+v\nwant %+v", reparsed, want)
 	}
 	status, _ := a.Object["status"].(map[string]any)
@@ -95,17 +96,18 @@ func TestCompactApplicationReadsTheSame(t *testing.T) {
 	}
 	// A parsed Application's rows are its own: audit changing them leaves the store alone.
 	got.Resources[0].Name = "changed"
-	if a.rows.decode()[0].Name != "precious" {
+	if a.Resources()[0].Name != "precious" {
 		t.Errorf("the store's row changed with the parsed app's")
 	}
 }
 
 // TestCompactRowsShareStrings: the rows of many apps keep one copy of each kind, version,
-// namespace and status.
+// namespace and status: their Apps' table's.
 func TestCompactRowsShareStrings(t *testing.T) {
-	x, _ := compactApplication(decodeApp(t))
-	y, _ := compactApplication(decodeApp(t))
-	rx, ry := asInformedApp(x).rows.decode()[1], asInformedApp(y).rows.decode()[1]
+	var apps Apps
+	x, _ := apps.Compact(decodeApp(t))
+	y, _ := apps.Compact(decodeApp(t))
+	rx, ry := apps.AsApp(x).Resources()[1], apps.AsApp(y).Resources()[1]
 	for _, pair := range [][2]string{{rx.Kind, ry.Kind}, {rx.Namespace, ry.Namespace}, {rx.Status, ry.Status}, {rx.Group, ry.Group}} {
 		if pair[0] != pair[1] || stringData(pair[0]) != stringData(pair[1]) {
 			t.Errorf("%q and %q are two copies", pair[0], pair[1])

@@ -1,4 +1,4 @@
-package watch
+package readcache
 
 import (
 	"encoding/binary"
@@ -29,15 +29,17 @@ type liveMeta struct {
 
 // The encoding: a flags byte; the UID, as 16 bytes when it is a canonical UUID, else as a string;
 // the resourceVersion; the counts of labels, annotations and owners; the labels' then the
-// annotations' keys (interned, metaKeys) and values; the owners (compact.go).
+// annotations' keys (interned in the ArgoCD's table, newMetaKeys) and values; the owners
+// (compact.go).
 const (
 	metaPresent = 1 << iota
 	metaDeleting
 	metaUUID
 )
 
-// compactRead is what the metadata cache keeps of a read; the object read is not changed.
-func compactRead(res cluster.ReadResult) liveMeta {
+// compactRead is what the metadata cache keeps of a read, its keys interned in keys; the object
+// read is not changed.
+func compactRead(keys *internTable, res cluster.ReadResult) liveMeta {
 	o := res.Object
 	if o == nil {
 		return liveMeta{}
@@ -66,26 +68,27 @@ func compactRead(res cluster.ReadResult) liveMeta {
 	b = binary.AppendUvarint(b, uint64(len(o.Labels)))
 	b = binary.AppendUvarint(b, uint64(annotations))
 	b = binary.AppendUvarint(b, uint64(len(o.Owners)))
-	b = appendPairs(b, o.Labels, "")
-	b = appendPairs(b, o.Annotations, argocd.AnnotationLastAppliedConfiguration)
+	b = appendPairs(keys, b, o.Labels, "")
+	b = appendPairs(keys, b, o.Annotations, argocd.AnnotationLastAppliedConfiguration)
 	for _, owner := range o.Owners {
 		b = appendString(b, owner)
 	}
 	return liveMeta{data: string(b), content: o.Content}
 }
 
-// appendPairs writes m's keys (interned) and values, but for the key skip.
-func appendPairs(b []byte, m map[string]string, skip string) []byte {
+// appendPairs writes m's keys (interned in keys) and values, but for the key skip.
+func appendPairs(keys *internTable, b []byte, m map[string]string, skip string) []byte {
 	for k, v := range m {
 		if k != skip || skip == "" {
-			b = appendString(metaKeys.append(b, k), v)
+			b = appendString(keys.append(b, k), v)
 		}
 	}
 	return b
 }
 
-// object is the cached metadata as the object ref names, with maps of its own for the caller.
-func (m liveMeta) object(ref cluster.Ref) *cluster.Object {
+// object is the cached metadata as the object ref names, with maps of its own for the caller; keys
+// is the table compactRead interned its keys in.
+func (m liveMeta) object(keys *internTable, ref cluster.Ref) *cluster.Object {
 	if m.data == "" {
 		return nil
 	}
@@ -99,7 +102,7 @@ func (m liveMeta) object(ref cluster.Ref) *cluster.Object {
 	}
 	o.ResourceVersion = d.string()
 	labels, annotations, owners := d.count(), d.count(), d.count()
-	o.Labels, o.Annotations = pairs(&d, labels), pairs(&d, annotations)
+	o.Labels, o.Annotations = pairs(&d, keys, labels), pairs(&d, keys, annotations)
 	if owners > 0 {
 		o.Owners = make([]string, owners)
 		for i := range o.Owners {
@@ -118,14 +121,15 @@ func metaBytes(key string, a answer[liveMeta]) int64 {
 	return n
 }
 
-// pairs reads n keys and values as a map; nil when there are none, as a decoded object has.
-func pairs(d *decoder, n int) map[string]string {
+// pairs reads n keys (interned in keys) and values as a map; nil when there are none, as a decoded
+// object has.
+func pairs(d *decoder, keys *internTable, n int) map[string]string {
 	if n == 0 {
 		return nil
 	}
 	m := make(map[string]string, n)
 	for range n {
-		k := d.interned(metaKeys)
+		k := d.interned(keys)
 		m[k] = d.string()
 	}
 	return m
@@ -135,9 +139,10 @@ func pairs(d *decoder, n int) map[string]string {
 // key, answer and expiry (112 bytes), the map's slot, and the allocations' rounding.
 const metaEntryOverhead = 160
 
-// metaKeys are the label and annotation keys of the cached metadata: a few keys — the tracking
-// annotation, the instance label, the sync options — recur on every object.
-var metaKeys = newInternTable(1 << 14)
+// newMetaKeys is a table for the label and annotation keys of the cached metadata: a few keys —
+// the tracking annotation, the instance label, the sync options — recur on every object. An ArgoCD
+// has one, which every destination's cache shares.
+func newMetaKeys() *internTable { return newInternTable(1 << 14) }
 
 // parseUUID reads a UUID in the canonical form the API server gives every object
 // (8-4-4-4-12 lowercase hex digits): only a UID that formatUUID writes back the same is one.

@@ -1,4 +1,4 @@
-package watch
+package readcache
 
 import (
 	"encoding/binary"
