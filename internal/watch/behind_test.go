@@ -64,7 +64,7 @@ func TestAChangeAfterTheTTLIsJudgedBeforeTheListThenAgainAfterIt(t *testing.T) {
 	}
 	inner := clustertest.NewArgoCD("argocd", c, s)
 	inner.AddApp(app)
-	w := &watcher{cfg: Config{ArgoCDNamespace: "argocd"}, metrics: exposition.NewMetrics(clock), argo: readcache.New(&flakyArgo{ArgoCD: inner, dest: dest}, readcache.Options{Size: 100, TTL: 30 * time.Second, Now: clock})}
+	r := &reconciler{argoNamespace: "argocd", metrics: exposition.NewMetrics(clock), argo: readcache.New(&flakyArgo{ArgoCD: inner, dest: dest}, readcache.Options{Size: 100, TTL: 30 * time.Second, Now: clock})}
 	unguarded := func(sum exposition.Summary) int { return sum.Unguarded["now"]["high"] }
 	judge := func(fresh bool) (exposition.Summary, readcache.Unread) {
 		t.Helper()
@@ -75,7 +75,7 @@ func TestAChangeAfterTheTTLIsJudgedBeforeTheListThenAgainAfterIt(t *testing.T) {
 		}
 		done := make(chan judged, 1)
 		go func() {
-			sum, u, err := w.judge(t.Context(), s, app, nil, fresh)
+			sum, u, err := r.judge(t.Context(), s, nil, app, nil, fresh)
 			done <- judged{sum, u, err}
 		}()
 		select {
@@ -137,39 +137,40 @@ func TestAChangeAfterTheTTLIsJudgedBeforeTheListThenAgainAfterIt(t *testing.T) {
 func TestAJudgementOnOldAnswersEmitsNoEventAndIsMadeAgain(t *testing.T) {
 	m := exposition.NewMetrics(nil)
 	rec := &expositiontest.Recorder{}
-	w := &watcher{cfg: Config{ArgoCDNamespace: "argocd"}, metrics: m, ns: appNamespaces{argocd.AppNamespaces{ArgoCD: "argocd"}},
+	mgr := &manager{cfg: Config{ArgoCDNamespace: "argocd"}, metrics: m, ns: appNamespaces{argocd.AppNamespaces{ArgoCD: "argocd"}},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
-	defer w.queue.ShutDown()
-	w.events = exposition.NewEvents(rec.Write, func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil }, exposition.EventOptions{Sent: m.EventSent})
-	w.events.SetLeading(true)
+	defer mgr.queue.ShutDown()
+	mgr.events = exposition.NewEvents(rec.Write, func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil }, exposition.EventOptions{Sent: m.EventSent})
+	mgr.events.SetLeading(true)
+	r := mgr.newReconciler()
 	team := argocd.Resource{Version: "v1", Kind: "Namespace", Name: "team", RequiresPruning: true}
 	sum := exposition.Summary{Namespace: "argocd", Name: "app", UID: "uid-1", Project: "default", Destination: "in-cluster",
 		Pruning: map[string]int{"high": 1}, Unguarded: map[string]map[string]int{"now": {"high": 1}},
 		HighRiskPruning:   map[string]exposition.Finding{team.Key(): {Resource: team}},
 		UnguardedHighRisk: map[string]exposition.Finding{team.Key(): {Resource: team}}}
 	list := make(chan singleflight.Result, 1)
-	w.publish("argocd/app", sum, readcache.Unread{Behind: []<-chan singleflight.Result{list}}, time.Millisecond)
+	r.publish("argocd/app", sum, readcache.Unread{Behind: []<-chan singleflight.Result{list}}, time.Millisecond)
 	if got := expositiontest.Value(t, m, metricUnguarded, map[string]string{"application": "app", "risk": "high", "when": "now"}); got != 1 {
 		t.Fatalf("metrics show %v unguarded, want the judgement at once (1)", got)
 	}
-	if left := w.events.Deliver(t.Context()); left != 0 || len(rec.Sent) != 0 {
+	if left := mgr.events.Deliver(t.Context()); left != 0 || len(rec.Sent) != 0 {
 		t.Fatalf("events %q sent from a judgement on old answers", rec.Sent)
 	}
-	if w.queue.Len() != 0 {
+	if mgr.queue.Len() != 0 {
 		t.Fatalf("queued again before the LIST was done")
 	}
 	list <- singleflight.Result{}
 	deadline := time.Now().Add(10 * time.Second)
-	for w.queue.Len() == 0 && time.Now().Before(deadline) {
+	for mgr.queue.Len() == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	key, _ := w.queue.Get()
-	if _, fresh := w.refreshed.Load(key); key != "argocd/app" || !fresh {
+	key, _ := mgr.queue.Get()
+	if _, fresh := r.refreshed.Load(key); key != "argocd/app" || !fresh {
 		t.Fatalf("queued %q (to be judged fresh: %v), want argocd/app, fresh", key, fresh)
 	}
 	// Judged again on fresh answers: now the Event goes out.
-	w.publish("argocd/app", sum, readcache.Unread{}, time.Millisecond)
-	if left := w.events.Deliver(t.Context()); left != 0 || len(rec.Sent) != 1 {
+	r.publish("argocd/app", sum, readcache.Unread{}, time.Millisecond)
+	if left := mgr.events.Deliver(t.Context()); left != 0 || len(rec.Sent) != 1 {
 		t.Fatalf("events %q after the fresh judgement, want 1", rec.Sent)
 	}
 }

@@ -28,14 +28,14 @@ import (
 // budgetReader is what the deletion budget's webhook reads through the watch: the app from the API
 // server (never from the informers, which may not have seen the status that started the sync), the
 // project's budget from the projects' informer, and the destination through the live cache.
-type budgetReader struct{ w *watcher }
+type budgetReader struct{ mgr *manager }
 
 func (r budgetReader) Application(ctx context.Context, namespace, name string) (argocd.Application, error) {
-	return r.w.argo.ArgoCD.GetApplication(ctx, namespace, name)
+	return r.mgr.argo.ArgoCD.GetApplication(ctx, namespace, name)
 }
 
 func (r budgetReader) ProjectAnnotations(_ context.Context, name string) (map[string]string, error) {
-	obj, ok, err := r.w.projects.GetStore().GetByKey(r.w.cfg.ArgoCDNamespace + "/" + name)
+	obj, ok, err := r.mgr.projects.GetStore().GetByKey(r.mgr.cfg.ArgoCDNamespace + "/" + name)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func (r budgetReader) ProjectAnnotations(_ context.Context, name string) (map[st
 }
 
 func (r budgetReader) Destination(ctx context.Context, app argocd.Application) (cluster.Objects, error) {
-	objects, err := r.w.argo.Destination(ctx, app)
+	objects, err := r.mgr.argo.Destination(ctx, app)
 	if err != nil {
 		return nil, err
 	}
@@ -72,10 +72,10 @@ func controllerUsers(namespace string) []string {
 }
 
 // budgetAppSets reads ApplicationSets from the API server and writes the budget's record on them.
-type budgetAppSets struct{ w *watcher }
+type budgetAppSets struct{ mgr *manager }
 
 func (r budgetAppSets) ApplicationSet(ctx context.Context, namespace, name string) (admission.AppSet, error) {
-	u, err := r.w.dyn.Resource(kube.GVRApplicationSet).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	u, err := r.mgr.dyn.Resource(kube.GVRApplicationSet).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return admission.AppSet{}, err
 	}
@@ -91,48 +91,48 @@ func (r budgetAppSets) Record(ctx context.Context, set admission.AppSet, value s
 	if err != nil {
 		return err
 	}
-	_, err = r.w.dyn.Resource(kube.GVRApplicationSet).Namespace(set.Namespace).Patch(ctx, set.Name, types.MergePatchType, patch,
+	_, err = r.mgr.dyn.Resource(kube.GVRApplicationSet).Namespace(set.Namespace).Patch(ctx, set.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: EventComponent})
 	return err
 }
 
 // serveBudget starts the deletion budget's webhook on its own TLS listener; nil when off.
-func (w *watcher) serveBudget() (*http.Server, error) {
-	if w.cfg.DeletionBudget == nil {
+func (mgr *manager) serveBudget() (*http.Server, error) {
+	if mgr.cfg.DeletionBudget == nil {
 		return nil, nil
 	}
-	m, err := admission.NewMetrics(w.metrics.Registry)
+	m, err := admission.NewMetrics(mgr.metrics.Registry)
 	if err != nil {
 		return nil, err
 	}
 	users := map[string]bool{}
-	for _, u := range w.cfg.BudgetUsers {
+	for _, u := range mgr.cfg.BudgetUsers {
 		users[u] = true
 	}
 	if len(users) == 0 {
-		for _, u := range controllerUsers(w.cfg.ArgoCDNamespace) {
+		for _, u := range controllerUsers(mgr.cfg.ArgoCDNamespace) {
 			users[u] = true
 		}
 	}
-	certs := &admission.Certificate{CertFile: w.cfg.TLSCertFile, KeyFile: w.cfg.TLSKeyFile}
+	certs := &admission.Certificate{CertFile: mgr.cfg.TLSCertFile, KeyFile: mgr.cfg.TLSKeyFile}
 	if _, err := certs.Get(nil); err != nil {
 		return nil, fmt.Errorf("%v/%v: %w", option.TLSCertFile, option.TLSPrivateKeyFile, err)
 	}
 	s := &admission.Server{
-		Reader: budgetReader{w}, AppSets: budgetAppSets{w}, ArgoCDNamespace: w.cfg.ArgoCDNamespace, Default: *w.cfg.DeletionBudget, Users: users,
-		Settings: w.currentSettings, Version: w.cfg.Version, ListedWait: admission.DefaultListedWait,
-		Event: w.budgetEvent, Metrics: m, Log: w.log.printf, Now: w.cfg.Now,
+		Reader: budgetReader{mgr}, AppSets: budgetAppSets{mgr}, ArgoCDNamespace: mgr.cfg.ArgoCDNamespace, Default: *mgr.cfg.DeletionBudget, Users: users,
+		Settings: mgr.settings.tracking, Version: mgr.cfg.Version, ListedWait: admission.DefaultListedWait,
+		Event: mgr.budgetEvent, Metrics: m, Log: mgr.log.printf, Now: mgr.cfg.Now,
 	}
 	mux := http.NewServeMux()
 	mux.Handle(admission.Path, s)
-	ln, err := net.Listen("tcp", w.cfg.AdmissionAddr)
+	ln, err := net.Listen("tcp", mgr.cfg.AdmissionAddr)
 	if err != nil {
-		return nil, fmt.Errorf("listen on %v %s: %w", option.AdmissionBindAddress, w.cfg.AdmissionAddr, err)
+		return nil, fmt.Errorf("listen on %v %s: %w", option.AdmissionBindAddress, mgr.cfg.AdmissionAddr, err)
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.Get}}
 	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	w.log.printf("serving the deletion budget's webhook on https://%s%s (default budget %d; judging DELETEs of %v)", ln.Addr(), admission.Path, *w.cfg.DeletionBudget, w.cfg.BudgetUsersOrDefault())
+	mgr.log.printf("serving the deletion budget's webhook on https://%s%s (default budget %d; judging DELETEs of %v)", ln.Addr(), admission.Path, *mgr.cfg.DeletionBudget, mgr.cfg.BudgetUsersOrDefault())
 	return srv, nil
 }
 
@@ -147,17 +147,17 @@ func (c Config) BudgetUsersOrDefault() []string {
 // budgetEvent records a refusal on the Application or ApplicationSet. Every replica answers the API
 // server, so each records its own refusals; the webhook sends one per object, reason and count a
 // minute at most.
-func (w *watcher) budgetEvent(ctx context.Context, on admission.Subject, message string) {
-	now := metav1.NewTime(w.now())
+func (mgr *manager) budgetEvent(ctx context.Context, on admission.Subject, message string) {
+	now := metav1.NewTime(mgr.now())
 	ev := &corev1.Event{
 		ObjectMeta: metav1.ObjectMeta{Namespace: on.Namespace, GenerateName: on.Name + ".deletion-refused."},
 		InvolvedObject: corev1.ObjectReference{APIVersion: "argoproj.io/v1alpha1", Kind: on.Kind,
 			Namespace: on.Namespace, Name: on.Name, UID: types.UID(on.UID)},
 		Reason: admission.EventReason, Message: message, Type: corev1.EventTypeWarning,
-		Source:         corev1.EventSource{Component: EventComponent, Host: w.cfg.Identity},
+		Source:         corev1.EventSource{Component: EventComponent, Host: mgr.cfg.Identity},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 	}
-	if _, err := w.kube.CoreV1().Events(on.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		w.log.printf("warning: Event %s on %s %s/%s: %v", admission.EventReason, on.Kind, on.Namespace, on.Name, err)
+	if _, err := mgr.kube.CoreV1().Events(on.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		mgr.log.printf("warning: Event %s on %s %s/%s: %v", admission.EventReason, on.Kind, on.Namespace, on.Name, err)
 	}
 }

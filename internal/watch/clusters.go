@@ -22,26 +22,26 @@ var gvrSecret = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 // and config. It runs when the watch may use Argo CD's credentials (--cluster-credentials=argocd);
 // with kubeconfig contexts only, the Secrets only give a cluster its other name (server or name) and
 // are listed once, a ServiceAccount that may not list them being no less able to judge.
-func (w *watcher) watchClusterSecrets() {
-	d := w.destinations
-	if d == nil || !w.cfg.ArgoCDCredentials {
+func (mgr *manager) watchClusterSecrets() {
+	d := mgr.destinations
+	if d == nil || !mgr.cfg.ArgoCDCredentials {
 		return
 	}
-	inf := w.newDynamicInformer(gvrSecret, w.cfg.ArgoCDNamespace, func(o *metav1.ListOptions) {
+	inf := mgr.newDynamicInformer(gvrSecret, mgr.cfg.ArgoCDNamespace, func(o *metav1.ListOptions) {
 		o.AllowWatchBookmarks = true
 		o.LabelSelector = kube.LabelSecretType + "=" + kube.SecretTypeCluster
 	}, nil)
 	_ = inf.SetTransform(kube.TrimClusterSecret)
-	name := informerName(gvrSecret, w.cfg.ArgoCDNamespace)
+	name := informerName(gvrSecret, mgr.cfg.ArgoCDNamespace)
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(any) { w.clustersChanged() },
+		AddFunc: func(any) { mgr.clustersChanged() },
 		UpdateFunc: func(old, obj any) {
 			if o, ok := old.(*unstructured.Unstructured); ok && o.GetResourceVersion() == obj.(*unstructured.Unstructured).GetResourceVersion() {
 				return
 			}
-			w.clustersChanged()
+			mgr.clustersChanged()
 		},
-		DeleteFunc: func(any) { w.clustersChanged() },
+		DeleteFunc: func(any) { mgr.clustersChanged() },
 	})
 	d.Source = func() ([]*unstructured.Unstructured, error) {
 		if !inf.HasSynced() {
@@ -55,21 +55,21 @@ func (w *watcher) watchClusterSecrets() {
 		}
 		return out, nil
 	}
-	w.clusterSecrets = inf
+	mgr.clusterSecrets = inf
 }
 
 // clustersChanged follows a cluster Secret's change: the clients (and the caches of their answers)
 // of a cluster whose Secret changed or went are dropped, and every app deploying to another cluster
 // than Argo CD's is evaluated again — a cluster's name or server may have changed with it.
-func (w *watcher) clustersChanged() {
-	if w.destinations == nil {
+func (mgr *manager) clustersChanged() {
+	if mgr.destinations == nil {
 		return
 	}
-	w.argo.Retain(func(o cluster.Objects) bool { return w.destinations.Current(context.Background(), o) })
-	for _, inf := range w.apps {
+	mgr.argo.Retain(func(o cluster.Objects) bool { return mgr.destinations.Current(context.Background(), o) })
+	for _, inf := range mgr.apps {
 		for _, obj := range inf.GetStore().List() {
-			if a := w.informed.AsApp(obj); a != nil && laneOf(a.Unstructured) != inClusterLane {
-				w.enqueue(obj)
+			if a := mgr.informed.AsApp(obj); a != nil && laneOf(a.Unstructured) != inClusterLane {
+				mgr.enqueue(obj)
 			}
 		}
 	}

@@ -29,13 +29,13 @@ func TestClusterSecretsInformerFeedsTheDestinations(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		kube.GVRApplication: "ApplicationList", gvrConfigMap: "ConfigMapList", gvrAppProject: "AppProjectList", gvrSecret: "SecretList"})
 	cfg := Config{ArgoCDNamespace: "argocd", ArgoCDCredentials: true, Workers: 1, CacheSize: 10, CacheTTL: time.Minute, Resync: time.Minute}
-	w := &watcher{cfg: cfg, log: &logger{out: io.Discard}, metrics: exposition.NewMetrics(nil), dyn: dyn, listers: newListers(),
+	mgr := &manager{cfg: cfg, log: &logger{out: io.Discard}, metrics: exposition.NewMetrics(nil), dyn: dyn, listers: newListers(),
 		ns: appNamespaces{argocd.AppNamespaces{ArgoCD: "argocd"}}, argo: readcache.New(nil, readcache.Options{Size: 10, TTL: time.Minute}),
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
 	d := &kube.Destinations{Namespace: "argocd", ArgoCDCredentials: true}
-	w.destinations = d
-	w.informers()
-	if w.clusterSecrets == nil || !slices.Contains(w.informersToRun(), w.clusterSecrets) {
+	mgr.destinations = d
+	mgr.informers()
+	if mgr.clusterSecrets == nil || !slices.Contains(mgr.informersToRun(), mgr.clusterSecrets) {
 		t.Fatal("with Argo CD's credentials, the cluster Secrets' informer runs and is waited for")
 	}
 	ctx := t.Context()
@@ -43,21 +43,21 @@ func TestClusterSecretsInformerFeedsTheDestinations(t *testing.T) {
 	if _, err := apps.Create(ctx, applicationObject("far-app", argocd.Destination{Name: "far"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, inf := range w.informersToRun() {
+	for _, inf := range mgr.informersToRun() {
 		go inf.RunWithContext(ctx)
 	}
 	eventually(t, 10*time.Second, "informers synced", func() bool {
-		for _, inf := range w.informersToRun() {
+		for _, inf := range mgr.informersToRun() {
 			if !inf.HasSynced() {
 				return false
 			}
 		}
 		return true
 	})
-	for w.queue.Len() > 0 {
-		k, _ := w.queue.Get()
-		w.queue.Done(k)
-		w.queue.Forget(k)
+	for mgr.queue.Len() > 0 {
+		k, _ := mgr.queue.Get()
+		mgr.queue.Done(k)
+		mgr.queue.Forget(k)
 	}
 	far := argocd.Destination{Name: "far"}
 	if _, err := d.Resolve(ctx, far); err == nil {
@@ -81,7 +81,7 @@ func TestClusterSecretsInformerFeedsTheDestinations(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 10*time.Second, "the Secret created after the start found", func() bool { return token() == "one" })
-	eventually(t, 10*time.Second, "the other cluster's app evaluated again", func() bool { return w.queue.Len() == 1 })
+	eventually(t, 10*time.Second, "the other cluster's app evaluated again", func() bool { return mgr.queue.Len() == 1 })
 	s := secret("two")
 	s.SetResourceVersion("2")
 	if _, err := secrets.Update(ctx, s, metav1.UpdateOptions{}); err != nil {

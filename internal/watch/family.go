@@ -11,13 +11,13 @@ import (
 // enqueueChildren re-evaluates the child Applications an app of apps tracks when what decides
 // their whole-app rows changed on the parent: whether it prunes automatically, or which children it
 // tracks (audit's familyRow). Status updates that change neither do not touch the children.
-func (w *watcher) enqueueChildren(old, obj any) {
-	before, after := w.parentOf(old), w.parentOf(obj)
+func (mgr *manager) enqueueChildren(old, obj any) {
+	before, after := mgr.parentOf(old), mgr.parentOf(obj)
 	if old != nil && before.autoPrune == after.autoPrune && slices.Equal(before.children, after.children) {
 		return
 	}
 	for _, key := range append(before.children, after.children...) {
-		w.enqueue(cache.ExplicitKey(key))
+		mgr.enqueue(cache.ExplicitKey(key))
 	}
 }
 
@@ -27,11 +27,11 @@ type parent struct {
 	children  []string
 }
 
-func (w *watcher) parentOf(obj any) parent {
+func (mgr *manager) parentOf(obj any) parent {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	a := w.informed.AsApp(obj)
+	a := mgr.informed.AsApp(obj)
 	if a == nil {
 		return parent{}
 	}

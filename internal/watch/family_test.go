@@ -47,8 +47,8 @@ func drain(q workqueue.TypedRateLimitingInterface[string]) []string {
 // prune and on the parent tracking it; a change of either re-evaluates the children, a status
 // update that changes neither does not.
 func TestParentChangesReEvaluateChildren(t *testing.T) {
-	w := &watcher{ns: appNamespaces{argocd.AppNamespaces{ArgoCD: "argocd"}}, queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
-	defer w.queue.ShutDown()
+	mgr := &manager{ns: appNamespaces{argocd.AppNamespaces{ArgoCD: "argocd"}}, queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+	defer mgr.queue.ShutDown()
 	steps := []struct {
 		name     string
 		old, obj *unstructured.Unstructured
@@ -65,8 +65,8 @@ func TestParentChangesReEvaluateChildren(t *testing.T) {
 		if s.old != nil {
 			old = s.old
 		}
-		w.enqueueChildren(old, s.obj)
-		if got := drain(w.queue); fmt.Sprint(got) != s.want {
+		mgr.enqueueChildren(old, s.obj)
+		if got := drain(mgr.queue); fmt.Sprint(got) != s.want {
 			t.Errorf("%s: queued %v; want %s", s.name, got, s.want)
 		}
 	}

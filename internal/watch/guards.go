@@ -112,17 +112,17 @@ func guardChanged(old, obj any) bool {
 // ServiceAccount may not run (RBAC without watch on the kind) stops with one line in the log and
 // its health series dropped — a fallback, not blindness: guards on that kind then show within the
 // TTL.
-func (w *watcher) watchGuards(ctx context.Context, wg *sync.WaitGroup) {
+func (mgr *manager) watchGuards(ctx context.Context, wg *sync.WaitGroup) {
 	for _, k := range guardKinds {
-		inf, h := w.newMetadataInformer(k.gvr, func(o *metav1.ListOptions) { o.AllowWatchBookmarks = true })
+		inf, h := mgr.newMetadataInformer(k.gvr, func(o *metav1.ListOptions) { o.AllowWatchBookmarks = true })
 		_ = inf.SetTransform(trimGuardObject)
 		stop, cancel := context.WithCancel(ctx)
 		var once sync.Once
 		reportErrors(inf, h, func(error) bool {
 			once.Do(func() {
-				w.metrics.InformerFailed(h.name)
-				w.log.printf("warning: may not watch %s (grant watch, as deploy/base does): guards on them show within %v, at an app's next evaluation", k.gvr.Resource, w.cfg.CacheTTL)
-				w.metrics.InformerStopped(h.name)
+				mgr.metrics.InformerFailed(h.name)
+				mgr.log.printf("warning: may not watch %s (grant watch, as deploy/base does): guards on them show within %v, at an app's next evaluation", k.gvr.Resource, mgr.cfg.CacheTTL)
+				mgr.metrics.InformerStopped(h.name)
 				cancel()
 			})
 			return true
@@ -138,9 +138,9 @@ func (w *watcher) watchGuards(ctx context.Context, wg *sync.WaitGroup) {
 				return
 			}
 			key := objectKey(k.gvr.Group, k.kind, m.Name)
-			w.argo.Forget(key)
-			for _, app := range w.listers.appsOf(key) {
-				w.enqueue(cache.ExplicitKey(app))
+			mgr.argo.Forget(key)
+			for _, app := range mgr.listers.appsOf(key) {
+				mgr.enqueue(cache.ExplicitKey(app))
 			}
 		}
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{

@@ -77,17 +77,17 @@ func TestGuardsWithoutWatchRights(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "", errors.New("RBAC: watch not granted"))
 	})
 	out := &strings.Builder{}
-	w := &watcher{cfg: Config{Resync: time.Minute, CacheTTL: 30 * time.Second}, log: &logger{out: out}, listers: newListers(),
+	mgr := &manager{cfg: Config{Resync: time.Minute, CacheTTL: 30 * time.Second}, log: &logger{out: out}, listers: newListers(),
 		argo: readcache.New(nil, readcache.Options{Size: 10, TTL: time.Minute}), meta: mc, metrics: exposition.NewMetrics(nil)}
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	// The logger's lock keeps its lines whole; holding it, the test reads them whole too.
 	logged := func() string {
-		w.log.mu.Lock()
-		defer w.log.mu.Unlock()
+		mgr.log.mu.Lock()
+		defer mgr.log.mu.Unlock()
 		return out.String()
 	}
-	w.watchGuards(ctx, &wg)
+	mgr.watchGuards(ctx, &wg)
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(logged(), "may not watch namespaces") {
 		if time.Now().After(deadline) {
@@ -101,10 +101,10 @@ func TestGuardsWithoutWatchRights(t *testing.T) {
 		t.Errorf("%d warnings; want 1 (namespaces only):\n%s", n, logged())
 	}
 	// Stopped on purpose: no health series (it is not failing, it is not run); the error counted.
-	if n := expositiontest.Value(t, w.metrics, metricInfErrors, map[string]string{"informer": "namespaces"}); n != 1 {
+	if n := expositiontest.Value(t, mgr.metrics, metricInfErrors, map[string]string{"informer": "namespaces"}); n != 1 {
 		t.Errorf("informer errors of namespaces: %v, want 1", n)
 	}
-	if _, ok := expositiontest.Find(t, w.metrics, metricInfHealthy, map[string]string{"informer": "namespaces"}); ok {
+	if _, ok := expositiontest.Find(t, mgr.metrics, metricInfHealthy, map[string]string{"informer": "namespaces"}); ok {
 		t.Errorf("a stopped informer still shows its health")
 	}
 }

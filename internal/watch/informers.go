@@ -113,30 +113,30 @@ func metadataListWatch(c metadata.Interface, gvr schema.GroupVersionResource) (l
 }
 
 // newDynamicInformer is an informer of gvr in namespace ("" for all), without resync: the watch
-// schedules each app's re-evaluation itself, jittered (watcher.resyncLater).
-func (w *watcher) newDynamicInformer(gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions), indexers cache.Indexers) cache.SharedIndexInformer {
-	list, watchFn := dynamicListWatch(w.dyn, gvr, namespace)
-	h := w.newHealth(informerName(gvr, namespace))
-	lw := &listWatch{health: h, list: list, watch: watchFn, tweak: tweak, timeout: int64(w.cfg.WatchTimeout.Seconds())}
-	inf := cache.NewSharedIndexInformerWithOptions(lw.listerWatcher(w.dyn), &unstructured.Unstructured{},
+// schedules each app's re-evaluation itself, jittered (reconciler.nextResync).
+func (mgr *manager) newDynamicInformer(gvr schema.GroupVersionResource, namespace string, tweak func(*metav1.ListOptions), indexers cache.Indexers) cache.SharedIndexInformer {
+	list, watchFn := dynamicListWatch(mgr.dyn, gvr, namespace)
+	h := mgr.newHealth(informerName(gvr, namespace))
+	lw := &listWatch{health: h, list: list, watch: watchFn, tweak: tweak, timeout: int64(mgr.cfg.WatchTimeout.Seconds())}
+	inf := cache.NewSharedIndexInformerWithOptions(lw.listerWatcher(mgr.dyn), &unstructured.Unstructured{},
 		cache.SharedIndexInformerOptions{Indexers: indexers, ObjectDescription: gvr.String()})
 	reportErrors(inf, h, nil)
 	return inf
 }
 
 // newMetadataInformer is a cluster-wide metadata-only informer of gvr, without resync.
-func (w *watcher) newMetadataInformer(gvr schema.GroupVersionResource, tweak func(*metav1.ListOptions)) (cache.SharedIndexInformer, *health) {
-	list, watchFn := metadataListWatch(w.meta, gvr)
-	h := w.newHealth(informerName(gvr, ""))
-	lw := &listWatch{health: h, list: list, watch: watchFn, tweak: tweak, timeout: int64(w.cfg.WatchTimeout.Seconds())}
-	inf := cache.NewSharedIndexInformerWithOptions(lw.listerWatcher(w.meta), &metav1.PartialObjectMetadata{},
+func (mgr *manager) newMetadataInformer(gvr schema.GroupVersionResource, tweak func(*metav1.ListOptions)) (cache.SharedIndexInformer, *health) {
+	list, watchFn := metadataListWatch(mgr.meta, gvr)
+	h := mgr.newHealth(informerName(gvr, ""))
+	lw := &listWatch{health: h, list: list, watch: watchFn, tweak: tweak, timeout: int64(mgr.cfg.WatchTimeout.Seconds())}
+	inf := cache.NewSharedIndexInformerWithOptions(lw.listerWatcher(mgr.meta), &metav1.PartialObjectMetadata{},
 		cache.SharedIndexInformerOptions{ObjectDescription: gvr.String()})
 	return inf, h
 }
 
-func (w *watcher) newHealth(name string) *health {
-	w.metrics.InformerStarted(name)
-	return &health{name: name, metrics: w.metrics, log: w.log}
+func (mgr *manager) newHealth(name string) *health {
+	mgr.metrics.InformerStarted(name)
+	return &health{name: name, metrics: mgr.metrics, log: mgr.log}
 }
 
 // reportErrors counts an informer's failures (SetWatchErrorHandler: every failed LIST or WATCH the

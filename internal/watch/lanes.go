@@ -45,7 +45,7 @@ func laneOf(u *unstructured.Unstructured) string {
 // their first app is seen; inflight keeps one app from being evaluated in two lanes at once (its
 // destination changed while an evaluation ran).
 type lanes struct {
-	w       *watcher
+	mgr     *manager
 	ctx     context.Context
 	wg      *sync.WaitGroup
 	workers int
@@ -56,8 +56,8 @@ type lanes struct {
 	inflight map[string]string
 }
 
-func newLanes(w *watcher, ctx context.Context, wg *sync.WaitGroup, workers int) *lanes {
-	return &lanes{w: w, ctx: ctx, wg: wg, workers: workers,
+func newLanes(mgr *manager, ctx context.Context, wg *sync.WaitGroup, workers int) *lanes {
+	return &lanes{mgr: mgr, ctx: ctx, wg: wg, workers: workers,
 		queues: map[string]workqueue.TypedRateLimitingInterface[string]{}, inflight: map[string]string{}}
 }
 
@@ -75,9 +75,9 @@ func (l *lanes) add(lane, key string) {
 		l.queues[lane] = q
 		for i := 0; i < l.workers; i++ {
 			l.wg.Add(1)
-			go func() { defer l.wg.Done(); l.w.work(l.ctx, lane, q) }()
+			go func() { defer l.wg.Done(); l.mgr.work(l.ctx, lane, q) }()
 		}
-		l.w.log.printf("evaluating the apps of destination %s in a lane of their own (%d workers)", strings.TrimPrefix(strings.TrimPrefix(lane, "server "), "name "), l.workers)
+		l.mgr.log.printf("evaluating the apps of destination %s in a lane of their own (%d workers)", strings.TrimPrefix(strings.TrimPrefix(lane, "server "), "name "), l.workers)
 	}
 	q.Add(key)
 }
@@ -115,36 +115,40 @@ const busyRetry = 200 * time.Millisecond
 // work evaluates the apps of one lane, taken from q: the watch's own queue (inClusterLane) hands
 // every app of another destination to that destination's lane; a lane hands an app whose
 // destination changed back to the watch's own queue.
-func (w *watcher) work(ctx context.Context, lane string, q workqueue.TypedRateLimitingInterface[string]) {
+func (mgr *manager) work(ctx context.Context, lane string, q workqueue.TypedRateLimitingInterface[string]) {
 	for {
 		key, shutdown := q.Get()
 		if shutdown {
 			return
 		}
 		var u *unstructured.Unstructured
-		if a, ok := w.get(key); ok {
+		if a, ok := mgr.get(key); ok {
 			u = a.Unstructured
 		}
 		switch target := laneOf(u); {
 		case target != lane && lane == inClusterLane:
-			w.lanes.add(target, key)
+			mgr.lanes.add(target, key)
 			q.Forget(key)
 		case target != lane:
-			w.queue.Add(key)
+			mgr.queue.Add(key)
 			q.Forget(key)
-		case !w.lanes.begin(key, lane):
+		case !mgr.lanes.begin(key, lane):
 			q.AddAfter(key, busyRetry)
 		default:
-			w.evaluateIn(ctx, key, q)
-			w.lanes.end(key)
+			mgr.evaluateIn(ctx, key, q)
+			mgr.lanes.end(key)
 		}
 		q.Done(key)
 	}
 }
 
-// evaluateIn evaluates key, retrying it with backoff in q when it failed or read only part.
-func (w *watcher) evaluateIn(ctx context.Context, key string, q workqueue.TypedRateLimitingInterface[string]) {
-	err := w.evaluate(ctx, key)
+// evaluateIn has the reconciler judge key: it schedules the next judgement the reconciler asks
+// for, in the watch's own queue, and retries with backoff in q what failed or read only part.
+func (mgr *manager) evaluateIn(ctx context.Context, key string, q workqueue.TypedRateLimitingInterface[string]) {
+	res, err := mgr.reconciler.Reconcile(ctx, key)
+	if res.requeueAfter > 0 {
+		mgr.queue.AddAfter(key, res.requeueAfter)
+	}
 	switch {
 	case err == nil:
 		q.Forget(key)
@@ -153,8 +157,8 @@ func (w *watcher) evaluateIn(ctx context.Context, key string, q workqueue.TypedR
 		// Shown (the rest as unknown) and counted per row; read again with backoff.
 		q.AddRateLimited(key)
 	default:
-		w.metrics.EvaluationFailed()
-		w.log.printf("error: evaluate Application %s: %v (retrying)", key, err)
+		mgr.metrics.EvaluationFailed()
+		mgr.log.printf("error: evaluate Application %s: %v (retrying)", key, err)
 		q.AddRateLimited(key)
 	}
 }

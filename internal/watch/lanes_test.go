@@ -58,20 +58,20 @@ func applicationObject(name string, dest argocd.Destination) *unstructured.Unstr
 func TestBlackHoledDestinationDelaysNoOtherApp(t *testing.T) {
 	var forbidden atomic.Bool
 	var lists atomic.Int32
-	w, _ := fakeWatcher(t, &forbidden, &lists)
+	mgr, _ := fakeManager(t, &forbidden, &lists)
 	v := argocd.Version{Major: 3, Minor: 6, Patch: 1}
 	s := argocd.NewSettings(nil, &v)
 	c := clustertest.NewCluster(argocd.InClusterName, argocd.InClusterServer)
 	inner := &blackHoleArgo{ArgoCD: clustertest.NewArgoCD("argocd", c, s), hold: make(chan struct{})}
-	w.argo = readcache.New(inner, readcache.Options{Size: 10, TTL: time.Minute, Informed: w.informedApplication})
+	mgr.argo = readcache.New(inner, readcache.Options{Size: 10, TTL: time.Minute, Informed: mgr.informedApplication})
 	ctx, cancel := context.WithCancel(t.Context())
 	var ready atomic.Bool
 	var done sync.WaitGroup
 	done.Add(1)
-	go func() { defer done.Done(); w.serve(ctx, &ready) }()
+	go func() { defer done.Done(); mgr.serve(ctx, &ready) }()
 	defer func() { cancel(); close(inner.hold); done.Wait() }()
 
-	apps := w.dyn.Resource(kube.GVRApplication).Namespace("argocd")
+	apps := mgr.dyn.Resource(kube.GVRApplication).Namespace("argocd")
 	create := func(name string, dest argocd.Destination) {
 		t.Helper()
 		if _, err := apps.Create(ctx, applicationObject(name, dest), metav1.CreateOptions{}); err != nil {
@@ -84,12 +84,12 @@ func TestBlackHoledDestinationDelaysNoOtherApp(t *testing.T) {
 	eventually(t, 10*time.Second, "the black-holed destination's apps waiting", func() bool { return inner.waiting.Load() >= 1 })
 	create("near", argocd.Destination{Server: argocd.InClusterServer})
 	eventually(t, 5*time.Second, "the in-cluster app evaluated while the other destination holds its apps", func() bool {
-		_, ok := expositiontest.Find(t, w.metrics, metricPruning, map[string]string{"application": "near", "risk": "high"})
+		_, ok := expositiontest.Find(t, mgr.metrics, metricPruning, map[string]string{"application": "near", "risk": "high"})
 		return ok
 	})
 	create("elsewhere", argocd.Destination{Name: "other"})
 	eventually(t, 5*time.Second, "another destination's app reached its own lane", func() bool { return inner.waiting.Load() >= 2 })
-	if _, ok := expositiontest.Find(t, w.metrics, metricPruning, map[string]string{"application": "far-0"}); ok {
+	if _, ok := expositiontest.Find(t, mgr.metrics, metricPruning, map[string]string{"application": "far-0"}); ok {
 		t.Errorf("an app whose destination never answered has series already")
 	}
 }

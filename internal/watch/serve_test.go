@@ -41,9 +41,9 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 	}
 }
 
-// fakeWatcher is a watcher on fake clients: Applications the API server refuses to list while
+// fakeManager is a manager on fake clients: Applications the API server refuses to list while
 // forbidden is set, and a Lease that only the election writes.
-func fakeWatcher(t *testing.T, forbidden *atomic.Bool, appLists *atomic.Int32) (*watcher, *kubefake.Clientset) {
+func fakeManager(t *testing.T, forbidden *atomic.Bool, appLists *atomic.Int32) (*manager, *kubefake.Clientset) {
 	t.Helper()
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		kube.GVRApplication: "ApplicationList", gvrConfigMap: "ConfigMapList", gvrAppProject: "AppProjectList"})
@@ -63,14 +63,14 @@ func fakeWatcher(t *testing.T, forbidden *atomic.Bool, appLists *atomic.Int32) (
 		Identity: "replica", LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond,
 		Resync: time.Minute, Workers: 1, CacheSize: 10, CacheTTL: time.Minute}
 	m := exposition.NewMetrics(nil)
-	w := &watcher{cfg: cfg, log: &logger{out: io.Discard}, metrics: m, kube: kc, leases: kc, dyn: dyn,
+	mgr := &manager{cfg: cfg, log: &logger{out: io.Discard}, metrics: m, kube: kc, leases: kc, dyn: dyn,
 		meta: metadatafake.NewSimpleMetadataClient(scheme), listers: newListers(), ns: appNamespaces{argocd.AppNamespaces{ArgoCD: "argocd"}},
 		argo:  readcache.New(nil, readcache.Options{Size: 10, TTL: time.Minute}),
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
-	w.events = exposition.NewEvents(func(context.Context, *corev1.Event) error { return nil },
+	mgr.events = exposition.NewEvents(func(context.Context, *corev1.Event) error { return nil },
 		func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil }, exposition.EventOptions{Sent: m.EventSent})
-	w.informers()
-	return w, kc
+	mgr.informers()
+	return mgr, kc
 }
 
 func leaseActions(kc *kubefake.Clientset) []string {
@@ -91,36 +91,36 @@ func TestLeaderNotSoughtBeforeSync(t *testing.T) {
 	var forbidden atomic.Bool
 	var lists atomic.Int32
 	forbidden.Store(true)
-	w, kc := fakeWatcher(t, &forbidden, &lists)
+	mgr, kc := fakeManager(t, &forbidden, &lists)
 	ctx, cancel := context.WithCancel(t.Context())
 	var ready atomic.Bool
 	var done sync.WaitGroup
 	done.Add(1)
-	go func() { defer done.Done(); w.serve(ctx, &ready) }()
+	go func() { defer done.Done(); mgr.serve(ctx, &ready) }()
 	defer func() { cancel(); done.Wait() }()
 
 	apps := map[string]string{"informer": "argocd/applications"}
 	// Two lists refused (client-go backs off between them): time enough for an election to have
 	// been tried, had it not waited.
 	eventually(t, 20*time.Second, "two refused lists of Applications", func() bool {
-		v, _ := expositiontest.Find(t, w.metrics, metricInfErrors, apps)
+		v, _ := expositiontest.Find(t, mgr.metrics, metricInfErrors, apps)
 		return lists.Load() >= 2 && v >= 2
 	})
 	if got := leaseActions(kc); len(got) != 0 {
 		t.Fatalf("the Lease was asked for before the informers synced: %v", got)
 	}
-	if ready.Load() || expositiontest.Value(t, w.metrics, metricLeader, nil) != 0 || expositiontest.Value(t, w.metrics, metricInfHealthy, apps) != 0 {
-		t.Fatalf("ready %v, leader %v, healthy %v before the informers synced", ready.Load(), expositiontest.Value(t, w.metrics, metricLeader, nil), expositiontest.Value(t, w.metrics, metricInfHealthy, apps))
+	if ready.Load() || expositiontest.Value(t, mgr.metrics, metricLeader, nil) != 0 || expositiontest.Value(t, mgr.metrics, metricInfHealthy, apps) != 0 {
+		t.Fatalf("ready %v, leader %v, healthy %v before the informers synced", ready.Load(), expositiontest.Value(t, mgr.metrics, metricLeader, nil), expositiontest.Value(t, mgr.metrics, metricInfHealthy, apps))
 	}
-	if h := expositiontest.Value(t, w.metrics, metricInfHealthy, map[string]string{"informer": "argocd/configmaps"}); h != 1 {
+	if h := expositiontest.Value(t, mgr.metrics, metricInfHealthy, map[string]string{"informer": "argocd/configmaps"}); h != 1 {
 		t.Errorf("argocd-cm's informer healthy = %v, want 1", h)
 	}
 
 	forbidden.Store(false)
 	eventually(t, 30*time.Second, "the replica to sync and lead", func() bool {
-		return ready.Load() && expositiontest.Value(t, w.metrics, metricLeader, nil) == 1
+		return ready.Load() && expositiontest.Value(t, mgr.metrics, metricLeader, nil) == 1
 	})
-	if h := expositiontest.Value(t, w.metrics, metricInfHealthy, apps); h != 1 {
+	if h := expositiontest.Value(t, mgr.metrics, metricInfHealthy, apps); h != 1 {
 		t.Errorf("healthy %v after a list succeeded, want 1", h)
 	}
 	if got := fmt.Sprint(leaseActions(kc)); got == "[]" {
@@ -134,7 +134,7 @@ func TestLeaderNotSoughtBeforeSync(t *testing.T) {
 func TestShutdownFlushesEvents(t *testing.T) {
 	var forbidden atomic.Bool
 	var lists atomic.Int32
-	w, kc := fakeWatcher(t, &forbidden, &lists)
+	mgr, kc := fakeManager(t, &forbidden, &lists)
 	var mu sync.Mutex
 	var written []string
 	release := make(chan struct{})
@@ -150,13 +150,13 @@ func TestShutdownFlushesEvents(t *testing.T) {
 		}
 		return nil
 	}
-	w.events = exposition.NewEvents(write, func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil },
-		exposition.EventOptions{Sent: w.metrics.EventSent})
+	mgr.events = exposition.NewEvents(write, func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil },
+		exposition.EventOptions{Sent: mgr.metrics.EventSent})
 	ctx, cancel := context.WithCancel(t.Context())
 	var ready atomic.Bool
 	stopped := make(chan struct{})
-	go func() { defer close(stopped); w.serve(ctx, &ready) }()
-	eventually(t, 30*time.Second, "the replica to lead", func() bool { return expositiontest.Value(t, w.metrics, metricLeader, nil) == 1 })
+	go func() { defer close(stopped); mgr.serve(ctx, &ready) }()
+	eventually(t, 30*time.Second, "the replica to lead", func() bool { return expositiontest.Value(t, mgr.metrics, metricLeader, nil) == 1 })
 
 	app := testApp()
 	findings := map[string]exposition.Finding{}
@@ -164,8 +164,8 @@ func TestShutdownFlushesEvents(t *testing.T) {
 		r := ns(fmt.Sprintf("team-%03d", i))
 		findings[r.Key()] = exposition.Finding{Resource: r}
 	}
-	w.events.Observe("argocd/app", exposition.Summary{Namespace: app.Namespace, Name: app.Name, UID: app.UID})
-	w.events.Observe("argocd/app", exposition.Summary{Namespace: app.Namespace, Name: app.Name, UID: app.UID, HighRiskPruning: findings, UnguardedHighRisk: findings})
+	mgr.events.Observe("argocd/app", exposition.Summary{Namespace: app.Namespace, Name: app.Name, UID: app.UID})
+	mgr.events.Observe("argocd/app", exposition.Summary{Namespace: app.Namespace, Name: app.Name, UID: app.UID, HighRiskPruning: findings, UnguardedHighRisk: findings})
 	cancel()
 	close(release)
 	select {
@@ -183,7 +183,7 @@ func TestShutdownFlushesEvents(t *testing.T) {
 			t.Fatalf("Event %d: %q, want it to start with %q", i, msg, want)
 		}
 	}
-	if n := expositiontest.Value(t, w.metrics, metricEventsSent, map[string]string{"reason": exposition.ReasonHighRiskRequiresPruning}); n != 100 {
+	if n := expositiontest.Value(t, mgr.metrics, metricEventsSent, map[string]string{"reason": exposition.ReasonHighRiskRequiresPruning}); n != 100 {
 		t.Errorf("%s = %v, want 100", metricEventsSent, n)
 	}
 	l, err := kc.CoordinationV1().Leases("argocd").Get(context.Background(), DefaultLeaseName, metav1.GetOptions{})

@@ -105,21 +105,21 @@ func TestFailedReadIsUnknownNeverUnguarded(t *testing.T) {
 	inner.AddApp(app)
 
 	m := exposition.NewMetrics(clock)
-	w := &watcher{cfg: Config{ArgoCDNamespace: "argocd"}, metrics: m, argo: readcache.New(&flakyArgo{ArgoCD: inner, dest: dest}, readcache.Options{Size: 100, TTL: time.Minute, Now: clock})}
-	m.SetStaleSince(w.argo.OldestStale)
+	r := &reconciler{argoNamespace: "argocd", metrics: m, argo: readcache.New(&flakyArgo{ArgoCD: inner, dest: dest}, readcache.Options{Size: 100, TTL: time.Minute, Now: clock})}
+	m.SetStaleSince(r.argo.OldestStale)
 	rec := &expositiontest.Recorder{}
-	w.events = exposition.NewEvents(rec.Write, func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil },
+	r.events = exposition.NewEvents(rec.Write, func(context.Context, string, types.UID, string) ([]string, error) { return nil, nil },
 		exposition.EventOptions{Sent: m.EventSent, Retry: time.Millisecond})
-	w.events.SetLeading(true)
+	r.events.SetLeading(true)
 	evaluate := func(app argocd.Application, finalizers ...string) readcache.Unread {
 		t.Helper()
-		sum, u, err := w.judge(t.Context(), s, app, finalizers, false)
+		sum, u, err := r.judge(t.Context(), s, nil, app, finalizers, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m.Set(app.Ref(), sum, time.Millisecond)
-		w.events.Observe(app.Ref(), sum)
-		if left := w.events.Deliver(t.Context()); left != 0 {
+		r.events.Observe(app.Ref(), sum)
+		if left := r.events.Deliver(t.Context()); left != 0 {
 			t.Fatalf("%d Events left", left)
 		}
 		return u

@@ -148,8 +148,8 @@ func TestGCPercentFrom(t *testing.T) {
 func TestSettingsLogTheReleaseLine(t *testing.T) {
 	var out strings.Builder
 	v := argocd.Version{Major: 3, Minor: 6, Patch: 1}
-	w := &watcher{cfg: Config{ArgoCDNamespace: "argocd", Version: &v}, log: &logger{out: &out}}
-	w.settingsChanged(&unstructured.Unstructured{Object: map[string]any{"data": map[string]any{argocd.SettingTrackingMethod: "annotation"}}})
+	mgr := &manager{cfg: Config{ArgoCDNamespace: "argocd", Version: &v}, log: &logger{out: &out}}
+	mgr.settingsChanged(&unstructured.Unstructured{Object: map[string]any{"data": map[string]any{argocd.SettingTrackingMethod: "annotation"}}})
 	if got := out.String(); !strings.Contains(got, "Argo CD v3.6.1, release line v3.6: rules ") || !strings.Contains(got, "installation-id-when-configured") {
 		t.Fatalf("log %q: want the release line and its rules", got)
 	}
