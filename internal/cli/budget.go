@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -234,7 +233,7 @@ func (o *GuardAnnotateOptions) asked(ctx context.Context, argo cluster.ArgoCD, n
 	if err != nil {
 		return nil, failure(err)
 	}
-	asked := budget.Fresh(budget.ParseAsked((&unstructured.Unstructured{Object: set}).GetAnnotations()), time.Now())
+	asked := budget.Fresh(budget.ParseAsked((&unstructured.Unstructured{Object: set}).GetAnnotations()), o.now())
 	if len(asked) == 0 {
 		return nil, nil
 	}

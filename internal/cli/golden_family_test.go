@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/unprune/unprune/internal/appset"
 	"github.com/unprune/unprune/internal/argocd"
+	"github.com/unprune/unprune/internal/budget"
 	"github.com/unprune/unprune/internal/cluster"
 	"github.com/unprune/unprune/internal/cluster/clustertest"
 	"github.com/unprune/unprune/internal/session"
@@ -359,4 +361,43 @@ func TestGoldenScanAllNamespaces(t *testing.T) {
 	}
 	args := []string{"scan", "-A", "-o", "jsonpath={.summary.applicationsScanned}"}
 	golden(t, w.world, "scan-all-namespaces-reconciled", w.runSet(t, "", "", args...), args...)
+}
+
+// TestGoldenApproveApplicationSet: `guard approve SET --applicationset` approves, by UID, the
+// Applications the set's controller asked to delete within the budget's window (as the webhook
+// recorded them on the set) that still exist: payments. search's ask is older than the window;
+// billing's Application is gone. The preview changes nothing; --yes writes the approval on the set.
+func TestGoldenApproveApplicationSet(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{name: "guard-approve-applicationset", args: []string{"guard", "approve", "teams", "--applicationset", "-n", "argocd"}},
+		{name: "guard-approve-applicationset-yes", args: []string{"guard", "approve", "teams", "--applicationset", "-n", "argocd", "--yes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newSetWorld(t)
+			w.home.Serve(clustertest.ArgoCDKinds[2])
+			setRef := w.home.Add("argoproj.io", "ApplicationSet", "argocd", "teams", nil, nil)
+			for i, team := range []string{"payments", "search"} {
+				w.owned[i].UID = w.home.Object(w.refs[team]).UID
+			}
+			asked := []budget.Asked{
+				{Name: "payments", UID: w.owned[0].UID, At: goldenTime.Add(-5 * time.Minute), Counted: true},
+				{Name: "search", UID: w.owned[1].UID, At: goldenTime.Add(-budget.AppSetWindow - time.Minute), Counted: true},
+				{Name: "billing", UID: "uid-billing-gone", At: goldenTime.Add(-2 * time.Minute), Counted: true},
+			}
+			w.live["metadata"].(map[string]any)["annotations"] = map[string]any{budget.AnnotationAsked: budget.FormatAsked(asked)}
+			r := w.runSet(t, "", "", tc.args...)
+			golden(t, w.world, tc.name, r, tc.args...)
+			got := w.home.Object(setRef).Annotations[budget.AnnotationApproved]
+			want := ""
+			if slices.Contains(tc.args, "--yes") {
+				want = budget.FormatApproved([]string{w.owned[0].UID})
+			}
+			if got != want {
+				t.Errorf("the set's %s is %q, want %q", budget.AnnotationApproved, got, want)
+			}
+		})
+	}
 }
