@@ -3,7 +3,14 @@
 // that is, which of those prunes nothing guards, and whether deleting the app cascades into
 // high-risk resources — as Prometheus metrics, and announces the dangerous transitions as
 // Kubernetes Events on the Application. It reuses audit's judgement, re-evaluating one app per
-// change from informers, with live reads through a bounded cache.
+// change from informers, with live reads through a bounded cache; with --deletion-budget it is
+// also the admission webhook that bounds what Argo CD's controllers delete.
+//
+// It is shaped as a controller-runtime controller, without the dependency: a manager (manager.go:
+// clients, caches, servers, leader election), sources and their handlers (sources.go, guards.go,
+// clusters.go, family.go), workers per destination (lanes.go) and a reconciler with one method
+// (reconciler.go). The read cache (readcache), what the watch shows (exposition) and the webhook
+// (admission) are packages of their own.
 package watch
 
 import (
