@@ -51,7 +51,8 @@ object (else it would prune it at once: exit 3 for it, saying so). Undo asks Arg
 it can; guard and keep journals restore no tracking and need it for nothing else. The undo of a rename
 writes the Applications back too. Without --yes this is a preview; --dry-run=server asks the API
 server. Argo CD compares the journal's Applications again by itself as it sees their objects
-change: undo asks for no refresh.
+change: undo asks for no refresh, and does not wait for that comparison, so scan and audit, which
+read it, show the restored tracking once it has run (within seconds).
 
 ` + exitCodesHelp,
 		Example: `  # Journals, newest first

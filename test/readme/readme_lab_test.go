@@ -111,6 +111,13 @@ func TestQuickstartRunsAsWritten(t *testing.T) {
 			if !tracked() {
 				t.Fatalf("%s: team-a's tracking-id is not back", line)
 			}
+			// undo asks for no refresh and does not wait: Argo CD's controller compares the app
+			// again by itself, as it sees team-a change, and only then do scan and audit, which
+			// read its comparison, name team-a again.
+			app.WaitStatus(t, labtest.ControllerTimeout, "to list team-a requiring pruning again, compared by itself after the undo", func(s labtest.Status) bool {
+				r, ok := s.Find("Namespace", "team-a")
+				return ok && r.RequiresPruning
+			})
 		case verb == "scan" || verb == "audit":
 			if !strings.Contains(string(out), "team-a") {
 				t.Errorf("%s does not name team-a", line)
