@@ -118,7 +118,7 @@ key() {
 		case $comp in
 		argocd-ui-*)
 			# What the UI is built from and with: the argo-ui folder's files, node, the recipe's helper.
-			sed -n '/^recipe_argocd_ui()/,/^}/p' "$0"
+			sed -n '/^recipe_argocd_ui()/,/^}/p;/^ui_app()/,/^}/p' "$0"
 			cat "$mod/argo-ui" "$here/argocd-ui.mjs"
 			local argo_ui
 			argo_ui=$(argo_ui_dir "$comp") && (cd "$argo_ui" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
@@ -311,18 +311,10 @@ build_one() {
 	echo "$comp=$out"
 }
 
-# Argo CD's UI as the release's Dockerfile builds it (stage argocd-ui: the install, then
-# `NODE_ENV=production yarn build` or `pnpm build`; yarn 1.22.22 as v2.14's package.json asks, pnpm as
-# v3.5+'s packageManager names) from ui/ of the module, with one change: package.json's argo-ui, a git
-# commit no registry serves, points at a commit's folder in ../shared/third_party/argo-ui
-# (argocd-ui.mjs checks the release's pin first, and after the install that every other package is
-# the lockfile's). Then the argocd binary with the UI embedded, as the Dockerfile's argocd-build stage
-# does by copying dist/app into ui/ before `go build`: argocd-server serves index.html only from the
-# embedded files (server/server.go, getIndexData), never from --staticassets.
-recipe_argocd_ui() {
-	local out=$1 major=$2 comp=$3; shift 3
-	local pkg=github.com/argoproj/argo-cd/v$major src argo_ui work pm install
-	src=$(go list -m -f '{{.Dir}}' "$pkg")
+# ui_app builds COMP's UI from the module's ui/ (SRC) into OUT/app: what the release's Dockerfile's
+# argocd-ui stage does (see recipe_argocd_ui).
+ui_app() {
+	local comp=$1 src=$2 out=$3 argo_ui work pm install
 	argo_ui=$(argo_ui_dir "$comp")
 	work=$out/ui-build
 	mkdir -p "$work"
@@ -347,6 +339,37 @@ recipe_argocd_ui() {
 	log "$comp: $pm build in $((SECONDS - t))s"
 	mv "$work/dist/app" "$out/app"
 	rm -rf "$work"
+}
+
+# ui_stage prints the folder where the UI lane (below) leaves COMP's UI for this run's
+# recipe_argocd_ui; prune_stale leaves *.tmp.* alone.
+ui_stage() {
+	echo "$cache/$1.tmp.$$.ui"
+}
+
+# Argo CD's UI as the release's Dockerfile builds it (stage argocd-ui: the install, then
+# `NODE_ENV=production yarn build` or `pnpm build`; yarn 1.22.22 as v2.14's package.json asks, pnpm as
+# v3.5+'s packageManager names) from ui/ of the module, with one change: package.json's argo-ui, a git
+# commit no registry serves, points at a commit's folder in ../shared/third_party/argo-ui
+# (argocd-ui.mjs checks the release's pin first, and after the install that every other package is
+# the lockfile's). Then the argocd binary with the UI embedded, as the Dockerfile's argocd-build stage
+# does by copying dist/app into ui/ before `go build`: argocd-server serves index.html only from the
+# embedded files (server/server.go, getIndexData), never from --staticassets.
+recipe_argocd_ui() {
+	local out=$1 major=$2 comp=$3; shift 3
+	local pkg=github.com/argoproj/argo-cd/v$major src stage
+	src=$(go list -m -f '{{.Dir}}' "$pkg")
+	# The UI may have been built already, beside the Go builds (the UI lane below): take it, or build it here.
+	stage=$(ui_stage "$comp")
+	while [ -n "${ui_lane_pid:-}" ] && [ ! -e "$stage/.done" ] && kill -0 "$ui_lane_pid" 2>/dev/null; do
+		sleep 2
+	done
+	if [ -e "$stage/.done" ]; then
+		mv "$stage/app" "$out/app"
+	else
+		ui_app "$comp" "$src" "$out"
+	fi
+	rm -rf "$stage"
 	# go build lets nothing replace a file beneath GOMODCACHE (not even -overlay), so the release
 	# builds from a copy of its module with the UI where the Dockerfile puts it before `go build`,
 	# named by a replace in a copy of the lab module's go.mod (-modfile; its go.sum beside it):
@@ -359,7 +382,7 @@ recipe_argocd_ui() {
 	cp go.mod "$out/ui.mod"
 	cp go.sum "$out/ui.sum"
 	go mod edit -modfile="$out/ui.mod" -replace "$pkg=$tree"
-	t=$SECONDS
+	local t=$SECONDS
 	recipe_argocd "$out" "$major" "$@" -modfile="$out/ui.mod"
 	rm -rf "$tree" "$out/ui.mod" "$out/ui.sum"
 	log "$comp: go build with the UI embedded in $((SECONDS - t))s"
@@ -418,6 +441,75 @@ if [ "$1" = --key ]; then
 	exit 0
 fi
 mkdir -p "$cache"
+
+# What a cold run builds overlaps where it can, on a machine of two cores: the modules of every
+# component still to build download at once (network, while the first builds compile), and the UIs'
+# node builds (yarn or pnpm, webpack: mostly one core) run beside the Go builds, in a lane of their own. The Go
+# builds stay one after another: each already uses every core, and two releases compiling the same
+# packages at once would each compile them (Go's build cache shares only what is finished).
+todo=()
+for c in "$@"; do
+	[ -f "$cache/$c-$(key "$c")/.complete" ] || todo+=("$c")
+done
+background=()
+# On a failed build, what this run started in the background stops with it, by PID, children first.
+stop_tree() {
+	local child
+	for child in $(pgrep -P "$1" 2>/dev/null); do
+		stop_tree "$child"
+	done
+	kill -TERM "$1" 2>/dev/null || true
+}
+stop_background() {
+	local pid
+	for pid in "${background[@]}"; do
+		stop_tree "$pid"
+	done
+}
+trap stop_background EXIT
+if [ ${#todo[@]} -gt 0 ]; then
+	declare -A fetched=()
+	for c in "${todo[@]}"; do
+		mod=$(module "$c")
+		[ -z "${fetched[$mod]:-}" ] || continue
+		fetched[$mod]=1
+		(cd "$mod" && GOTOOLCHAIN=$(toolchain "$c") go mod download) >/dev/null 2>&1 &
+		background+=($!)
+	done
+	uis=()
+	for c in "${todo[@]}"; do
+		case $c in argocd-ui-*) uis+=("$c") ;; esac
+	done
+	if [ ${#uis[@]} -gt 0 ]; then
+		(
+			for c in "${uis[@]}"; do
+				stage=$(ui_stage "$c")
+				rm -rf "$stage" && mkdir -p "$stage"
+				major=${c#argocd-ui-v}
+				major=${major%%.*}
+				# A statement of its own, not a condition, so that set -e holds inside ui_app.
+				set +e
+				(
+					set -e
+					src=$(cd "$(module "$c")" && GOTOOLCHAIN=$(toolchain "$c") go list -m -f '{{.Dir}}' "github.com/argoproj/argo-cd/v$major")
+					ui_app "$c" "$src" "$stage"
+				) 2>"$stage.log"
+				status=$?
+				set -e
+				if [ "$status" -eq 0 ] && [ -d "$stage/app" ]; then
+					touch "$stage/.done"
+					grep '^lab/build: ' "$stage.log" >&2 || true
+				else
+					log "$c: its UI did not build beside the Go builds; it builds again in turn, and says why if it fails again"
+				fi
+				rm -f "$stage.log"
+			done
+		) &
+		ui_lane_pid=$!
+		background+=("$ui_lane_pid")
+	fi
+fi
 for c in "$@"; do
 	build_one "$c"
 done
+wait
