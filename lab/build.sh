@@ -491,7 +491,9 @@ if [ ${#todo[@]} -gt 0 ]; then
 				set +e
 				(
 					set -e
-					src=$(cd "$(module "$c")" && GOTOOLCHAIN=$(toolchain "$c") go list -m -f '{{.Dir}}' "github.com/argoproj/argo-cd/v$major")
+					# go list -m names a module's folder only once it is downloaded.
+					src=$(cd "$(module "$c")" && GOTOOLCHAIN=$(toolchain "$c") go mod download -json "github.com/argoproj/argo-cd/v$major" |
+						node -e 'let s = ""; process.stdin.on("data", d => s += d).on("end", () => console.log(JSON.parse(s).Dir))')
 					ui_app "$c" "$src" "$stage"
 				) 2>"$stage.log"
 				status=$?
@@ -500,7 +502,8 @@ if [ ${#todo[@]} -gt 0 ]; then
 					touch "$stage/.done"
 					grep '^lab/build: ' "$stage.log" >&2 || true
 				else
-					log "$c: its UI did not build beside the Go builds; it builds again in turn, and says why if it fails again"
+					log "$c: its UI did not build beside the Go builds (its last lines follow); it builds again in turn"
+					tail -n 20 "$stage.log" >&2
 				fi
 				rm -f "$stage.log"
 			done
