@@ -2,8 +2,6 @@ package cli
 
 import (
 	"github.com/spf13/pflag"
-
-	"github.com/unprune/unprune/internal/session"
 )
 
 // How unprune reaches Argo CD and the clusters (--via).
@@ -11,9 +9,6 @@ const (
 	ViaKube   = "kube"
 	ViaArgoCD = "argocd"
 )
-
-// can is what the backend --via chooses can do: commands ask it, not which backend it is.
-func (g *GlobalOptions) can() session.Capabilities { return session.Via(g.Via).Capabilities() }
 
 // errNoServerDryRun refuses --dry-run=server where the backend cannot send one.
 func errNoServerDryRun() error {
@@ -24,7 +19,7 @@ func errNoServerDryRun() error {
 // argocd CLI's own names (--server, --auth-token, …); as unprune or the kubectl plugin, where
 // --server is kubectl's, they are prefixed (--argocd-server, …). ARGOCD_SERVER, ARGOCD_AUTH_TOKEN
 // and the argocd CLI's config file work either way.
-func addArgoCDAPIFlags(flags *pflag.FlagSet, g *GlobalOptions, plugin bool) {
+func addArgoCDAPIFlags(flags *pflag.FlagSet, g *factory, plugin bool) {
 	prefix := apiFlagPrefix
 	if plugin {
 		prefix = ""

@@ -19,7 +19,7 @@ import (
 
 // AuditOptions are `unprune audit`'s inputs.
 type AuditOptions struct {
-	*GlobalOptions
+	completed
 	genericiooptions.IOStreams
 
 	Apps         []engine.AppName
@@ -35,8 +35,8 @@ type AuditOptions struct {
 }
 
 // NewAuditCommand builds `unprune audit`.
-func NewAuditCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &AuditOptions{GlobalOptions: g, IOStreams: streams}
+func NewAuditCommand(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &AuditOptions{IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "audit [APP...]",
 		Short: "Show what a prune would delete right now, and which deletions nothing guards",
@@ -70,16 +70,8 @@ default that --deletion-budget tells audit), or a high-risk one, wait for "unpru
 		Example: `  unprune audit -A
   unprune audit -A --probe -o wide
   unprune audit -A --fail-on high -o json`,
-		ValidArgsFunction: completeApps(g),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(args); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		ValidArgsFunction: completeApps(f),
+		RunE:              runE(f, o),
 	}
 	o.selection.add(cmd)
 	o.output.add(cmd, true)
@@ -104,7 +96,7 @@ func (o *AuditOptions) Validate(args []string) error {
 	default:
 		return usageError("--fail-on=%q: use high or any", o.FailOn)
 	}
-	apps, err := o.selection.apps(args, o.GlobalOptions)
+	apps, err := o.selection.apps(args, &o.completed)
 	if err != nil {
 		return err
 	}
@@ -114,7 +106,7 @@ func (o *AuditOptions) Validate(args []string) error {
 
 // Run audits and prints.
 func (o *AuditOptions) Run(ctx context.Context) error {
-	argo, s, apps, scope, err := o.connectApps(ctx, o.Apps, o.selection)
+	argo, s, apps, scope, err := o.connectApps(ctx, o.ErrOut, o.Apps, o.selection)
 	if err != nil {
 		return err
 	}
@@ -122,7 +114,7 @@ func (o *AuditOptions) Run(ctx context.Context) error {
 	if o.Probe && controllerAs == "" {
 		controllerAs = argo.ControllerIdentity(ctx)
 	}
-	if o.Probe && !o.can().DryRun {
+	if o.Probe && !o.can.DryRun {
 		fmt.Fprintln(o.ErrOut, "warning: --probe needs the clusters' own API (a dry-run DELETE), which Argo CD's API does not offer: no probes with --via argocd")
 	}
 	rep, err := audit.Run(ctx, argo, s, apps, audit.Options{Probe: o.Probe, ControllerAs: controllerAs, Upgrade: true,

@@ -23,7 +23,7 @@ import (
 // Application (or, with --applicationset, an ApplicationSet; for budget --project, an AppProject),
 // planned, journaled and undone like every guard change.
 type GuardAnnotateOptions struct {
-	*GlobalOptions
+	completed
 	genericiooptions.IOStreams
 	Verb    string
 	App     string
@@ -34,9 +34,9 @@ type GuardAnnotateOptions struct {
 	output  outputFlags
 }
 
-func newGuardApproveCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &GuardAnnotateOptions{GlobalOptions: g, IOStreams: streams, Verb: "approve"}
-	cmd := o.command(&cobra.Command{
+func newGuardApproveCommand(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &GuardAnnotateOptions{IOStreams: streams, Verb: "approve"}
+	cmd := o.command(f, &cobra.Command{
 		Use:   "approve APP",
 		Short: "Approve the deletions the deletion budget holds back for an app, exactly those Argo CD's comparison shows now",
 		Long: `Approve the deletions Argo CD's comparison shows now for APP — the resources requiring pruning, or,
@@ -61,9 +61,9 @@ annotation ` + budget.AnnotationAsked + ` on the set) and that still exist.
 	return cmd
 }
 
-func newGuardBudgetCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &GuardAnnotateOptions{GlobalOptions: g, IOStreams: streams, Verb: "budget"}
-	cmd := o.command(&cobra.Command{
+func newGuardBudgetCommand(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &GuardAnnotateOptions{IOStreams: streams, Verb: "budget"}
+	cmd := o.command(f, &cobra.Command{
 		Use:   "budget APP N",
 		Short: "Set the most objects one sync or cascade of an app (or every app of a project) may delete without approval",
 		Long: `Set the deletion budget of APP (or, with --project, of every app of project APP that sets none of
@@ -91,16 +91,8 @@ func (o *GuardAnnotateOptions) appSetFlag(cmd *cobra.Command) {
 }
 
 // command completes cmd: flags → options → run, and the change and output flags.
-func (o *GuardAnnotateOptions) command(cmd *cobra.Command) *cobra.Command {
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		if err := o.Complete(); err != nil {
-			return err
-		}
-		if err := o.Validate(args); err != nil {
-			return err
-		}
-		return o.Run(cmd.Context())
-	}
+func (o *GuardAnnotateOptions) command(f Factory, cmd *cobra.Command) *cobra.Command {
+	cmd.RunE = runE(f, o)
 	o.change.add(cmd)
 	o.output.add(cmd, false)
 	return cmd
@@ -233,7 +225,7 @@ func (o *GuardAnnotateOptions) asked(ctx context.Context, argo cluster.ArgoCD, n
 	if err != nil {
 		return nil, failure(err)
 	}
-	asked := budget.Fresh(budget.ParseAsked((&unstructured.Unstructured{Object: set}).GetAnnotations()), o.now())
+	asked := budget.Fresh(budget.ParseAsked((&unstructured.Unstructured{Object: set}).GetAnnotations()), o.session.Now())
 	if len(asked) == 0 {
 		return nil, nil
 	}

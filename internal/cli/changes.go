@@ -15,9 +15,6 @@ import (
 	"github.com/unprune/unprune/internal/printer"
 )
 
-// namespacer is anything with a namespace.
-type namespacer interface{ Namespace() string }
-
 // engineError maps an engine error to an exit: a request that cannot be carried out as asked is
 // bad input, said with the flags that fix it; a request a safety rule refuses as a whole is exit 3;
 // anything else a failure. Either way nothing was changed.
@@ -73,10 +70,10 @@ type changeCommand struct {
 // runChange is the flow under every changing command: show the plan and, at a terminal, ask; run
 // the change (engine.Execute: a preview, a server dry run, or the steps with their checks); wait
 // for Argo CD to show it done; print the report; and decide the exit code (changeExit).
-func (g *GlobalOptions) runChange(ctx context.Context, streams genericiooptions.IOStreams, output outputFlags, mode engine.DryRun, e *engine.Engine, c *engine.Change, cc changeCommand) error {
-	r := engine.ResultOf(c, nil, nil)
-	if c.Counts()[engine.OutcomePlanned] > 0 && mode == engine.DryRunClient && interactive(streams) && !output.out.Document() && !c.Refused() {
-		if err := g.printChange(streams, output, cc, r); err != nil {
+func (c *completed) runChange(ctx context.Context, streams genericiooptions.IOStreams, output outputFlags, mode engine.DryRun, e *engine.Engine, change *engine.Change, cc changeCommand) error {
+	r := engine.ResultOf(change, nil, nil)
+	if change.Counts()[engine.OutcomePlanned] > 0 && mode == engine.DryRunClient && interactive(streams) && !output.out.Document() && !change.Refused() {
+		if err := c.printChange(streams, output, cc, r); err != nil {
 			return err
 		}
 		ok, err := confirm(streams, cc.question)
@@ -86,26 +83,26 @@ func (g *GlobalOptions) runChange(ctx context.Context, streams genericiooptions.
 		}
 		mode = engine.DryRunNone
 	}
-	x, err := e.Execute(ctx, c, mode)
+	x, err := e.Execute(ctx, change, mode)
 	if err != nil {
 		return failure(err)
 	}
 	defer x.WaitJournal()
-	r = engine.ResultOf(c, x, nil)
+	r = engine.ResultOf(change, x, nil)
 	if x.Journal != "" {
-		fmt.Fprintf(streams.ErrOut, "Journal: %s (undo with: %s undo %s)\n", x.Journal, g.program, x.Journal)
+		fmt.Fprintf(streams.ErrOut, "Journal: %s (undo with: %s undo %s)\n", x.Journal, c.program, x.Journal)
 	}
 	verified := cc.wait && mode == engine.DryRunNone && x.Stopped < 0 && !x.Interrupted && (x.Counts()[engine.OutcomeApplied] > 0 || cc.waitAlso || x.Wrote())
 	if verified {
 		fmt.Fprintln(streams.ErrOut, cc.waitLine)
-		r.Verified = e.VerifyChange(ctx, c, x, cc.timeout)
+		r.Verified = e.VerifyChange(ctx, change, x, cc.timeout)
 	}
-	rep := g.changeReport(cc, r)
-	if err := g.printReport(streams, output, cc, r, rep); err != nil {
+	rep := c.changeReport(cc, r)
+	if err := c.printReport(streams, output, cc, r, rep); err != nil {
 		return err
 	}
 	if !output.out.Document() {
-		fmt.Fprint(streams.Out, printer.VerificationText(g.program, rep.ChangeReport))
+		fmt.Fprint(streams.Out, printer.VerificationText(c.program, rep.ChangeReport))
 		if cc.previewLine != "" && rep.Mode == string(engine.ModePreview) {
 			if rep.Summary.Planned > 0 || len(rep.steps) > 0 {
 				fmt.Fprintln(streams.ErrOut, cc.previewLine)
@@ -121,7 +118,7 @@ func (g *GlobalOptions) runChange(ctx context.Context, streams genericiooptions.
 	if err := r.Done().JournalErr; err != nil {
 		fmt.Fprintln(streams.ErrOut, "warning: the journal could not record everything:", err)
 	}
-	code, msg := changeExit(g.program, rep.ChangeReport, rep.steps, verified)
+	code, msg := changeExit(c.program, rep.ChangeReport, rep.steps, verified)
 	if s := rep.Summary; code == ExitRefused && s.Refused > 0 && cc.refused != "" {
 		msg = fmt.Sprintf("%d of %d resources refused (see above); %s", s.Refused, s.Total, cc.refused)
 	}
@@ -140,22 +137,22 @@ type changeReport struct {
 	steps []printer.RenameStep
 }
 
-func (g *GlobalOptions) changeReport(cc changeCommand, r engine.Result) changeReport {
+func (c *completed) changeReport(cc changeCommand, r engine.Result) changeReport {
 	info := cc.cluster
 	var argo *printer.ArgoCD
 	if cc.argo {
-		in := g.installed.argo.Cluster()
+		in := c.installed.argo.Cluster()
 		info = &in
-		argo = printer.NewArgoCD(g.installed.argo.Namespace(), g.installed.settings.Settings)
+		argo = printer.NewArgoCD(c.installed.argo.Namespace(), c.installed.settings.Settings)
 	}
 	if r.Change.Renaming != nil {
-		doc := printer.NewRenameReport(cc.kind, g.metadata(info), argo, r)
+		doc := printer.NewRenameReport(cc.kind, c.metadata(info), argo, r)
 		if cc.journal != "" {
 			doc.Journal = cc.journal
 		}
 		return changeReport{ChangeReport: doc.ChangeReport, doc: doc, names: doc.Names, steps: doc.Steps}
 	}
-	doc := printer.NewChangeReport(cc.kind, g.metadata(info), argo, r)
+	doc := printer.NewChangeReport(cc.kind, c.metadata(info), argo, r)
 	if cc.journal != "" {
 		doc.Journal = cc.journal
 	}
@@ -164,12 +161,12 @@ func (g *GlobalOptions) changeReport(cc changeCommand, r engine.Result) changeRe
 
 // printChange writes a run's report: a document, or the steps, the table and each planned object's
 // diff.
-func (g *GlobalOptions) printChange(streams genericiooptions.IOStreams, output outputFlags, cc changeCommand, r engine.Result) error {
-	return g.printReport(streams, output, cc, r, g.changeReport(cc, r))
+func (c *completed) printChange(streams genericiooptions.IOStreams, output outputFlags, cc changeCommand, r engine.Result) error {
+	return c.printReport(streams, output, cc, r, c.changeReport(cc, r))
 }
 
 // printReport is printChange with the run's report built already.
-func (g *GlobalOptions) printReport(streams genericiooptions.IOStreams, output outputFlags, cc changeCommand, r engine.Result, rep changeReport) error {
+func (c *completed) printReport(streams genericiooptions.IOStreams, output outputFlags, cc changeCommand, r engine.Result, rep changeReport) error {
 	if output.out.Document() {
 		return output.out.Print(streams.Out, rep.doc, rep.names)
 	}
@@ -205,7 +202,7 @@ func (g *GlobalOptions) printReport(streams genericiooptions.IOStreams, output o
 		}
 	}
 	if rep.Mode == string(engine.ModePreview) && len(rep.Items) > 0 {
-		return printDiffs(streams.Out, streams.ErrOut, g.getenv("KUBECTL_EXTERNAL_DIFF"), r.Planned)
+		return printDiffs(streams.Out, streams.ErrOut, c.session.Getenv("KUBECTL_EXTERNAL_DIFF"), r.Planned)
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ import (
 
 // CheckOptions are `unprune check`'s inputs.
 type CheckOptions struct {
-	*GlobalOptions
+	completed
 	genericiooptions.IOStreams
 
 	App engine.AppName
@@ -39,8 +39,8 @@ type CheckOptions struct {
 }
 
 // NewCheckCommand builds `unprune check`.
-func NewCheckCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &CheckOptions{GlobalOptions: g, IOStreams: streams}
+func NewCheckCommand(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &CheckOptions{IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "check (APP | applicationset/NAME) (--manifests PATH|- | --revision REV)",
 		Short: "Before a change is merged: which live objects it makes Argo CD adopt, and which it prunes",
@@ -83,16 +83,8 @@ pull-request comment.
   argocd unprune check my-app --revision feature-branch
   unprune check applicationset/teams --manifests appsets/teams.yaml --repo-dir . -o markdown`,
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeApps(g),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(args); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		ValidArgsFunction: completeApps(f),
+		RunE:              runE(f, o),
 	}
 	cmd.Flags().StringVar(&o.Manifests, "manifests", "", "the app's manifests after the change: a file, a directory, or - for stdin")
 	cmd.Flags().StringVar(&o.Revision, "revision", "", "let Argo CD render the app's manifests at this git revision (needs argocd-server: --via argocd, or --argocd-server/$ARGOCD_SERVER)")
@@ -125,7 +117,7 @@ func (o *CheckOptions) Validate(args []string) error {
 	switch {
 	case (o.Manifests == "") == (o.Revision == ""):
 		return usageError("give the manifests after the change with --manifests PATH|-, or (with --via argocd) --revision REV")
-	case o.Revision != "" && !o.cfg.ServerNamed(o.getenv):
+	case o.Revision != "" && !o.cfg.ServerNamed(o.session.Getenv):
 		return usageError("--revision needs Argo CD to render the manifests: name its server (%v or $ARGOCD_SERVER, with a token), or use %v argocd; or render them yourself and pass --manifests",
 			option.ArgoCDServer, option.Via)
 	}

@@ -25,11 +25,11 @@ func completionContext(cmd *cobra.Command) (context.Context, context.CancelFunc)
 }
 
 // completeApps completes APP arguments: NAME in Argo CD's namespace (or -n's), NAMESPACE/NAME with -A.
-func completeApps(g *GlobalOptions) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+func completeApps(f Factory) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		ctx, cancel := completionContext(cmd)
 		defer cancel()
-		apps, argoNS, err := completionApps(ctx, g, cmd, toComplete)
+		apps, argoNS, err := completionApps(ctx, f, cmd, toComplete)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
@@ -37,16 +37,17 @@ func completeApps(g *GlobalOptions) func(*cobra.Command, []string, string) ([]st
 	}
 }
 
-func completionApps(ctx context.Context, g *GlobalOptions, cmd *cobra.Command, toComplete string) ([]argocd.Application, string, error) {
-	if err := g.Complete(); err != nil {
+func completionApps(ctx context.Context, f Factory, cmd *cobra.Command, toComplete string) ([]argocd.Application, string, error) {
+	var c completed
+	if err := c.complete(f); err != nil {
 		return nil, "", err
 	}
-	argo, err := g.session.ArgoCD(ctx)
+	argo, err := c.session.ArgoCD(ctx)
 	if err != nil {
 		return nil, "", err
 	}
 	ns := argo.Namespace()
-	if n, set := g.namespaceFlag(); set {
+	if n, set := c.namespaceFlag(); set {
 		ns = n
 	}
 	if all, _ := cmd.Flags().GetBool("all-namespaces"); all || strings.Contains(toComplete, "/") {
@@ -71,8 +72,8 @@ func appNames(apps []argocd.Application, argoNS, prefix string) []string {
 }
 
 // completeDetachArgs completes the APP, then the app's resources that require pruning.
-func completeDetachArgs(g *GlobalOptions) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	apps := completeApps(g)
+func completeDetachArgs(f Factory) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	apps := completeApps(f)
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		all, _ := cmd.Flags().GetBool("all")
 		if len(args) == 0 || all {
@@ -80,10 +81,11 @@ func completeDetachArgs(g *GlobalOptions) func(*cobra.Command, []string, string)
 		}
 		ctx, cancel := completionContext(cmd)
 		defer cancel()
-		if err := g.Complete(); err != nil {
+		var c completed
+		if err := c.complete(f); err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		argo, err := g.session.ArgoCD(ctx)
+		argo, err := c.session.ArgoCD(ctx)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
@@ -94,7 +96,7 @@ func completeDetachArgs(g *GlobalOptions) func(*cobra.Command, []string, string)
 		ns := name.Namespace
 		if ns == "" {
 			ns = argo.Namespace()
-			if n, set := g.namespaceFlag(); set {
+			if n, set := c.namespaceFlag(); set {
 				ns = n
 			}
 		}
@@ -114,15 +116,16 @@ func completeDetachArgs(g *GlobalOptions) func(*cobra.Command, []string, string)
 }
 
 // completeJournals completes undo's JOURNAL with the journals in the journal directory.
-func completeJournals(g *GlobalOptions) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+func completeJournals(f Factory) func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 	return func(_ *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		if err := g.Complete(); err != nil {
+		var c completed
+		if err := c.complete(f); err != nil {
 			return nil, cobra.ShellCompDirectiveDefault
 		}
-		store, err := g.journals()
+		store, err := c.journals()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveDefault
 		}

@@ -17,7 +17,7 @@ import (
 
 // DetachOptions are `unprune detach`'s inputs.
 type DetachOptions struct {
-	*GlobalOptions
+	completed
 	genericiooptions.IOStreams
 
 	Request  engine.DetachRequest
@@ -39,8 +39,8 @@ type DetachOptions struct {
 }
 
 // NewDetachCommand builds `unprune detach`.
-func NewDetachCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &DetachOptions{GlobalOptions: g, IOStreams: streams, Strategy: string(plan.StrategyUntrack), Wait: true, Timeout: 2 * time.Minute, Workers: 32}
+func NewDetachCommand(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &DetachOptions{IOStreams: streams, Strategy: string(plan.StrategyUntrack), Wait: true, Timeout: 2 * time.Minute, Workers: 32}
 	cmd := &cobra.Command{
 		Use:   "detach APP [RESOURCE...] | APP... --all | --all (-A | -l SELECTOR | --project P)",
 		Short: "Release resources that require pruning from Applications, deleting nothing",
@@ -88,27 +88,19 @@ shows the resources released. Ctrl-C stops sending patches at once; the journal 
 
   # Keep the resource in the app, but never prune or cascade-delete it
   unprune detach my-app Namespace/team-a --strategy keep --yes`,
-		ValidArgsFunction: completeDetachArgs(g),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(args); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		ValidArgsFunction: completeDetachArgs(f),
+		RunE:              runE(f, o),
 	}
-	f := cmd.Flags()
-	f.BoolVar(&o.All, "all", false, "select every resource of the app(s) that requires pruning")
-	f.BoolVar(&o.Force, "force", false, "also detach resources the app does not mark as requiring pruning")
-	f.StringVar(&o.Strategy, "strategy", o.Strategy, "untrack (remove tracking metadata) or keep (stay in the app, never pruned)")
-	f.BoolVar(&o.Scrub, "scrub-last-applied", false, "also remove the same keys from kubectl.kubernetes.io/last-applied-configuration (Argo CD ignores that copy; off by default so nothing else changes)")
-	f.BoolVar(&o.KeepManagedFields, "keep-managed-fields", false, "leave argocd-controller's entries in managedFields of objects Argo CD applied server-side (default: untrack removes them, so that another server-side applier can take the fields over without conflicts)")
-	f.BoolVar(&o.Wait, "wait", o.Wait, "after applying, refresh the app and wait until Argo CD shows the resources released")
-	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for Argo CD")
-	f.IntVar(&o.Workers, "workers", o.Workers, "objects patched concurrently (within --qps/--burst)")
-	f.BoolVar(&o.AllOrNothing, "all-or-nothing", false, "change nothing when any selected resource is refused or cannot be read (default: release the others, exit 4)")
+	flags := cmd.Flags()
+	flags.BoolVar(&o.All, "all", false, "select every resource of the app(s) that requires pruning")
+	flags.BoolVar(&o.Force, "force", false, "also detach resources the app does not mark as requiring pruning")
+	flags.StringVar(&o.Strategy, "strategy", o.Strategy, "untrack (remove tracking metadata) or keep (stay in the app, never pruned)")
+	flags.BoolVar(&o.Scrub, "scrub-last-applied", false, "also remove the same keys from kubectl.kubernetes.io/last-applied-configuration (Argo CD ignores that copy; off by default so nothing else changes)")
+	flags.BoolVar(&o.KeepManagedFields, "keep-managed-fields", false, "leave argocd-controller's entries in managedFields of objects Argo CD applied server-side (default: untrack removes them, so that another server-side applier can take the fields over without conflicts)")
+	flags.BoolVar(&o.Wait, "wait", o.Wait, "after applying, refresh the app and wait until Argo CD shows the resources released")
+	flags.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for Argo CD")
+	flags.IntVar(&o.Workers, "workers", o.Workers, "objects patched concurrently (within --qps/--burst)")
+	flags.BoolVar(&o.AllOrNothing, "all-or-nothing", false, "change nothing when any selected resource is refused or cannot be read (default: release the others, exit 4)")
 	_ = cmd.RegisterFlagCompletionFunc("strategy", fixedCompletion("untrack", "keep"))
 	o.selection.add(cmd)
 	o.change.add(cmd)
@@ -118,7 +110,7 @@ shows the resources released. Ctrl-C stops sending patches at once; the journal 
 
 // Validate checks arguments and flag combinations; it needs no cluster.
 func (o *DetachOptions) Validate(args []string) error {
-	if err := firstError(o.output.validate, o.change.validate, func() error { return o.selection.validate(o.GlobalOptions) }); err != nil {
+	if err := firstError(o.output.validate, o.change.validate, func() error { return o.selection.validate(&o.completed) }); err != nil {
 		return err
 	}
 	strategy, err := plan.ParseStrategy(o.Strategy)
@@ -132,9 +124,9 @@ func (o *DetachOptions) Validate(args []string) error {
 		return usageError("--workers must be positive")
 	}
 	switch {
-	case o.Scrub && !o.can().StoredObjects:
+	case o.Scrub && !o.can.StoredObjects:
 		return usageError("--scrub-last-applied needs the object as the cluster stores it; Argo CD's API masks Secrets' data: leave it out, or use your kubeconfig")
-	case o.change.dryRun == engine.DryRunServer && !o.can().DryRun:
+	case o.change.dryRun == engine.DryRunServer && !o.can.DryRun:
 		return errNoServerDryRun()
 	}
 	r := engine.DetachRequest{All: o.All, Force: o.Force, Strategy: strategy, ScrubLastApplied: o.Scrub, KeepManagedFields: o.KeepManagedFields}
@@ -145,7 +137,7 @@ func (o *DetachOptions) Validate(args []string) error {
 		if len(args) > 0 {
 			return usageError("name APPs, or select them with -A, -l or --project, not both")
 		}
-		sel := o.selection.toSelector(o.GlobalOptions, "")
+		sel := o.selection.toSelector(&o.completed, "")
 		r.Selector = &sel
 	} else if len(args) == 0 {
 		return usageError("name the APP (and its resources, or --all), or select apps with -A, -l or --project and --all")
@@ -171,7 +163,7 @@ func (o *DetachOptions) parseTargets(args []string, r *engine.DetachRequest) err
 			}
 		}
 	}
-	apps, err := parseApps(appArgs, o.GlobalOptions)
+	apps, err := parseApps(appArgs, &o.completed)
 	if err != nil {
 		return err
 	}

@@ -13,12 +13,13 @@ import (
 	"github.com/unprune/unprune/internal/extension"
 	"github.com/unprune/unprune/internal/journal"
 	"github.com/unprune/unprune/internal/journal/cmstore"
+	"github.com/unprune/unprune/internal/session"
 	"github.com/unprune/unprune/internal/version"
 )
 
 // ExtensionOptions are `unprune extension`'s inputs.
 type ExtensionOptions struct {
-	*GlobalOptions
+	completed
 	genericiooptions.IOStreams
 
 	Listen            string
@@ -38,8 +39,8 @@ const tokenEnv = "UNPRUNE_EXTENSION_TOKEN"
 const defaultJournalNamespace = "unprune"
 
 // NewExtensionCommand builds `unprune extension`.
-func NewExtensionCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ExtensionOptions{GlobalOptions: g, IOStreams: streams, Listen: "127.0.0.1:8080", JournalNamespace: defaultJournalNamespace,
+func NewExtensionCommand(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ExtensionOptions{IOStreams: streams, Listen: "127.0.0.1:8080", JournalNamespace: defaultJournalNamespace,
 		MaxJournals: extension.DefaultMaxJournals, MaxJournalsPerApp: extension.DefaultMaxJournalsPerApp}
 	cmd := &cobra.Command{
 		Use:   "extension",
@@ -69,30 +70,31 @@ deploy/components/ui-extension.`,
   UNPRUNE_EXTENSION_TOKEN=secret unprune extension --argocd-namespace argocd --journal-namespace argocd-unprune`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
+			if err := o.complete(f); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.Listen, "listen", o.Listen, "address to serve on (:8080 in a pod)")
-	f.StringVar(&o.TokenFile, "token-file", "", "file holding the token argocd-server sends in header Unprune-Token (default $"+tokenEnv+")")
-	f.StringVar(&o.JournalNamespace, "journal-namespace", o.JournalNamespace, "namespace of the ConfigMaps journaling UI releases: the backend's own, never Argo CD's")
-	f.IntVar(&o.MaxJournals, "max-journals", o.MaxJournals, "the most journals the backend keeps in --journal-namespace: at this many, releases in the UI are refused")
-	f.IntVar(&o.MaxJournalsPerApp, "max-journals-per-app", o.MaxJournalsPerApp, "the most journals of one Application's releases in the UI: at this many, its releases are refused")
+	flags := cmd.Flags()
+	flags.StringVar(&o.Listen, "listen", o.Listen, "address to serve on (:8080 in a pod)")
+	flags.StringVar(&o.TokenFile, "token-file", "", "file holding the token argocd-server sends in header Unprune-Token (default $"+tokenEnv+")")
+	flags.StringVar(&o.JournalNamespace, "journal-namespace", o.JournalNamespace, "namespace of the ConfigMaps journaling UI releases: the backend's own, never Argo CD's")
+	flags.IntVar(&o.MaxJournals, "max-journals", o.MaxJournals, "the most journals the backend keeps in --journal-namespace: at this many, releases in the UI are refused")
+	flags.IntVar(&o.MaxJournalsPerApp, "max-journals-per-app", o.MaxJournalsPerApp, "the most journals of one Application's releases in the UI: at this many, its releases are refused")
 	return cmd
 }
 
-// Complete reads the token and builds the session and the journal store.
-func (o *ExtensionOptions) Complete() error {
-	if !o.can().KubernetesAPI {
+// complete reads the token, and takes the session and the kubeconfig's client from f for the
+// journal store.
+func (o *ExtensionOptions) complete(f Factory) error {
+	if !f.Capabilities().KubernetesAPI {
 		return usageError("unprune extension reads Argo CD through the Kubernetes API: --via argocd is not supported (the browser talks to argocd-server)")
 	}
-	if err := o.GlobalOptions.Complete(); err != nil {
+	if err := o.completed.complete(f); err != nil {
 		return err
 	}
-	token := o.getenv(tokenEnv)
+	token := o.session.Getenv(tokenEnv)
 	if o.TokenFile != "" {
 		b, err := os.ReadFile(o.TokenFile)
 		if err != nil {
@@ -107,16 +109,16 @@ func (o *ExtensionOptions) Complete() error {
 	switch {
 	case ns == "":
 		return usageError("--journal-namespace: name the namespace of the journals (deploy/ui-extension/journals makes %q)", defaultJournalNamespace)
-	case ns == o.ArgoCDNamespace:
+	case ns == o.cfg.ArgoCDNamespace:
 		return usageError("--journal-namespace %s is Argo CD's namespace: the backend may write ConfigMaps where it journals, and must not be able to write argocd-cm or argocd-rbac-cm; use a namespace of its own (deploy/ui-extension/journals)", ns)
 	case o.MaxJournals < 1 || o.MaxJournalsPerApp < 1:
 		return usageError("--max-journals and --max-journals-per-app must be at least 1")
 	}
-	cfg, err := o.ConfigFlags.ToRESTConfig()
+	rest, err := f.ToRESTConfig()
 	if err != nil {
 		return usageError("cannot build a client from your kubeconfig or the pod's ServiceAccount: %v (set --kubeconfig)", err)
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := kubernetes.NewForConfig(rest)
 	if err != nil {
 		return failure(err)
 	}
@@ -124,8 +126,8 @@ func (o *ExtensionOptions) Complete() error {
 		Session: o.session,
 		Journals: func(requestedBy string) *journal.Store {
 			cms := cmstore.New(client, ns)
-			cms.RequestedBy, cms.FieldManager = requestedBy, o.FieldManager
-			return journal.NewBackedStore(cms, o.Now)
+			cms.RequestedBy, cms.FieldManager = requestedBy, o.cfg.FieldManager
+			return journal.NewBackedStore(cms, o.cfg.Now)
 		},
 		JournalNamespace: ns,
 		UndoCommand: func(id string) string {
@@ -135,9 +137,9 @@ func (o *ExtensionOptions) Complete() error {
 		MaxJournalsPerApp: o.MaxJournalsPerApp,
 		// What reaches another cluster than Argo CD's: its cluster Secrets, a context of the
 		// kubeconfig, or Argo CD's API (which reaches every cluster Argo CD does).
-		RemoteDestinations: o.ClusterCredentials != "" || len(o.ClusterContexts) > 0 || o.ClustersFile != "" || o.Via == ViaArgoCD,
+		RemoteDestinations: o.cfg.ArgoCDCredentials || len(o.cfg.ClusterContexts) > 0 || o.cfg.Via == session.ViaArgoCD,
 		ToolVersion:        version.Get().String(),
-		Now:                o.Now,
+		Now:                o.cfg.Now,
 		Log:                o.ErrOut,
 	}
 	// A token file is read again when it changes; one from the environment cannot change.

@@ -110,8 +110,8 @@ func (f *selectionFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringSliceVar(&f.projects, "project", nil, "only Applications of these projects (repeatable)")
 }
 
-func (f *selectionFlags) validate(g *GlobalOptions) error {
-	if _, set := g.namespaceFlag(); set && f.allNamespaces {
+func (f *selectionFlags) validate(c *completed) error {
+	if _, set := c.namespaceFlag(); set && f.allNamespaces {
 		return usageError("-n and -A exclude each other: pick one")
 	}
 	return nil
@@ -123,11 +123,11 @@ func (f *selectionFlags) any() bool {
 }
 
 // selector is where to list Applications: -A for all namespaces, else -n, else Argo CD's own.
-func (f *selectionFlags) toSelector(g *GlobalOptions, argoNamespace string) cluster.Selector {
+func (f *selectionFlags) toSelector(c *completed, argoNamespace string) cluster.Selector {
 	sel := cluster.Selector{LabelSelector: f.selector, Projects: f.projects, Namespace: argoNamespace}
 	if f.allNamespaces {
 		sel.Namespace = ""
-	} else if ns, set := g.namespaceFlag(); set {
+	} else if ns, set := c.namespaceFlag(); set {
 		sel.Namespace = ns
 	}
 	return sel
@@ -159,18 +159,18 @@ func scopeText(ns string) string {
 }
 
 // apps checks the selection flags and reads APP arguments, which exclude each other.
-func (f *selectionFlags) apps(args []string, g *GlobalOptions) ([]engine.AppName, error) {
-	if err := f.validate(g); err != nil {
+func (f *selectionFlags) apps(args []string, c *completed) ([]engine.AppName, error) {
+	if err := f.validate(c); err != nil {
 		return nil, err
 	}
 	if len(args) > 0 && f.any() {
 		return nil, usageError("name APPs, or select them with -A, -l or --project, not both")
 	}
-	return parseApps(args, g)
+	return parseApps(args, c)
 }
 
 // parseApps reads APP arguments.
-func parseApps(args []string, g *GlobalOptions) ([]engine.AppName, error) {
+func parseApps(args []string, c *completed) ([]engine.AppName, error) {
 	var out []engine.AppName
 	for _, a := range args {
 		n, err := engine.ParseAppName(a)
@@ -178,7 +178,7 @@ func parseApps(args []string, g *GlobalOptions) ([]engine.AppName, error) {
 			return nil, usageError("%v", err)
 		}
 		if n.Namespace == "" {
-			if ns, set := g.namespaceFlag(); set {
+			if ns, set := c.namespaceFlag(); set {
 				n.Namespace = ns
 			}
 		}
@@ -188,13 +188,13 @@ func parseApps(args []string, g *GlobalOptions) ([]engine.AppName, error) {
 }
 
 // connectApps is connect, then the apps a selecting command (scan, audit) works on: names, or what
-// the selection flags select, and the scope in words.
-func (g *GlobalOptions) connectApps(ctx context.Context, names []engine.AppName, f selectionFlags) (cluster.ArgoCD, argocd.Settings, []argocd.Application, string, error) {
-	argo, s, err := g.connect(ctx)
+// the selection flags select, and the scope in words; notes on the selection go to errOut.
+func (c *completed) connectApps(ctx context.Context, errOut io.Writer, names []engine.AppName, f selectionFlags) (cluster.ArgoCD, argocd.Settings, []argocd.Application, string, error) {
+	argo, s, err := c.connect(ctx)
 	if err != nil {
 		return nil, s, nil, "", err
 	}
-	apps, scope, err := listApps(ctx, g, argo, names, f)
+	apps, scope, err := listApps(ctx, c, errOut, argo, names, f)
 	if err != nil {
 		return nil, s, nil, "", failure(err)
 	}
@@ -202,11 +202,11 @@ func (g *GlobalOptions) connectApps(ctx context.Context, names []engine.AppName,
 }
 
 // listApps reads the apps named, or those the selection flags choose.
-func listApps(ctx context.Context, g *GlobalOptions, argo cluster.ArgoCD, names []engine.AppName, f selectionFlags) ([]argocd.Application, string, error) {
+func listApps(ctx context.Context, c *completed, errOut io.Writer, argo cluster.ArgoCD, names []engine.AppName, f selectionFlags) ([]argocd.Application, string, error) {
 	if len(names) == 0 {
-		sel := f.toSelector(g, argo.Namespace())
+		sel := f.toSelector(c, argo.Namespace())
 		apps, narrowed, err := engine.ListSelected(ctx, argo, sel)
-		noteNarrowed(g.streams.ErrOut, argo, narrowed)
+		noteNarrowed(errOut, argo, narrowed)
 		return apps, scopeText(sel.Namespace), err
 	}
 	var apps []argocd.Application

@@ -198,7 +198,7 @@ func (w *setWorld) runSet(t *testing.T, server, stdin string, args ...string) re
 	t.Helper()
 	var out, errOut bytes.Buffer
 	streams := genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}
-	g := newGlobalOptions(NameUnprune, streams)
+	g := newFactory(NameUnprune, streams)
 	g.Now = w.now
 	env := map[string]string{}
 	if server != "" {

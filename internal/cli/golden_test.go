@@ -41,7 +41,7 @@ func runIn(t *testing.T, w *world, name, stdin string, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	streams := genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}
-	g := newGlobalOptions(name, streams)
+	g := newFactory(name, streams)
 	g.Now = w.now
 	g.NewSession = sessiontest.Factory(w.argo, w.env, w.rand)
 	full := append([]string{"--kubeconfig", filepath.Join(w.dir, "no-kubeconfig"), "--journal-dir", w.journalDir()}, args...)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/yaml"
 
@@ -15,7 +16,7 @@ import (
 )
 
 // NewGuardCommand builds `unprune guard` and its subcommands.
-func NewGuardCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+func NewGuardCommand(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "guard",
 		Short: "Put guards in place so that no prune can delete what must stay",
@@ -35,14 +36,14 @@ protect, confirm, budget and approve are journaled and undone with "unprune undo
 
 ` + exitCodesHelp,
 	}
-	cmd.AddCommand(newGuardPolicyCommand(g, streams), newGuardChangeCommand(g, streams, "protect"), newGuardChangeCommand(g, streams, "confirm"),
-		newGuardBudgetCommand(g, streams), newGuardApproveCommand(g, streams))
+	cmd.AddCommand(newGuardPolicyCommand(f, streams), newGuardChangeCommand(f, streams, "protect"), newGuardChangeCommand(f, streams, "confirm"),
+		newGuardBudgetCommand(f, streams), newGuardApproveCommand(f, streams))
 	return cmd
 }
 
 // GuardPolicyOptions are `unprune guard policy`'s inputs.
 type GuardPolicyOptions struct {
-	*GlobalOptions
+	completed
 	genericiooptions.IOStreams
 	Policy  guard.PolicyOptions
 	Apply   bool
@@ -51,10 +52,11 @@ type GuardPolicyOptions struct {
 	change  changeFlags
 	// keepGroup: --merge keeps the installed policy's break-glass group unless the flag names one.
 	keepGroup bool
+	flags     *pflag.FlagSet
 }
 
-func newGuardPolicyCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &GuardPolicyOptions{GlobalOptions: g, IOStreams: streams}
+func newGuardPolicyCommand(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &GuardPolicyOptions{IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "policy",
 		Short: "Print (or apply) an admission policy that denies deleting protected objects",
@@ -77,16 +79,9 @@ apply) in the current context's cluster, after a preview, with --yes.
   unprune guard policy --apply --yes
   unprune guard policy --merge --kinds namespaces,configmaps --name configmaps/shop/settings --apply --yes`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(cmd); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runE(f, o),
 	}
+	o.flags = cmd.Flags()
 	cmd.Flags().StringSliceVar(&o.Policy.Kinds, "kinds", []string{"namespaces"}, "kinds to protect: namespaces, crds, pvs, or any other as kubectl names it (pvc, statefulsets.apps), looked up in the cluster")
 	cmd.Flags().StringArrayVar(&o.Policy.Names, "name", nil, "also protect this object by name, as RESOURCE/NAME or RESOURCE/NAMESPACE/NAME (e.g. namespaces/team-a, configmaps/shop/settings); repeatable")
 	cmd.Flags().StringVar(&o.Policy.BreakGlassGroup, "break-glass-group", "", "group whose members may still delete protected objects")
@@ -104,19 +99,19 @@ func errGuardViaAPI(what string) error {
 }
 
 // Validate checks the policy can be built and the flags fit together.
-func (o *GuardPolicyOptions) Validate(cmd *cobra.Command) error {
-	if !o.can().KubernetesAPI {
+func (o *GuardPolicyOptions) Validate([]string) error {
+	if !o.can.KubernetesAPI {
 		return errGuardViaAPI("guard policy")
 	}
 	// Kinds beyond the built-in ones are looked up in the cluster when the command runs, and so is
 	// what --merge adds.
-	o.keepGroup = !flagChanged(cmd.Flags(), "break-glass-group")
+	o.keepGroup = !flagChanged(o.flags, "break-glass-group")
 	if o.Policy.Builtin() && !o.Merge {
 		if _, err := guard.Policy(o.Policy); err != nil {
 			return usageError("%v", err)
 		}
 	}
-	if !o.Apply && (flagChanged(cmd.Flags(), "yes") || flagChanged(cmd.Flags(), "dry-run")) {
+	if !o.Apply && (flagChanged(o.flags, "yes") || flagChanged(o.flags, "dry-run")) {
 		return usageError("--yes and --dry-run go with --apply")
 	}
 	return o.change.validate()
@@ -223,7 +218,7 @@ func (o *GuardPolicyOptions) merge(ctx context.Context, objects cluster.Objects)
 // GuardChangeOptions are `unprune guard protect|confirm`'s inputs: metadata changes with the same
 // preview, dry run, journal and undo as detach.
 type GuardChangeOptions struct {
-	*GlobalOptions
+	completed
 	genericiooptions.IOStreams
 	Verb      string // protect or confirm
 	Resources []engine.ResourceArg
@@ -232,8 +227,8 @@ type GuardChangeOptions struct {
 	output    outputFlags
 }
 
-func newGuardChangeCommand(g *GlobalOptions, streams genericiooptions.IOStreams, verb string) *cobra.Command {
-	o := &GuardChangeOptions{GlobalOptions: g, IOStreams: streams, Verb: verb}
+func newGuardChangeCommand(f Factory, streams genericiooptions.IOStreams, verb string) *cobra.Command {
+	o := &GuardChangeOptions{IOStreams: streams, Verb: verb}
 	short := map[string]string{
 		"protect": "Label objects unprune.dev/protected=true, for the admission policy",
 		"confirm": "Merge Prune=confirm into objects' sync-options: a prune waits for approval",
@@ -250,15 +245,7 @@ Without --yes this is a preview; --dry-run=server asks the API server. Every cha
 ` + exitCodesHelp,
 		Example: fmt.Sprintf("  unprune guard %s ns/team-a crd/widgets.example.com\n  unprune guard %s ns/team-a --yes", verb, verb),
 		Args:    cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(args); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE:    runE(f, o),
 	}
 	cmd.Flags().StringVar(&o.Cluster, "cluster", "", "the objects live in this destination cluster of Argo CD (its name or server URL), not the current context's")
 	o.change.add(cmd)
@@ -268,8 +255,8 @@ Without --yes this is a preview; --dry-run=server asks the API server. Every cha
 
 // validateGuardChange checks what every journaled guard change takes: the Kubernetes API, and its
 // output and change flags.
-func (g *GlobalOptions) validateGuardChange(verb string, output *outputFlags, change *changeFlags) error {
-	if !g.can().KubernetesAPI {
+func (c *completed) validateGuardChange(verb string, output *outputFlags, change *changeFlags) error {
+	if !c.can.KubernetesAPI {
 		return errGuardViaAPI("guard " + verb)
 	}
 	if err := output.validate(); err != nil {
@@ -333,18 +320,18 @@ func (o *GuardChangeOptions) Run(ctx context.Context) error {
 
 // target is the cluster a guard command changes: the current context's, or a destination cluster
 // of Argo CD (by name or server URL) resolved as for its apps.
-func (g *GlobalOptions) target(ctx context.Context, nameOrServer string) (cluster.Objects, error) {
+func (c *completed) target(ctx context.Context, nameOrServer string) (cluster.Objects, error) {
 	var (
 		objects cluster.Objects
 		err     error
 	)
 	switch {
 	case nameOrServer == "":
-		objects, err = g.session.Home(ctx)
+		objects, err = c.session.Home(ctx)
 	case strings.Contains(nameOrServer, "://"):
-		objects, err = g.session.Destination(ctx, cluster.Info{Server: nameOrServer})
+		objects, err = c.session.Destination(ctx, cluster.Info{Server: nameOrServer})
 	default:
-		objects, err = g.session.Destination(ctx, cluster.Info{Name: nameOrServer})
+		objects, err = c.session.Destination(ctx, cluster.Info{Name: nameOrServer})
 	}
 	if err != nil {
 		return nil, failure(err)

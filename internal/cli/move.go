@@ -14,7 +14,7 @@ import (
 
 // MoveOptions are `unprune move`'s inputs.
 type MoveOptions struct {
-	*GlobalOptions
+	completed
 	genericiooptions.IOStreams
 
 	Request engine.MoveRequest
@@ -29,8 +29,8 @@ type MoveOptions struct {
 }
 
 // NewMoveCommand builds `unprune move`.
-func NewMoveCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &MoveOptions{GlobalOptions: g, IOStreams: streams, Wait: true, Timeout: 2 * time.Minute}
+func NewMoveCommand(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &MoveOptions{IOStreams: streams, Wait: true, Timeout: 2 * time.Minute}
 	cmd := &cobra.Command{
 		Use:   "move APP (RESOURCE... | --all) --to APP2 [--prepare]",
 		Short: "Hand live resources from one Application to another, deleting nothing",
@@ -72,22 +72,14 @@ resources and APP2 shows them Synced. "unprune undo" moves the resources back.
 
   # Every resource of shop-old that shop declares
   unprune move shop-old --all --to shop --yes`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(args); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runE(f, o),
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.To, "to", "", "the Application (NAME or NAMESPACE/NAME) that takes the resources over")
-	f.BoolVar(&o.All, "all", false, "every resource of APP that APP2 declares (with --prepare: every resource of APP)")
-	f.BoolVar(&o.Prepare, "prepare", false, "before the commit: mark the resources Prune=false,Delete=false so that APP cannot delete them meanwhile")
-	f.BoolVar(&o.Wait, "wait", o.Wait, "after moving, refresh both apps and wait until Argo CD shows the move")
-	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for Argo CD")
+	flags := cmd.Flags()
+	flags.StringVar(&o.To, "to", "", "the Application (NAME or NAMESPACE/NAME) that takes the resources over")
+	flags.BoolVar(&o.All, "all", false, "every resource of APP that APP2 declares (with --prepare: every resource of APP)")
+	flags.BoolVar(&o.Prepare, "prepare", false, "before the commit: mark the resources Prune=false,Delete=false so that APP cannot delete them meanwhile")
+	flags.BoolVar(&o.Wait, "wait", o.Wait, "after moving, refresh both apps and wait until Argo CD shows the move")
+	flags.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for Argo CD")
 	o.change.add(cmd)
 	o.output.add(cmd, false)
 	return cmd
@@ -109,10 +101,10 @@ func (o *MoveOptions) Validate(args []string) error {
 		return usageError("name the resources to move (as `unprune scan` prints them) or use --all")
 	case o.Timeout <= 0:
 		return usageError("--timeout must be positive")
-	case o.change.dryRun == engine.DryRunServer && !o.can().DryRun:
+	case o.change.dryRun == engine.DryRunServer && !o.can.DryRun:
 		return errNoServerDryRun()
 	}
-	apps, err := parseApps([]string{args[0], o.To}, o.GlobalOptions)
+	apps, err := parseApps([]string{args[0], o.To}, &o.completed)
 	if err != nil {
 		return err
 	}

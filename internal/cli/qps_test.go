@@ -32,7 +32,7 @@ func TestClientRateLimits(t *testing.T) {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			var got *session.Config
 			streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}
-			g := newGlobalOptions(NameUnprune, streams)
+			g := newFactory(NameUnprune, streams)
 			g.Now = w.now
 			factory := sessiontest.Factory(w.argo, w.env, w.rand)
 			g.NewSession = func(cfg session.Config) session.Session {

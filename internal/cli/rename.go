@@ -15,7 +15,7 @@ import (
 
 // RenameOptions are `unprune rename`'s inputs.
 type RenameOptions struct {
-	*GlobalOptions
+	completed
 	genericiooptions.IOStreams
 
 	Request engine.RenameRequest
@@ -30,8 +30,8 @@ type RenameOptions struct {
 }
 
 // NewRenameCommand builds `unprune rename`.
-func NewRenameCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &RenameOptions{GlobalOptions: g, IOStreams: streams, Wait: true, Timeout: 2 * time.Minute, KeepReleaseName: true}
+func NewRenameCommand(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &RenameOptions{IOStreams: streams, Wait: true, Timeout: 2 * time.Minute, KeepReleaseName: true}
 	cmd := &cobra.Command{
 		Use:   "rename APP NEW",
 		Short: "Rename an Application without deleting or recreating any of its resources",
@@ -83,21 +83,13 @@ Afterwards unprune waits until Argo CD shows NEW Synced on every resource.
 
   # Do it
   unprune rename argocd-apps/guestbook shop --yes`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(args); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		RunE: runE(f, o),
 	}
-	f := cmd.Flags()
-	f.BoolVar(&o.Force, "force", false, "rename an app that is not Synced (the plan says so)")
-	f.BoolVar(&o.KeepReleaseName, "keep-release-name", o.KeepReleaseName, "give NEW's Helm sources without a helm.releaseName APP's name as their release name, so that charts render the same objects")
-	f.BoolVar(&o.Wait, "wait", o.Wait, "after renaming, wait until Argo CD shows the new app Synced on every resource")
-	f.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for Argo CD")
+	flags := cmd.Flags()
+	flags.BoolVar(&o.Force, "force", false, "rename an app that is not Synced (the plan says so)")
+	flags.BoolVar(&o.KeepReleaseName, "keep-release-name", o.KeepReleaseName, "give NEW's Helm sources without a helm.releaseName APP's name as their release name, so that charts render the same objects")
+	flags.BoolVar(&o.Wait, "wait", o.Wait, "after renaming, wait until Argo CD shows the new app Synced on every resource")
+	flags.DurationVar(&o.Timeout, "timeout", o.Timeout, "how long to wait for Argo CD")
 	o.change.add(cmd)
 	o.output.add(cmd, false)
 	return cmd
@@ -113,11 +105,11 @@ func (o *RenameOptions) Validate(args []string) error {
 		return usageError("name the APP and its NEW name")
 	case o.Timeout <= 0:
 		return usageError("--timeout must be positive")
-	case !o.can().Preconditions:
+	case !o.can.Preconditions:
 		return usageError("rename needs to create, patch and delete Application objects with preconditions, which Argo CD's API cannot do " +
 			"(no dry run, no uid precondition on delete): use your kubeconfig")
 	}
-	apps, err := parseApps(args[:1], o.GlobalOptions)
+	apps, err := parseApps(args[:1], &o.completed)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 
 // ScanOptions are `unprune scan`'s inputs.
 type ScanOptions struct {
-	*GlobalOptions
+	completed
 	genericiooptions.IOStreams
 
 	Apps      []engine.AppName
@@ -23,8 +23,8 @@ type ScanOptions struct {
 }
 
 // NewScanCommand builds `unprune scan`.
-func NewScanCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &ScanOptions{GlobalOptions: g, IOStreams: streams}
+func NewScanCommand(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &ScanOptions{IOStreams: streams}
 	cmd := &cobra.Command{
 		Use:   "scan [APP...]",
 		Short: "List Applications stuck on resources that require pruning",
@@ -45,16 +45,8 @@ Applications are the APPs named (NAME or NAMESPACE/NAME), else those of Argo CD'
 
   # Only the names of the resources
   unprune scan -A -o jsonpath='{.items[*].resource.name}'`,
-		ValidArgsFunction: completeApps(g),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if err := o.Validate(args); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		ValidArgsFunction: completeApps(f),
+		RunE:              runE(f, o),
 	}
 	o.selection.add(cmd)
 	o.output.add(cmd, true)
@@ -66,7 +58,7 @@ func (o *ScanOptions) Validate(args []string) error {
 	if err := o.output.validate(); err != nil {
 		return err
 	}
-	apps, err := o.selection.apps(args, o.GlobalOptions)
+	apps, err := o.selection.apps(args, &o.completed)
 	if err != nil {
 		return err
 	}
@@ -76,7 +68,7 @@ func (o *ScanOptions) Validate(args []string) error {
 
 // Run scans and prints. The exit code is 1 when stuck apps were found.
 func (o *ScanOptions) Run(ctx context.Context) error {
-	argo, s, apps, scope, err := o.connectApps(ctx, o.Apps, o.selection)
+	argo, s, apps, scope, err := o.connectApps(ctx, o.ErrOut, o.Apps, o.selection)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 
 // UndoOptions are `unprune undo`'s inputs.
 type UndoOptions struct {
-	*GlobalOptions
+	completed
 	genericiooptions.IOStreams
 
 	Journal string
@@ -27,8 +27,8 @@ type UndoOptions struct {
 }
 
 // NewUndoCommand builds `unprune undo`.
-func NewUndoCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
-	o := &UndoOptions{GlobalOptions: g, IOStreams: streams, Workers: 32}
+func NewUndoCommand(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &UndoOptions{IOStreams: streams, Workers: 32}
 	cmd := &cobra.Command{
 		Use:   "undo JOURNAL | --latest | --list",
 		Short: "Restore exactly what a journal says unprune changed",
@@ -62,19 +62,8 @@ read it, show the restored tracking once it has run (within seconds).
   unprune undo --latest
   unprune undo --latest --yes`,
 		Args:              cobra.MaximumNArgs(1),
-		ValidArgsFunction: completeJournals(g),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.Complete(); err != nil {
-				return err
-			}
-			if len(args) == 1 {
-				o.Journal = args[0]
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
+		ValidArgsFunction: completeJournals(f),
+		RunE:              runE(f, o),
 	}
 	cmd.Flags().BoolVar(&o.Latest, "latest", false, "undo the newest journal")
 	cmd.Flags().BoolVar(&o.List, "list", false, "list journals, newest first")
@@ -84,8 +73,11 @@ read it, show the restored tracking once it has run (within seconds).
 	return cmd
 }
 
-// Validate checks flag combinations; it needs no cluster.
-func (o *UndoOptions) Validate() error {
+// Validate reads JOURNAL and checks flag combinations; it needs no cluster.
+func (o *UndoOptions) Validate(args []string) error {
+	if len(args) == 1 {
+		o.Journal = args[0]
+	}
 	if err := o.output.validate(); err != nil {
 		return err
 	}
@@ -127,7 +119,7 @@ func (o *UndoOptions) Run(ctx context.Context) error {
 		return usageError("%v; nothing was changed", err)
 	}
 	j := rec.Snapshot()
-	if j.Rename != nil && !o.can().Preconditions {
+	if j.Rename != nil && !o.can.Preconditions {
 		_ = rec.Close()
 		return usageError("undo of a rename creates and deletes Application objects, which Argo CD's API cannot do with preconditions: use your kubeconfig")
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 // NewVersionCommand builds `unprune version`.
-func NewVersionCommand(g *GlobalOptions, streams genericiooptions.IOStreams) *cobra.Command {
+func NewVersionCommand(f Factory, streams genericiooptions.IOStreams) *cobra.Command {
 	var short bool
 	var output outputFlags
 	cmd := &cobra.Command{

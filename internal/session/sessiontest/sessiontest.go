@@ -32,7 +32,7 @@ type Session struct {
 
 var _ session.Session = (*Session)(nil)
 
-// Factory returns what cli.GlobalOptions.NewSession takes: every command run gets a Session over
+// Factory returns what the cli package's factory takes as NewSession: every command run gets a Session over
 // argo with the configuration its flags parsed into. env is the environment they see; rand makes
 // journal IDs (see Counter).
 func Factory(argo *clustertest.ArgoCD, env map[string]string, rand io.Reader) func(session.Config) session.Session {
