@@ -523,10 +523,14 @@ func (a *App) WaitRequiresPruning(t testing.TB, revision, kind, name string) Sta
 	return a.WaitStatus(t, ControllerTimeout, fmt.Sprintf("to be OutOfSync with %s %s requiring pruning", kind, name), RequiresPruningAt(revision, kind, name))
 }
 
-// ControllerTimeout is how long the lab's helpers wait for its Argo CD to act on a commit or a sync.
-// Under CI the controller and repo-server share two cores with every test running in parallel; a
-// cold run saw a refresh of a new commit take longer than 90 s there.
-const ControllerTimeout = 3 * time.Minute
+// ControllerTimeout is how long the lab's tests wait for its Argo CD to act on an Application: a
+// commit, a sync, a deletion. Under CI the controller and repo-server share two cores with every
+// test running in parallel; a cold run saw a refresh of a new commit take longer than 90 s there,
+// and twice the controller acted on an Application's change only when its periodic comparison came
+// round (a deletion on 2026-12-06, a new commit at stop 46), 2 minutes after it: timeout.reconciliation
+// (120 s) plus its jitter (up to 60 s: cmd/argocd-application-controller/commands/
+// argocd_application_controller.go, defaultAppResyncPeriod and …Jitter), with a minute to spare.
+const ControllerTimeout = 4 * time.Minute
 
 // RequiresPruningAt holds when the app is OutOfSync at revision with kind/name requiring pruning.
 func RequiresPruningAt(revision, kind, name string) func(Status) bool {

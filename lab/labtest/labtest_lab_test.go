@@ -319,7 +319,7 @@ func TestControllerActsAsItsServiceAccount(t *testing.T) {
 	ns := labtest.UniqueName("whoami")
 	app.Repo.Write(t, app.Path+"/namespace.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ns+"\n")
 	added := app.Repo.Commit(t, "add namespace "+ns)
-	app.RefreshUntil(t, 90*time.Second, "to see commit "+added, func(s labtest.Status) bool { return s.Revision == added })
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to see commit "+added, func(s labtest.Status) bool { return s.Revision == added })
 	op := app.Sync(t, false)
 	var messages []string
 	for _, r := range op.Results {

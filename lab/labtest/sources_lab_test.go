@@ -120,7 +120,7 @@ func testHelmChart(t *testing.T, env *labtest.Env, install *labtest.Install) {
 		r, ok := s.Find(want.Kind, want.Name)
 		return ok && r.Status == want.Status && r.Hook == want.Hook && r.RequiresPruning == want.RequiresPruning
 	}
-	s = app.RefreshUntil(t, 90*time.Second, "to be Synced at "+head+" listing every live hook", func(s labtest.Status) bool {
+	s = app.RefreshUntil(t, labtest.ControllerTimeout, "to be Synced at "+head+" listing every live hook", func(s labtest.Status) bool {
 		if s.Sync != "Synced" || s.Revision != head {
 			return false
 		}
@@ -295,7 +295,7 @@ spec:
 	repo.WriteHelmChart(t, "chart", labtest.HelmChart{Templates: map[string]string{
 		"deployment.yaml": deployment, "pre.yaml": labtest.HelmHook("pre", "pre-install")}})
 	head := repo.Commit(t, "add a PreSync hook")
-	app.RefreshUntil(t, 90*time.Second, "to see commit "+head, func(s labtest.Status) bool { return s.Revision == head })
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to see commit "+head, func(s labtest.Status) bool { return s.Revision == head })
 	if op := app.Sync(t, false); op.Phase != "Succeeded" {
 		t.Fatalf("%s: sync of a PreSync hook and a Deployment: %s %s; want Succeeded", version, op.Phase, op.Message)
 	}
@@ -303,7 +303,7 @@ spec:
 	repo.WriteHelmChart(t, "chart", labtest.HelmChart{Templates: map[string]string{
 		"deployment.yaml": deployment, "post.yaml": labtest.HelmHook("post", "post-install")}})
 	head = repo.Commit(t, "a PostSync hook instead")
-	app.RefreshUntil(t, 90*time.Second, "to see commit "+head, func(s labtest.Status) bool { return s.Revision == head })
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to see commit "+head, func(s labtest.Status) bool { return s.Revision == head })
 	initiator := app.RequestSync(t, false)
 	want := "healthy state of apps/Deployment/" + web
 	app.WaitStatus(t, 90*time.Second, "to wait for "+web+" to be healthy", func(s labtest.Status) bool {

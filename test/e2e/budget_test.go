@@ -278,7 +278,7 @@ func appSetBudget(t *testing.T, env *labtest.Env, install *labtest.Install) {
 		}
 		return out
 	}
-	labtest.Eventually(t, 2*time.Minute, "the set to generate its 5 apps", func() (bool, string) {
+	labtest.Eventually(t, labtest.ControllerTimeout, "the set to generate its 5 apps", func() (bool, string) {
 		got := existing()
 		return len(got) == 5, fmt.Sprint(got)
 	})

@@ -131,7 +131,7 @@ func checkPredictsTheIncident(t *testing.T, env *labtest.Env, version string) {
 		app.Repo.Write(t, app.Path+"/"+f, extra[f])
 	}
 	added := app.Repo.Commit(t, "adopt")
-	app.RefreshUntil(t, 90*time.Second, "to see the commit", func(s labtest.Status) bool { return s.Revision == added })
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to see the commit", func(s labtest.Status) bool { return s.Revision == added })
 	if op := app.Sync(t, false); op.Phase != "Succeeded" {
 		t.Fatalf("sync: %s %s", op.Phase, op.Message)
 	}
@@ -150,7 +150,7 @@ func checkPredictsTheIncident(t *testing.T, env *labtest.Env, version string) {
 		}
 	}
 	reverted := app.Repo.Revert(t)
-	s := app.RefreshUntil(t, 90*time.Second, "to require pruning of both", func(s labtest.Status) bool {
+	s := app.RefreshUntil(t, labtest.ControllerTimeout, "to require pruning of both", func(s labtest.Status) bool {
 		a, okA := s.Find("Namespace", "kube-system")
 		b, okB := s.Find("Namespace", team)
 		return s.Revision == reverted && okA && okB && a.RequiresPruning && b.RequiresPruning
@@ -165,7 +165,7 @@ func checkPredictsTheIncident(t *testing.T, env *labtest.Env, version string) {
 	t.Cleanup(func() { env.DeleteNamespace(doomed) })
 	pruning.Repo.Write(t, pruning.Path+"/doomed.yaml", namespaceManifest(doomed))
 	rev := pruning.Repo.Commit(t, "a namespace")
-	pruning.RefreshUntil(t, 90*time.Second, "to sync the namespace", func(s labtest.Status) bool {
+	pruning.RefreshUntil(t, labtest.ControllerTimeout, "to sync the namespace", func(s labtest.Status) bool {
 		_, listed := s.Find("Namespace", doomed)
 		return s.Revision == rev && s.Sync == "Synced" && listed
 	})
@@ -175,7 +175,7 @@ func checkPredictsTheIncident(t *testing.T, env *labtest.Env, version string) {
 	}
 	pruning.Repo.Revert(t)
 	pruning.Refresh(t)
-	labtest.Eventually(t, 2*time.Minute, "the automated prune to delete "+doomed, func() (bool, string) {
+	labtest.Eventually(t, labtest.ControllerTimeout, "the automated prune to delete "+doomed, func() (bool, string) {
 		_, err := env.Kube.CoreV1().Namespaces().Get(labtest.Context(t), doomed, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -193,7 +193,7 @@ func TestCheckAMove(t *testing.T) {
 	t.Cleanup(func() { env.DeleteNamespace(moved) })
 	a.Repo.Write(t, a.Path+"/moved.yaml", namespaceManifest(moved))
 	rev := a.Repo.Commit(t, "a namespace")
-	a.RefreshUntil(t, 90*time.Second, "to see it", func(s labtest.Status) bool { return s.Revision == rev })
+	a.RefreshUntil(t, labtest.ControllerTimeout, "to see it", func(s labtest.Status) bool { return s.Revision == rev })
 	if op := a.Sync(t, false); op.Phase != "Succeeded" {
 		t.Fatalf("sync: %s %s", op.Phase, op.Message)
 	}
@@ -256,7 +256,7 @@ func TestCheckCountsAMoveUntilPrepared(t *testing.T) {
 			t.Cleanup(func() { env.DeleteNamespace(moved) })
 			repo.Write(t, "a/ns.yaml", namespaceManifest(moved))
 			rev := repo.Commit(t, "A gets a team's namespace")
-			a.RefreshUntil(t, 2*time.Minute, "to sync the namespace", func(s labtest.Status) bool {
+			a.RefreshUntil(t, labtest.ControllerTimeout, "to sync the namespace", func(s labtest.Status) bool {
 				r, ok := s.Find("Namespace", moved)
 				return s.Revision == rev && s.Sync == "Synced" && ok && r.Status == "Synced" && s.Idle()
 			})
@@ -296,7 +296,7 @@ func TestCheckCountsAMoveUntilPrepared(t *testing.T) {
 			// The change lands: A's automated sync of the commit runs with prune and deletes nothing.
 			committed := time.Now().Add(-time.Second)
 			rev = moveFiles(t, repo, "a", "b", "ns.yaml")
-			a.RefreshUntil(t, 3*time.Minute, "to sync the commit with prune", func(s labtest.Status) bool {
+			a.RefreshUntil(t, labtest.ControllerTimeout, "to sync the commit with prune", func(s labtest.Status) bool {
 				started, _ := time.Parse(time.RFC3339, s.Operation.StartedAt)
 				return s.Revision == rev && started.After(committed) && s.Idle()
 			})
@@ -335,12 +335,12 @@ func TestGuardInsideAPrunedNamespace(t *testing.T) {
 				app.Repo.Write(t, app.Path+"/ledger.yaml", guardedIn(ns))
 				rev := app.Repo.Commit(t, "a namespace and a guarded ConfigMap in it")
 				if !automated {
-					app.RefreshUntil(t, 2*time.Minute, "to see the commit", func(s labtest.Status) bool { return s.Revision == rev })
+					app.RefreshUntil(t, labtest.ControllerTimeout, "to see the commit", func(s labtest.Status) bool { return s.Revision == rev })
 					if op := app.Sync(t, false); op.Phase != "Succeeded" {
 						t.Fatalf("sync: %s %s", op.Phase, op.Message)
 					}
 				}
-				app.RefreshUntil(t, 3*time.Minute, "to sync both", func(s labtest.Status) bool {
+				app.RefreshUntil(t, labtest.ControllerTimeout, "to sync both", func(s labtest.Status) bool {
 					_, hasNS := s.Find("Namespace", ns)
 					_, hasCM := s.Find("ConfigMap", "ledger")
 					return s.Revision == rev && s.Sync == "Synced" && hasNS && hasCM && s.Idle()
@@ -369,7 +369,7 @@ func TestGuardInsideAPrunedNamespace(t *testing.T) {
 			}
 			committed := time.Now().Add(-time.Second)
 			rev := a.Repo.Commit(t, "drop both")
-			a.RefreshUntil(t, 3*time.Minute, "to sync the commit with prune", func(s labtest.Status) bool {
+			a.RefreshUntil(t, labtest.ControllerTimeout, "to sync the commit with prune", func(s labtest.Status) bool {
 				started, _ := time.Parse(time.RFC3339, s.Operation.StartedAt)
 				return s.Revision == rev && started.After(committed) && s.Idle()
 			})
@@ -383,7 +383,7 @@ func TestGuardInsideAPrunedNamespace(t *testing.T) {
 				}
 			}
 			rev = b.Repo.Commit(t, "drop both")
-			b.RefreshUntil(t, 2*time.Minute, "to list both requiring pruning", func(s labtest.Status) bool {
+			b.RefreshUntil(t, labtest.ControllerTimeout, "to list both requiring pruning", func(s labtest.Status) bool {
 				n, okN := s.Find("Namespace", nsB)
 				c, okC := s.Find("ConfigMap", "ledger")
 				return s.Revision == rev && okN && okC && n.RequiresPruning && c.RequiresPruning

@@ -134,7 +134,7 @@ func appOfApps(t *testing.T, env *labtest.Env, install *labtest.Install, finaliz
 	teamRepo.Commit(t, "the team")
 	parent.Repo.Write(t, parent.Path+"/child.yaml", childApplication(child, install.Namespace(), teamRepo.URL, "manifests", team, finalizer, childSyncOptions...))
 	rev := parent.Repo.Commit(t, "a child app")
-	parent.RefreshUntil(t, 2*time.Minute, "to sync the child Application", func(s labtest.Status) bool {
+	parent.RefreshUntil(t, labtest.ControllerTimeout, "to sync the child Application", func(s labtest.Status) bool {
 		_, listed := s.Find("Application", child)
 		return s.Revision == rev && listed
 	})
@@ -294,7 +294,7 @@ func TestFamilyApplicationSet(t *testing.T) {
 				env.DeleteNamespace(drop)
 			})
 			for _, team := range []string{keep, drop} {
-				labtest.Eventually(t, 2*time.Minute, "the set to generate "+team, func() (bool, string) {
+				labtest.Eventually(t, labtest.ControllerTimeout, "the set to generate "+team, func() (bool, string) {
 					_, err := env.Dynamic.Resource(labtest.GVRApplication).Namespace(install.Namespace()).Get(labtest.Context(t), team, metav1.GetOptions{})
 					return err == nil, fmt.Sprint(err)
 				})
@@ -386,7 +386,7 @@ func TestFamilyNested(t *testing.T) {
 	repo.Commit(t, "a team and the app that deploys it")
 	parent.Repo.Write(t, parent.Path+"/child.yaml", childApplication(child, install.Namespace(), repo.URL, "apps", install.Namespace(), true))
 	rev := parent.Repo.Commit(t, "an app of apps")
-	parent.RefreshUntil(t, 2*time.Minute, "to sync the child Application", func(s labtest.Status) bool {
+	parent.RefreshUntil(t, labtest.ControllerTimeout, "to sync the child Application", func(s labtest.Status) bool {
 		_, listed := s.Find("Application", child)
 		return s.Revision == rev && listed
 	})

@@ -306,7 +306,7 @@ spec:
 	added := app.Repo.Commit(t, "add CRD")
 	// The API server defaults fields of a CRD, which Argo CD may show as a diff: wait for the sync
 	// to have applied it rather than for Synced.
-	app.RefreshUntil(t, 90*time.Second, "to have synced the CRD", func(s labtest.Status) bool {
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to have synced the CRD", func(s labtest.Status) bool {
 		_, listed := s.Find("CustomResourceDefinition", name)
 		return s.Revision == added && s.Operation.Phase == "Succeeded" && listed
 	})
@@ -316,7 +316,7 @@ spec:
 		return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
 	})
 	reverted = app.Repo.Revert(t)
-	app.RefreshUntil(t, 90*time.Second, "to require pruning of the CRD", labtest.RequiresPruningAt(reverted, "CustomResourceDefinition", name))
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to require pruning of the CRD", labtest.RequiresPruningAt(reverted, "CustomResourceDefinition", name))
 	return name, reverted
 }
 

@@ -206,7 +206,7 @@ func newMoveCaseWith(t *testing.T, env *labtest.Env, cfg lab.ArgoCDConfig, b lab
 	c.repo.Write(t, "a/cm.yaml", configMapManifest(cm, ns))
 	c.repo.Write(t, "a/dep.yaml", deploymentManifest(dep, ns))
 	rev := c.repo.Commit(t, "A gets a ConfigMap and a Deployment")
-	c.a.RefreshUntil(t, 2*time.Minute, "to sync them", func(s labtest.Status) bool {
+	c.a.RefreshUntil(t, labtest.ControllerTimeout, "to sync them", func(s labtest.Status) bool {
 		_, hasCM := s.Find("ConfigMap", cm)
 		_, hasDep := s.Find("Deployment", dep)
 		return s.Revision == rev && s.Sync == "Synced" && hasCM && hasDep
@@ -234,7 +234,7 @@ func (c *moveCase) commitMove(t *testing.T) string {
 	t.Helper()
 	committed := time.Now().Add(-time.Second)
 	rev := moveFiles(t, c.repo, "a", "b", "cm.yaml", "dep.yaml")
-	c.b.RefreshUntil(t, 2*time.Minute, "to declare the moved objects", func(s labtest.Status) bool {
+	c.b.RefreshUntil(t, labtest.ControllerTimeout, "to declare the moved objects", func(s labtest.Status) bool {
 		for _, o := range c.objects {
 			if r, ok := s.Find(o.kind, o.name); !ok || r.RequiresPruning {
 				return false
@@ -242,7 +242,7 @@ func (c *moveCase) commitMove(t *testing.T) string {
 		}
 		return s.Revision == rev
 	})
-	c.a.RefreshUntil(t, 2*time.Minute, "to have synced the commit with prune", func(s labtest.Status) bool {
+	c.a.RefreshUntil(t, labtest.ControllerTimeout, "to have synced the commit with prune", func(s labtest.Status) bool {
 		started, _ := time.Parse(time.RFC3339, s.Operation.StartedAt)
 		return s.Revision == rev && started.After(committed) && s.Idle()
 	})
@@ -370,7 +370,7 @@ func TestMoveWithoutPrepareDeletes(t *testing.T) {
 	moveFiles(t, c.repo, "a", "b", "cm.yaml", "dep.yaml")
 	c.a.Refresh(t)
 	for _, o := range c.objects {
-		labtest.Eventually(t, 2*time.Minute, o.String()+" to be pruned by A", func() (bool, string) {
+		labtest.Eventually(t, labtest.ControllerTimeout, o.String()+" to be pruned by A", func() (bool, string) {
 			_, err := o.meta(t, env.Cluster)
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})

@@ -124,7 +124,7 @@ func strand(t *testing.T, app *labtest.App, kind, name, manifest string) time.Ti
 	t.Helper()
 	app.Repo.Write(t, fmt.Sprintf("%s/%s-%s.yaml", app.Path, strings.ToLower(kind), name), manifest)
 	added := app.Repo.Commit(t, "add "+kind+" "+name)
-	app.RefreshUntil(t, 90*time.Second, "to see commit "+added, func(s labtest.Status) bool { return s.Revision == added })
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to see commit "+added, func(s labtest.Status) bool { return s.Revision == added })
 	if op := app.Sync(t, false); op.Phase != "Succeeded" {
 		t.Fatalf("sync of %s: %s %s", added, op.Phase, op.Message)
 	}
@@ -134,7 +134,7 @@ func strand(t *testing.T, app *labtest.App, kind, name, manifest string) time.Ti
 	})
 	reverted := app.Repo.Revert(t)
 	pushed := time.Now()
-	app.RefreshUntil(t, 90*time.Second, "to require pruning of "+kind+" "+name, func(s labtest.Status) bool {
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to require pruning of "+kind+" "+name, func(s labtest.Status) bool {
 		r, ok := s.Find(kind, name)
 		return s.Revision == reverted && ok && r.RequiresPruning
 	})

@@ -160,7 +160,7 @@ func TestRemoteDestination(t *testing.T) {
 			if fmt.Sprint(restored.Labels, restored.Annotations) != fmt.Sprint(before.Labels, before.Annotations) {
 				t.Errorf("undo: %v %v; want %v %v", restored.Labels, restored.Annotations, before.Labels, before.Annotations)
 			}
-			app.RefreshUntil(t, 60*time.Second, "to require pruning again", labtest.RequiresPruningAt(reverted, "Namespace", ns))
+			app.RefreshUntil(t, labtest.ControllerTimeout, "to require pruning again", labtest.RequiresPruningAt(reverted, "Namespace", ns))
 		})
 	}
 

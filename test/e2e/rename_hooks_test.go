@@ -195,11 +195,11 @@ func newHookCase(t *testing.T, env *labtest.Env, install *labtest.Install) *hook
 	rev := repo.Commit(t, "a ConfigMap and a PostDelete hook")
 	c := &hookCase{app: app, rev: rev, hook: hook, objects: []object{{kind: "ConfigMap", namespace: app.DestNamespace, name: cm},
 		{kind: "ConfigMap", namespace: app.DestNamespace, name: app.Name + "-config"}}}
-	app.RefreshUntil(t, 3*time.Minute, "to sync the ConfigMap", func(s labtest.Status) bool {
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to sync the ConfigMap", func(s labtest.Status) bool {
 		r, ok := s.Find("ConfigMap", cm)
 		return ok && r.Status == "Synced" && s.Revision == rev && s.Sync == "Synced" && s.Idle()
 	})
-	labtest.Eventually(t, 2*time.Minute, "the controller to add the hook finalizers", func() (bool, string) {
+	labtest.Eventually(t, labtest.ControllerTimeout, "the controller to add the hook finalizers", func() (bool, string) {
 		return hasHookFinalizers(t, env, app.Namespace, app.Name)
 	})
 	if _, err := env.Kube.CoreV1().ConfigMaps(app.DestNamespace).Get(labtest.Context(t), hook, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -224,7 +224,7 @@ func TestControllerPutsHookFinalizersBackUnlessSkipped(t *testing.T) {
 			setFinalizers(t, env, app.Namespace, app.Name, []string{resourcesFinalizer})
 			removed := time.Now()
 			app.Refresh(t)
-			labtest.Eventually(t, 2*time.Minute, "the controller to put the hook finalizers back", func() (bool, string) {
+			labtest.Eventually(t, labtest.ControllerTimeout, "the controller to put the hook finalizers back", func() (bool, string) {
 				return hasHookFinalizers(t, env, app.Namespace, app.Name)
 			})
 			back := time.Since(removed)
@@ -312,7 +312,7 @@ func TestRenameAppWithPostDeleteHook(t *testing.T) {
 			if _, ok := appExists(t, env, old.Namespace, newName); ok {
 				t.Error("the new Application is still there after undo")
 			}
-			old.RefreshUntil(t, 2*time.Minute, "to be Synced after undo", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == c.rev && s.Idle() })
+			old.RefreshUntil(t, labtest.ControllerTimeout, "to be Synced after undo", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == c.rev && s.Idle() })
 			if back, ok := stateOf(t, env, old.Namespace, old.Name); !ok || !back.equal(before) {
 				t.Errorf("the old app after undo: %s (exists %t); before the rename: %s", back, ok, before)
 			}

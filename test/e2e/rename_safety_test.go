@@ -159,7 +159,7 @@ func TestRenameHelmChartApp(t *testing.T) {
 			ns := app.DestNamespace
 			objects := []object{{kind: "ConfigMap", namespace: ns, name: app.Name + "-config"}, {kind: "Secret", namespace: ns, name: app.Name + "-secret"},
 				{kind: "Deployment", namespace: ns, name: app.Name + "-web"}}
-			app.RefreshUntil(t, 3*time.Minute, "to sync the chart", func(s labtest.Status) bool {
+			app.RefreshUntil(t, labtest.ControllerTimeout, "to sync the chart", func(s labtest.Status) bool {
 				for _, o := range objects {
 					if r, ok := s.Find(o.kind, o.name); !ok || r.Status != "Synced" {
 						return false
@@ -237,7 +237,7 @@ func TestRenameHelmChartApp(t *testing.T) {
 			if got, ok := appPolicy(t, env, app.Namespace, app.Name); !ok || got != policy {
 				t.Errorf("the old app after undo: %s (exists %t), was %s", got, ok, policy)
 			}
-			app.RefreshUntil(t, 2*time.Minute, "to be Synced after undo", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == rev })
+			app.RefreshUntil(t, labtest.ControllerTimeout, "to be Synced after undo", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == rev })
 			wantSnapshot(t, env.Cluster, snapshot)
 			if got := ownedReplicaSets(t, env.Cluster, web); !slices.Equal(got, rsBefore) {
 				t.Errorf("a rollout after undo: ReplicaSets %v, were %v", got, rsBefore)
@@ -270,7 +270,7 @@ func TestRenameOfANameFedJsonnetAppIsRefused(t *testing.T) {
 			rev := repo.Head(t)
 			settings := object{kind: "ConfigMap", namespace: dest, name: app.Name + "-settings"}
 			objects := []object{settings, {kind: "ConfigMap", namespace: dest, name: app.Name + "-config"}}
-			app.RefreshUntil(t, 2*time.Minute, "to sync the jsonnet", func(s labtest.Status) bool {
+			app.RefreshUntil(t, labtest.ControllerTimeout, "to sync the jsonnet", func(s labtest.Status) bool {
 				_, ok := s.Find("ConfigMap", settings.name)
 				return ok && s.Revision == rev && s.Sync == "Synced" && s.Idle()
 			})
@@ -299,7 +299,7 @@ func TestRenameOfANameFedJsonnetAppIsRefused(t *testing.T) {
 			if _, err := env.Kube.CoreV1().ConfigMaps(dest).Get(labtest.Context(t), newName+"-settings", metav1.GetOptions{}); err == nil {
 				t.Error("the new app's rendering was applied")
 			}
-			app.RefreshUntil(t, 2*time.Minute, "to be Synced still", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == rev })
+			app.RefreshUntil(t, labtest.ControllerTimeout, "to be Synced still", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == rev })
 			if bad := stop(); len(bad) > 0 {
 				t.Errorf("deleted at some point: %v", bad)
 			}
@@ -325,7 +325,7 @@ func TestMovePrepareRefusesAMarkArgoCDResets(t *testing.T) {
 			repo.Write(t, "a/cm.yaml", fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  annotations:\n"+
 				"    argocd.argoproj.io/sync-options: SkipDryRunOnMissingResource=true\ndata:\n  color: blue\n", cm.name, cm.namespace))
 			rev := repo.Commit(t, "a ConfigMap whose manifest sets sync-options")
-			a.RefreshUntil(t, 2*time.Minute, "to sync it", func(s labtest.Status) bool {
+			a.RefreshUntil(t, labtest.ControllerTimeout, "to sync it", func(s labtest.Status) bool {
 				r, ok := s.Find("ConfigMap", cm.name)
 				return ok && r.Status == "Synced" && s.Revision == rev && s.Idle()
 			})
@@ -335,7 +335,7 @@ func TestMovePrepareRefusesAMarkArgoCDResets(t *testing.T) {
 				t.Fatalf("prepare: exit %d, want 3 saying Argo CD writes the mark back", r.Code)
 			}
 			wantSnapshot(t, env.Cluster, snapshot)
-			a.RefreshUntil(t, 2*time.Minute, "to be Synced still", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == rev })
+			a.RefreshUntil(t, labtest.ControllerTimeout, "to be Synced still", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == rev })
 		})
 	}
 }
@@ -358,7 +358,7 @@ func TestMoveToAnAutomatedTarget(t *testing.T) {
 				t.Fatalf("prepare: exit %d", r.Code)
 			}
 			rev := moveFiles(t, c.repo, "a", "b", "cm.yaml", "dep.yaml")
-			c.b.RefreshUntil(t, 3*time.Minute, "to take the objects over by its own sync", func(s labtest.Status) bool {
+			c.b.RefreshUntil(t, labtest.ControllerTimeout, "to take the objects over by its own sync", func(s labtest.Status) bool {
 				for _, o := range c.objects {
 					m, err := o.meta(t, env.Cluster)
 					if r, ok := s.Find(o.kind, o.name); err != nil || !ok || r.Status != "Synced" || !trackedBy(m, c.tracking, c.b.Instance()) {
@@ -380,7 +380,7 @@ func TestMoveToAnAutomatedTarget(t *testing.T) {
 					t.Errorf("%s after the move: labels %v annotations %v", o, md[0], md[1])
 				}
 			}
-			c.b.RefreshUntil(t, 2*time.Minute, "to be Synced", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == rev })
+			c.b.RefreshUntil(t, labtest.ControllerTimeout, "to be Synced", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == rev })
 			if r := unprune(t, env, c.journals, ns, "undo", "--latest", "--yes"); r.Code != 0 {
 				t.Fatalf("undo: exit %d", r.Code)
 			}
@@ -454,7 +454,7 @@ func killRenameAt(t *testing.T, env *labtest.Env, bin string, install *labtest.I
 				objects = append(objects, object{kind: "ConfigMap", namespace: app.DestNamespace, name: name})
 			}
 			rev := repo.Commit(t, "twenty ConfigMaps")
-			app.RefreshUntil(t, 2*time.Minute, "to sync them", func(s labtest.Status) bool {
+			app.RefreshUntil(t, labtest.ControllerTimeout, "to sync them", func(s labtest.Status) bool {
 				for _, o := range objects {
 					if r, ok := s.Find(o.kind, o.name); !ok || r.Status != "Synced" {
 						return false
@@ -520,7 +520,7 @@ func killRenameAt(t *testing.T, env *labtest.Env, bin string, install *labtest.I
 					continue
 				}
 				a := &labtest.App{Install: install, Name: name, Namespace: app.Namespace}
-				a.RefreshUntil(t, 2*time.Minute, "to be compared after the kill", func(s labtest.Status) bool { return s.ReconciledAt.After(killed) && s.Idle() })
+				a.RefreshUntil(t, labtest.ControllerTimeout, "to be compared after the kill", func(s labtest.Status) bool { return s.ReconciledAt.After(killed) && s.Idle() })
 			}
 			if bad := stop(); len(bad) > 0 {
 				t.Fatalf("deleted while the rename lay half-done: %v", bad)
@@ -536,7 +536,7 @@ func killRenameAt(t *testing.T, env *labtest.Env, bin string, install *labtest.I
 				t.Errorf("the old app after undo: %s (exists %t), was %s", got, ok, policy)
 			}
 			wantSnapshot(t, env.Cluster, snapshot)
-			app.RefreshUntil(t, 2*time.Minute, "to be Synced after undo", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == rev && s.Idle() })
+			app.RefreshUntil(t, labtest.ControllerTimeout, "to be Synced after undo", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == rev && s.Idle() })
 			if bad := stop(); len(bad) > 0 {
 				t.Errorf("deleted during or after the undo: %v", bad)
 			}

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,7 +49,7 @@ func newRenameCase(t *testing.T, env *labtest.Env, install *labtest.Install) *re
 		{kind: "Deployment", namespace: app.DestNamespace, name: dep}, {kind: "ConfigMap", namespace: app.DestNamespace, name: app.Name + "-config"},
 		{kind: "CustomResourceDefinition", name: "gadgets." + group, group: "apiextensions.k8s.io", resource: "customresourcedefinitions"},
 		{kind: "Gadget", namespace: app.DestNamespace, name: "g1", group: group, resource: "gadgets"}}}
-	app.RefreshUntil(t, 2*time.Minute, "to sync them", func(s labtest.Status) bool {
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to sync them", func(s labtest.Status) bool {
 		for _, o := range c.objects {
 			if _, ok := s.Find(o.kind, o.name); !ok {
 				return false
@@ -216,7 +215,7 @@ func TestRenameDeletesNothing(t *testing.T) {
 			if f, _ := back["metadata"].(map[string]any)["finalizers"].([]any); len(f) != 1 || f[0] != resourcesFinalizer {
 				t.Errorf("the old app's finalizers after undo: %v", f)
 			}
-			old.RefreshUntil(t, 2*time.Minute, "to be Synced after undo", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == c.rev })
+			old.RefreshUntil(t, labtest.ControllerTimeout, "to be Synced after undo", func(s labtest.Status) bool { return s.Sync == "Synced" && s.Revision == c.rev })
 			for _, o := range c.objects {
 				if m, _ := o.meta(t, env.Cluster); o.kind != "CustomResourceDefinition" && !trackedBy(m, tracking, old.Instance()) {
 					t.Errorf("%s after undo: labels %v annotations %v", o, m.Labels, m.Annotations)
@@ -241,7 +240,7 @@ func TestDeleteApplicationCascades(t *testing.T) {
 	c := newRenameCase(t, env, install)
 	kubectl(t, env, "--kubeconfig", env.State.Kubeconfig, "delete", "application", "-n", c.app.Namespace, c.app.Name, "--wait=false")
 	for _, o := range []object{c.objects[1], c.objects[2], c.objects[5]} {
-		labtest.Eventually(t, 2*time.Minute, o.String()+" to be deleted with its app", func() (bool, string) {
+		labtest.Eventually(t, labtest.ControllerTimeout, o.String()+" to be deleted with its app", func() (bool, string) {
 			_, err := o.meta(t, env.Cluster)
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
@@ -261,7 +260,7 @@ func TestRenameRemoteDestination(t *testing.T) {
 	app.Repo.Write(t, app.Path+"/dep.yaml", deploymentManifest(dep.name, dep.namespace))
 	rev := app.Repo.Commit(t, "a Deployment")
 	objects := []object{dep, {kind: "ConfigMap", namespace: app.DestNamespace, name: app.Name + "-config"}}
-	app.RefreshUntil(t, 2*time.Minute, "to sync it", func(s labtest.Status) bool {
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to sync it", func(s labtest.Status) bool {
 		_, ok := s.Find("Deployment", dep.name)
 		return ok && s.Revision == rev && s.Sync == "Synced"
 	})

@@ -44,13 +44,13 @@ func TestRerunWhileTheControllerIsStopped(t *testing.T) {
 			"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\ndata:\n  keep: me\n", names[i], app.DestNamespace))
 	}
 	added := app.Repo.Commit(t, "add 40 ConfigMaps")
-	app.RefreshUntil(t, 90*time.Second, "to see commit "+added, func(s labtest.Status) bool { return s.Revision == added })
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to see commit "+added, func(s labtest.Status) bool { return s.Revision == added })
 	if op := app.Sync(t, false); op.Phase != "Succeeded" {
 		t.Fatalf("sync: %s %s", op.Phase, op.Message)
 	}
 	app.WaitSynced(t, added)
 	reverted := app.Repo.Revert(t)
-	app.RefreshUntil(t, 90*time.Second, "to list every ConfigMap as requiring pruning", func(s labtest.Status) bool {
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to list every ConfigMap as requiring pruning", func(s labtest.Status) bool {
 		stuck := 0
 		for _, r := range s.Resources {
 			if r.RequiresPruning && strings.HasPrefix(r.Name, "stuck-") {
@@ -169,7 +169,7 @@ func TestRerunWhileTheControllerIsStopped(t *testing.T) {
 	}
 
 	resume()
-	app.RefreshUntil(t, 90*time.Second, "to be Synced without the released ConfigMaps", func(s labtest.Status) bool {
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to be Synced without the released ConfigMaps", func(s labtest.Status) bool {
 		for _, r := range s.Resources {
 			if strings.HasPrefix(r.Name, "stuck-") {
 				return false

@@ -90,11 +90,11 @@ func hooksAreLeftAlone(t *testing.T, env *labtest.Env, version string) {
 	hook := app.Name + "-presync"
 	app.Repo.Write(t, app.Path+"/hook.yaml", fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n  annotations:\n    argocd.argoproj.io/hook: PreSync\ndata:\n  step: migrate\n", hook, app.DestNamespace))
 	hooked := app.Repo.Commit(t, "a PreSync hook")
-	app.RefreshUntil(t, 90*time.Second, "to see commit "+hooked, func(s labtest.Status) bool { return s.Revision == hooked })
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to see commit "+hooked, func(s labtest.Status) bool { return s.Revision == hooked })
 	if op := app.Sync(t, false); op.Phase != "Succeeded" {
 		t.Fatalf("sync of the hook: %s %s", op.Phase, op.Message)
 	}
-	s := app.RefreshUntil(t, 2*time.Minute, "to list the hook and still the Namespace", func(s labtest.Status) bool {
+	s := app.RefreshUntil(t, labtest.ControllerTimeout, "to list the hook and still the Namespace", func(s labtest.Status) bool {
 		r, ok := s.Find("ConfigMap", hook)
 		return labtest.RequiresPruningAt(hooked, "Namespace", ns)(s) && ok && r.Hook
 	})
@@ -217,7 +217,7 @@ func keepSurvivesCascadeDeletion(t *testing.T, env *labtest.Env, version string)
 	if err := apps.Delete(labtest.Context(t), app.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	labtest.Eventually(t, 2*time.Minute, "the Application's cascade deletion to finish", func() (bool, string) {
+	labtest.Eventually(t, labtest.ControllerTimeout, "the Application's cascade deletion to finish", func() (bool, string) {
 		_, err := apps.Get(labtest.Context(t), app.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -467,9 +467,9 @@ func TestForeignInstallationID(t *testing.T) {
 			}
 			var s labtest.Status
 			if c.tracked {
-				s = app.RefreshUntil(t, 60*time.Second, "to keep requiring pruning", labtest.RequiresPruningAt(reverted, "Namespace", ns))
+				s = app.RefreshUntil(t, labtest.ControllerTimeout, "to keep requiring pruning", labtest.RequiresPruningAt(reverted, "Namespace", ns))
 			} else {
-				s = app.RefreshUntil(t, 60*time.Second, "to drop the namespace", func(s labtest.Status) bool {
+				s = app.RefreshUntil(t, labtest.ControllerTimeout, "to drop the namespace", func(s labtest.Status) bool {
 					_, listed := s.Find("Namespace", ns)
 					return s.Revision == reverted && !listed && s.Sync == "Synced"
 				})
@@ -509,7 +509,7 @@ func TestUpgradeHandsOverForeignObjects(t *testing.T) {
 	synced := func(app *labtest.App) {
 		t.Helper()
 		head := app.Repo.Head(t)
-		app.RefreshUntil(t, 90*time.Second, "to see "+head, func(s labtest.Status) bool { return s.Revision == head })
+		app.RefreshUntil(t, labtest.ControllerTimeout, "to see "+head, func(s labtest.Status) bool { return s.Revision == head })
 		if op := app.Sync(t, false); op.Phase != "Succeeded" {
 			t.Fatalf("sync of %s/%s: %s %s", app.Namespace, app.Name, op.Phase, op.Message)
 		}
@@ -528,7 +528,7 @@ func TestUpgradeHandsOverForeignObjects(t *testing.T) {
 
 	ours := a.CreateApp(t, labtest.AppOptions{Name: name, Repo: labtest.NewRepo(t)})
 	synced(ours)
-	ours.RefreshUntil(t, 60*time.Second, "to list its own ConfigMap only", func(s labtest.Status) bool {
+	ours.RefreshUntil(t, labtest.ControllerTimeout, "to list its own ConfigMap only", func(s labtest.Status) bool {
 		_, own := s.Find("ConfigMap", object)
 		return s.Sync == "Synced" && own && len(s.Resources) == 1
 	})
@@ -546,7 +546,7 @@ func TestUpgradeHandsOverForeignObjects(t *testing.T) {
 
 	// No sync of the twin: its comparison alone decides (and a sync with prune would delete B's object).
 	twin := c.CreateApp(t, labtest.AppOptions{Name: name, Repo: labtest.NewRepo(t)})
-	twin.RefreshUntil(t, 90*time.Second, "to require pruning B's "+object, func(s labtest.Status) bool {
+	twin.RefreshUntil(t, labtest.ControllerTimeout, "to require pruning B's "+object, func(s labtest.Status) bool {
 		for _, r := range s.Resources {
 			if r.Kind == "ConfigMap" && r.Namespace == theirs.DestNamespace && r.Name == object {
 				return r.RequiresPruning
@@ -597,7 +597,7 @@ func TestStaleTrackingID(t *testing.T) {
 			repo.Write(t, "a/stale.yaml", labelled)
 			repo.Write(t, "b/stale.yaml", labelled)
 			rev := repo.Commit(t, "A and B declare the same ConfigMap")
-			a.RefreshUntil(t, 2*time.Minute, "to sync it", func(s labtest.Status) bool {
+			a.RefreshUntil(t, labtest.ControllerTimeout, "to sync it", func(s labtest.Status) bool {
 				r, ok := s.Find("ConfigMap", cm)
 				return s.Revision == rev && ok && r.Status == "Synced"
 			})
@@ -605,7 +605,7 @@ func TestStaleTrackingID(t *testing.T) {
 			if err != nil || !trackedBy(m, "annotation", a.Instance()) || m.Labels[instanceLabel] != "shared" {
 				t.Fatalf("the ConfigMap is not A's (%v): labels %v annotations %v", err, m.Labels, m.Annotations)
 			}
-			s := b.RefreshUntil(t, 2*time.Minute, "to compare the ConfigMap", func(s labtest.Status) bool {
+			s := b.RefreshUntil(t, labtest.ControllerTimeout, "to compare the ConfigMap", func(s labtest.Status) bool {
 				r, ok := s.Find("ConfigMap", cm)
 				return s.Revision == rev && ok && (r.Status == "Synced" || r.Status == "OutOfSync")
 			})

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +52,7 @@ func newSSACaseIn(t *testing.T, env *labtest.Env, install *labtest.Install, opts
 		app.Repo.Write(t, app.Path+"/"+name+".yaml", c.manifest(name, "blue", false))
 	}
 	added := app.Repo.Commit(t, "add ConfigMaps "+strings.Join(c.names, ", "))
-	app.RefreshUntil(t, 90*time.Second, "to see commit "+added, func(s labtest.Status) bool { return s.Revision == added })
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to see commit "+added, func(s labtest.Status) bool { return s.Revision == added })
 	if op := app.Sync(t, false); op.Phase != "Succeeded" {
 		t.Fatalf("sync of %s: %s %s", added, op.Phase, op.Message)
 	}
@@ -67,7 +66,7 @@ func newSSACaseIn(t *testing.T, env *labtest.Env, install *labtest.Install, opts
 		c.uids[name] = string(cm.UID)
 	}
 	c.reverted = app.Repo.Revert(t)
-	app.RefreshUntil(t, 90*time.Second, "to require pruning of the ConfigMaps", func(s labtest.Status) bool {
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to require pruning of the ConfigMaps", func(s labtest.Status) bool {
 		for _, name := range c.names {
 			if !labtest.RequiresPruningAt(c.reverted, "ConfigMap", name)(s) {
 				return false

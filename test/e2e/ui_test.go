@@ -301,13 +301,13 @@ func uiUndoThroughArgoCD(t *testing.T, cfg lab.ArgoCDConfig) {
 	name := labtest.UniqueName("settings")
 	app.Repo.Write(t, app.Path+"/"+name+".yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: "+name+"\n  namespace: "+app.DestNamespace+"\ndata:\n  k: v\n")
 	added := app.Repo.Commit(t, "add "+name)
-	app.RefreshUntil(t, 90*time.Second, "to see "+added, func(s labtest.Status) bool { return s.Revision == added })
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to see "+added, func(s labtest.Status) bool { return s.Revision == added })
 	if op := app.Sync(t, false); op.Phase != "Succeeded" {
 		t.Fatalf("sync: %s %s", op.Phase, op.Message)
 	}
 	app.WaitSynced(t, added)
 	reverted := app.Repo.Revert(t)
-	app.RefreshUntil(t, 90*time.Second, "to require pruning of "+name, labtest.RequiresPruningAt(reverted, "ConfigMap", name))
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to require pruning of "+name, labtest.RequiresPruningAt(reverted, "ConfigMap", name))
 	before, err := env.Kube.CoreV1().ConfigMaps(app.DestNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func TestCascadeTakesCopies(t *testing.T) {
 	}
 	// Argo CD's sync status does not count the copy (its tracking-id names another object): the child
 	// stays Synced, the copy neither OutOfSync nor requiring pruning (v3.6.1 lists it, without a status).
-	(&labtest.App{Install: install, Name: child, Namespace: install.Namespace()}).RefreshUntil(t, 2*time.Minute, "to compare with the copy", func(s labtest.Status) bool {
+	(&labtest.App{Install: install, Name: child, Namespace: install.Namespace()}).RefreshUntil(t, labtest.ControllerTimeout, "to compare with the copy", func(s labtest.Status) bool {
 		r, listed := s.Find("Namespace", copied)
 		return s.Sync == "Synced" && (!listed || (!r.RequiresPruning && r.Status == ""))
 	})
@@ -286,7 +286,7 @@ func TestSetRenameAdviceFollowed(t *testing.T) {
 					t.Fatalf("advice %q; want preserveResourcesOnDeletion merged alone first", a.Fix)
 				}
 				updateSet(t, env, set("", true))
-				labtest.Eventually(t, 2*time.Minute, "the set to remove the old app's finalizer", func() (bool, string) {
+				labtest.Eventually(t, labtest.ControllerTimeout, "the set to remove the old app's finalizer", func() (bool, string) {
 					u, err := env.Dynamic.Resource(labtest.GVRApplication).Namespace(install.Namespace()).Get(labtest.Context(t), team, metav1.GetOptions{})
 					if err != nil {
 						return false, err.Error()
@@ -316,7 +316,7 @@ func TestSetRenameAdviceFollowed(t *testing.T) {
 			}
 			waitAppGone(t, env, install.Namespace(), team)
 			next := &labtest.App{Install: install, Name: team + "-v2", Namespace: install.Namespace(), Repo: repo, Path: "teams/" + team, Cluster: env.Cluster}
-			labtest.Eventually(t, 2*time.Minute, "the set to create "+next.Name, func() (bool, string) {
+			labtest.Eventually(t, labtest.ControllerTimeout, "the set to create "+next.Name, func() (bool, string) {
 				_, err := env.Dynamic.Resource(labtest.GVRApplication).Namespace(install.Namespace()).Get(labtest.Context(t), next.Name, metav1.GetOptions{})
 				return err == nil, fmt.Sprint(err)
 			})
@@ -358,8 +358,8 @@ func TestChildRenameAdviceFollowed(t *testing.T) {
 	// Step 1, as written: a commit that only drops the finalizer; the parent syncs it.
 	parent.Repo.Write(t, parent.Path+"/child.yaml", strings.Replace(string(manifest), "\n  finalizers: [resources-finalizer.argocd.argoproj.io]", "", 1))
 	rev := parent.Repo.Commit(t, "drop the finalizer")
-	parent.RefreshUntil(t, 2*time.Minute, "to sync the finalizer's removal", func(s labtest.Status) bool { return s.Revision == rev && s.Sync == "Synced" })
-	labtest.Eventually(t, 2*time.Minute, "the child to lose its finalizer", func() (bool, string) {
+	parent.RefreshUntil(t, labtest.ControllerTimeout, "to sync the finalizer's removal", func(s labtest.Status) bool { return s.Revision == rev && s.Sync == "Synced" })
+	labtest.Eventually(t, labtest.ControllerTimeout, "the child to lose its finalizer", func() (bool, string) {
 		u, err := env.Dynamic.Resource(labtest.GVRApplication).Namespace(install.Namespace()).Get(labtest.Context(t), child, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -392,7 +392,7 @@ func TestPrunedNamespaceTakesItsApps(t *testing.T) {
 	parent := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, AutoPrune: true})
 	parent.Repo.Write(t, parent.Path+"/held.yaml", namespaceManifest(held))
 	rev := parent.Repo.Commit(t, "the apps' namespace")
-	parent.RefreshUntil(t, 2*time.Minute, "to take namespace "+held+" over", func(s labtest.Status) bool {
+	parent.RefreshUntil(t, labtest.ControllerTimeout, "to take namespace "+held+" over", func(s labtest.Status) bool {
 		r, listed := s.Find("Namespace", held)
 		return s.Revision == rev && listed && r.Status == "Synced"
 	})

@@ -223,13 +223,13 @@ func TestWatchManyTransitions(t *testing.T) {
 		}
 	})
 	added := app.Repo.Commit(t, fmt.Sprintf("add %d namespaces", n))
-	app.RefreshUntil(t, 90*time.Second, "to see commit "+added, func(s labtest.Status) bool { return s.Revision == added })
+	app.RefreshUntil(t, labtest.ControllerTimeout, "to see commit "+added, func(s labtest.Status) bool { return s.Revision == added })
 	if op := app.Sync(t, false); op.Phase != "Succeeded" {
 		t.Fatalf("sync of %s: %s %s", added, op.Phase, op.Message)
 	}
 	app.WaitSynced(t, added)
 	reverted := app.Repo.Revert(t)
-	app.RefreshUntil(t, 90*time.Second, fmt.Sprintf("to require pruning of %d Namespaces", n), func(s labtest.Status) bool {
+	app.RefreshUntil(t, labtest.ControllerTimeout, fmt.Sprintf("to require pruning of %d Namespaces", n), func(s labtest.Status) bool {
 		for _, name := range names {
 			if !labtest.RequiresPruningAt(reverted, "Namespace", name)(s) {
 				return false
