@@ -221,6 +221,19 @@ func (s *State) AddArgoCD(ctx context.Context, root string, cfg ArgoCDConfig) (*
 	return a, s.save()
 }
 
+// RemoveArgoCD stops the processes of the installation in namespace, by PID, and forgets it; what
+// it wrote into the cluster stays, so that AddArgoCD can start it again over the same objects.
+func (s *State) RemoveArgoCD(namespace string) error {
+	for i, a := range s.ArgoCD {
+		if a.Config.Namespace == namespace {
+			err := stopArgoCD(s, a)
+			s.ArgoCD = append(s.ArgoCD[:i], s.ArgoCD[i+1:]...)
+			return errors.Join(err, s.save())
+		}
+	}
+	return fmt.Errorf("no Argo CD is installed in namespace %s", namespace)
+}
+
 // Down stops every process recorded in dir, by PID, Argo CD first so that nothing reconciles
 // against a control plane that is going away. The state directory is kept for post-mortems.
 func Down(dir string) error {

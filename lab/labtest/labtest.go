@@ -1,6 +1,6 @@
 // Package labtest gives end-to-end tests a real lab: one control plane per test binary (started from
-// TestMain), Argo CD installations started on first use, a git repository per test, Applications,
-// syncs through the Application's .operation, and waits with deadlines.
+// TestMain), Argo CD installations started on first use and stopped once idle, a git repository per
+// test, Applications, syncs through the Application's .operation, and waits with deadlines.
 package labtest
 
 import (
@@ -39,6 +39,7 @@ type Env struct {
 	State      *lab.State
 	mu         sync.Mutex
 	installs   map[string]*installSlot
+	closed     bool // set once the tests are done: lab.Down stops what is left
 	remote     remoteSlot
 	keepOnExit bool
 }
@@ -57,11 +58,20 @@ type Cluster struct {
 	Mapper *restmapper.DeferredDiscoveryRESTMapper
 }
 
+// installSlot is one configuration's installation: started on first use, stopped when no test has
+// used it for installLinger, and started again over the same objects if a later test asks for it.
+// Every installation watches the whole lab cluster, so each one left running costs every later test
+// CPU (29 of them stayed up until the e2e package ended, and it ran CPU-bound).
 type installSlot struct {
-	once    sync.Once
+	mu      sync.Mutex
 	install *Install
-	err     error
+	users   int
+	idle    *time.Timer
 }
+
+// installLinger is how long an installation no test uses keeps running: long enough for the next
+// test of a sequence to take it over, short against a package's run.
+const installLinger = 20 * time.Second
 
 var shared *Env
 
@@ -103,6 +113,9 @@ func Main(m *testing.M, setup ...func(*Env) error) int {
 	}
 	shared = env
 	code := m.Run()
+	env.mu.Lock()
+	env.closed = true
+	env.mu.Unlock()
 	if err := lab.Down(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "labtest: lab down:", err)
 	}
@@ -199,8 +212,9 @@ func (i *Install) LogLines(role, match string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// ArgoCD returns the installation for cfg, starting it the first time it is asked for. Tests that
-// ask for the same configuration share it; cfg.Namespace may be left empty to derive one.
+// ArgoCD returns the installation for cfg, starting it when it is not running. Tests that ask for
+// the same configuration share it until the last of them ends (installSlot); cfg.Namespace may be
+// left empty to derive one.
 func (e *Env) ArgoCD(t testing.TB, cfg lab.ArgoCDConfig) *Install {
 	t.Helper()
 	if cfg.Namespace == "" {
@@ -219,22 +233,51 @@ func (e *Env) ArgoCD(t testing.TB, cfg lab.ArgoCDConfig) *Install {
 		e.installs[key] = slot
 	}
 	e.mu.Unlock()
-	slot.once.Do(func() {
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if slot.idle != nil {
+		slot.idle.Stop() // if it fired already, it finds a user and leaves the installation running
+		slot.idle = nil
+	}
+	if slot.install == nil {
 		start := time.Now()
 		e.mu.Lock() // lab.State is not safe for concurrent AddArgoCD
-		defer e.mu.Unlock()
 		a, err := e.State.AddArgoCD(context.Background(), e.Root, cfg)
+		e.mu.Unlock()
 		if err != nil {
-			slot.err = err
-			return
+			t.Fatalf("start Argo CD %+v: %v", cfg, err)
 		}
 		t.Logf("labtest: Argo CD %s in %s up in %.1fs", cfg.Version, cfg.Namespace, time.Since(start).Seconds())
 		slot.install = &Install{Env: e, Config: cfg, State: *a}
-	})
-	if slot.err != nil {
-		t.Fatalf("start Argo CD %+v: %v", cfg, slot.err)
 	}
+	slot.users++
+	t.Cleanup(func() { e.release(slot) })
 	return slot.install
+}
+
+// release ends one test's use of an installation; the last one's starts its linger.
+func (e *Env) release(slot *installSlot) {
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if slot.users--; slot.users > 0 {
+		return
+	}
+	slot.idle = time.AfterFunc(installLinger, func() {
+		slot.mu.Lock()
+		defer slot.mu.Unlock()
+		if slot.users > 0 || slot.install == nil {
+			return
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.closed {
+			return // lab.Down stops it with everything else
+		}
+		if err := e.State.RemoveArgoCD(slot.install.Namespace()); err != nil {
+			fmt.Fprintf(os.Stderr, "labtest: stop the idle Argo CD in %s: %v\n", slot.install.Namespace(), err)
+		}
+		slot.install = nil
+	})
 }
 
 // MatrixEnv names the Argo CD releases `make test-matrix` runs the version-dependent tests on
