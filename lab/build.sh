@@ -444,9 +444,10 @@ mkdir -p "$cache"
 
 # What a cold run builds overlaps where it can, on a machine of two cores: the modules of every
 # component still to build download at once (network, while the first builds compile), and the UIs'
-# node builds (yarn or pnpm, webpack: mostly one core) run beside the Go builds, in a lane of their own. The Go
-# builds stay one after another: each already uses every core, and two releases compiling the same
-# packages at once would each compile them (Go's build cache shares only what is finished).
+# node builds (yarn or pnpm, webpack: mostly one core) run beside the Go builds, in a lane of their
+# own. The Go builds stay one after another: each already uses every core, and two releases
+# compiling the same packages at once would each compile them (Go's build cache shares only what is
+# finished).
 todo=()
 for c in "$@"; do
 	[ -f "$cache/$c-$(key "$c")/.complete" ] || todo+=("$c")
@@ -465,6 +466,7 @@ stop_background() {
 	for pid in "${background[@]}"; do
 		stop_tree "$pid"
 	done
+	rm -rf "$cache"/*.tmp.$$.ui "$cache"/*.tmp.$$.ui.log
 }
 trap stop_background EXIT
 if [ ${#todo[@]} -gt 0 ]; then
