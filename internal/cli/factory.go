@@ -14,8 +14,8 @@ import (
 )
 
 // Factory is what every command receives, as kubectl's commands receive cmdutil.Factory: the
-// global flags, and what is made from them on first use. A command's Complete takes what it needs
-// from it (completed); Validate and Run use only that.
+// global flags, and what is made from them on first use. A command's complete step takes what it
+// needs from it (completed); Validate and Run use only that.
 type Factory interface {
 	// RESTClientGetter is the kubeconfig's flags (--kubeconfig, --context, -n, …).
 	genericclioptions.RESTClientGetter
