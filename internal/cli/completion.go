@@ -38,16 +38,16 @@ func completeApps(f Factory) func(*cobra.Command, []string, string) ([]string, c
 }
 
 func completionApps(ctx context.Context, f Factory, cmd *cobra.Command, toComplete string) ([]argocd.Application, string, error) {
-	var c completed
-	if err := c.complete(f); err != nil {
+	sess, err := f.Session()
+	if err != nil {
 		return nil, "", err
 	}
-	argo, err := c.session.ArgoCD(ctx)
+	argo, err := sess.ArgoCD(ctx)
 	if err != nil {
 		return nil, "", err
 	}
 	ns := argo.Namespace()
-	if n, set := c.namespaceFlag(); set {
+	if n, set := f.NamespaceFlag(); set {
 		ns = n
 	}
 	if all, _ := cmd.Flags().GetBool("all-namespaces"); all || strings.Contains(toComplete, "/") {
@@ -81,11 +81,11 @@ func completeDetachArgs(f Factory) func(*cobra.Command, []string, string) ([]str
 		}
 		ctx, cancel := completionContext(cmd)
 		defer cancel()
-		var c completed
-		if err := c.complete(f); err != nil {
+		sess, err := f.Session()
+		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		argo, err := c.session.ArgoCD(ctx)
+		argo, err := sess.ArgoCD(ctx)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
@@ -96,7 +96,7 @@ func completeDetachArgs(f Factory) func(*cobra.Command, []string, string) ([]str
 		ns := name.Namespace
 		if ns == "" {
 			ns = argo.Namespace()
-			if n, set := c.namespaceFlag(); set {
+			if n, set := f.NamespaceFlag(); set {
 				ns = n
 			}
 		}
@@ -121,11 +121,11 @@ func completeJournals(f Factory) func(*cobra.Command, []string, string) ([]strin
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		var c completed
-		if err := c.complete(f); err != nil {
+		sess, err := f.Session()
+		if err != nil {
 			return nil, cobra.ShellCompDirectiveDefault
 		}
-		store, err := c.journals()
+		store, err := sess.Journals()
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveDefault
 		}
