@@ -130,9 +130,9 @@ test-lab: deps lab-build ## tests against the real API server and real Argo CD, 
 	UNPRUNE_WATCH_SCRAPE=$(WATCH_SCRAPE) UNPRUNE_BUDGET_SCRAPE=$(BUDGET_SCRAPE) $(GO) test -count=1 -tags lab -timeout 45m ./lab/... ./test/apiserver/ ./test/e2e/ ./test/readme/
 	cd test/prometheus && UNPRUNE_WATCH_SCRAPE=$(WATCH_SCRAPE) UNPRUNE_BUDGET_SCRAPE=$(BUDGET_SCRAPE) $(GO) test -count=1 ./...
 
-# The lab's builds are most of a cold run (36 of 87 minutes on a machine of two cores, 2026-12-06):
-# they run beside vet and the unit tests, which wait on downloads, apt and a browser much of theirs.
-# deps first, alone: apt takes one lock. Their lines interleave in the log; lab/build.sh's say "lab/build:".
+# The lab's builds are most of a cold run: they run beside vet and the unit tests, which took a cold
+# run on two cores from 87 to 72 minutes (2026-12-06; docs/development.md). deps first, alone: apt
+# takes one lock. Their lines interleave in the log; lab/build.sh's say "lab/build:".
 test: deps ## the whole suite, as CI runs it
 	@$(MAKE) --no-print-directory -j2 lab-build vet-unit
 	@$(MAKE) --no-print-directory test-lab
