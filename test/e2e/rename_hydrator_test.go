@@ -182,134 +182,141 @@ func hydratorChart(greeting string) labtest.HelmChart {
 // hydrator's next cycle (a new dry commit, hydrated and synced) nothing is deleted. The control: an
 // app of the new name on the same dry source, hydrated for real, renders objects of its own name.
 func TestRenameRefusesSourceHydrator(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
+	// Each line waits on three of the hydrator's cycles, six minutes. They run side by side within
+	// this test's one slot of -parallel: as parallel subtests they queued for slots a second time,
+	// and ended the package's run minutes after everything else.
+	var lines sync.WaitGroup
+	defer lines.Wait()
 	for _, version := range labtest.Lines("v3.6.1", "v2.14.11") {
-		t.Run(version, func(t *testing.T) {
-			t.Parallel()
-			install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Hydrator: true})
-			repo := labtest.NewRepo(t)
-			repo.WriteHelmChart(t, "dry", hydratorChart("hello"))
-			repo.Commit(t, "the dry source: a chart")
-			name, newName := labtest.UniqueName("shop"), labtest.UniqueName("shop-renamed")
-			dest := labtest.UniqueName("dest")
-			env.CreateNamespace(t, dest)
-			branch := "hydrated/" + name
-			writeCredentials(t, env, install, "write-"+name, repo.URL)
-			t.Cleanup(func() {
-				for _, n := range []string{name, newName} {
-					env.DeleteNamespace(n + "-data")
-				}
-			})
-			hydratorAppAt(t, env, install, repo, name, dest, branch, name,
-				map[string]any{"automated": map[string]any{"prune": true, "selfHeal": true}}, []any{resourcesFinalizer})
-			app := &labtest.App{Install: install, Name: name, Namespace: install.Namespace(), Repo: repo, DestNamespace: dest, Cluster: env.Cluster}
-			objects := []object{{kind: "Namespace", name: name + "-data"}, {kind: "ConfigMap", namespace: name + "-data", name: name + "-ledger"},
-				{kind: "ConfigMap", namespace: dest, name: name + "-config"}}
+		lines.Go(func() { t.Run(version, func(t *testing.T) { renameRefusesSourceHydrator(t, env, version) }) })
+	}
+}
 
-			// The real hydrator commits the chart rendered under the app's name, and the app syncs it.
-			var hydrated string
-			labtest.Eventually(t, 6*time.Minute, name+" to be hydrated and synced", func() (bool, string) {
-				u := app.Get(t)
-				h, s := hydrationOf(t, u), labtest.ParseStatus(t, u)
-				sha, ok := h.hydratedAt("", time.Time{})
-				if !ok || s.Sync != "Synced" || s.Revision != sha || !s.Idle() {
-					return false, h.String() + "; " + s.String()
-				}
-				for _, o := range objects {
-					if r, found := s.Find(o.kind, o.name); !found || r.Status != "Synced" {
-						return false, h.String() + "; " + s.String()
-					}
-				}
-				hydrated = sha
-				return true, ""
-			})
-			if m := hydratedManifest(t, repo, branch, name); !strings.Contains(m, "name: "+name+"-ledger") || !strings.Contains(m, "name: "+name+"-data") {
-				t.Fatalf("the hydrated commit %.8s does not hold the chart rendered under %s:\n%s", hydrated, name, m)
-			}
-			before, appBefore := objectState(t, env.Cluster, objects), appSnapshot(t, env, install.Namespace(), name)
-			watching := watchNothingDeleted(t, env.Cluster, objects...)
-			var once sync.Once
-			var seen []string
-			stop := func() []string {
-				once.Do(func() { seen = watching() })
-				return seen
-			}
-			defer stop()
+func renameRefusesSourceHydrator(t *testing.T, env *labtest.Env, version string) {
+	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: version, Hydrator: true})
+	repo := labtest.NewRepo(t)
+	repo.WriteHelmChart(t, "dry", hydratorChart("hello"))
+	repo.Commit(t, "the dry source: a chart")
+	name, newName := labtest.UniqueName("shop"), labtest.UniqueName("shop-renamed")
+	dest := labtest.UniqueName("dest")
+	env.CreateNamespace(t, dest)
+	branch := "hydrated/" + name
+	writeCredentials(t, env, install, "write-"+name, repo.URL)
+	t.Cleanup(func() {
+		for _, n := range []string{name, newName} {
+			env.DeleteNamespace(n + "-data")
+		}
+	})
+	hydratorAppAt(t, env, install, repo, name, dest, branch, name,
+		map[string]any{"automated": map[string]any{"prune": true, "selfHeal": true}}, []any{resourcesFinalizer})
+	app := &labtest.App{Install: install, Name: name, Namespace: install.Namespace(), Repo: repo, DestNamespace: dest, Cluster: env.Cluster}
+	objects := []object{{kind: "Namespace", name: name + "-data"}, {kind: "ConfigMap", namespace: name + "-data", name: name + "-ledger"},
+		{kind: "ConfigMap", namespace: dest, name: name + "-config"}}
 
-			journals := labtest.TempDir(t)
-			r := unprune(t, env, journals, "--argocd-namespace="+install.Namespace(), "rename", name, newName, "--yes", "--timeout", "3m")
-			refused := time.Now()
-			if r.Code != 3 || !strings.Contains(r.Stderr, "renders through Argo CD's source hydrator") || !strings.Contains(r.Stderr, "nothing was changed") {
-				t.Fatalf("rename of a hydrator app: exit %d, want 3 and the reason\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	// The real hydrator commits the chart rendered under the app's name, and the app syncs it.
+	var hydrated string
+	labtest.Eventually(t, 6*time.Minute, name+" to be hydrated and synced", func() (bool, string) {
+		u := app.Get(t)
+		h, s := hydrationOf(t, u), labtest.ParseStatus(t, u)
+		sha, ok := h.hydratedAt("", time.Time{})
+		if !ok || s.Sync != "Synced" || s.Revision != sha || !s.Idle() {
+			return false, h.String() + "; " + s.String()
+		}
+		for _, o := range objects {
+			if r, found := s.Find(o.kind, o.name); !found || r.Status != "Synced" {
+				return false, h.String() + "; " + s.String()
 			}
-			if _, ok := appExists(t, env, install.Namespace(), newName); ok {
-				t.Error("the refused rename created the new app")
-			}
-			if files, _ := os.ReadDir(journals); len(files) > 0 {
-				t.Errorf("the refused rename wrote a journal: %v", files)
-			}
-			if got := appSnapshot(t, env, install.Namespace(), name); got != appBefore {
-				t.Errorf("the Application changed:\n%s\nwas\n%s", got, appBefore)
-			}
-			if after := objectState(t, env.Cluster, objects); !maps.Equal(after, before) {
-				t.Errorf("objects changed:\n%v\nwere\n%v", after, before)
-			}
+		}
+		hydrated = sha
+		return true, ""
+	})
+	if m := hydratedManifest(t, repo, branch, name); !strings.Contains(m, "name: "+name+"-ledger") || !strings.Contains(m, "name: "+name+"-data") {
+		t.Fatalf("the hydrated commit %.8s does not hold the chart rendered under %s:\n%s", hydrated, name, m)
+	}
+	before, appBefore := objectState(t, env.Cluster, objects), appSnapshot(t, env, install.Namespace(), name)
+	watching := watchNothingDeleted(t, env.Cluster, objects...)
+	var once sync.Once
+	var seen []string
+	stop := func() []string {
+		once.Do(func() { seen = watching() })
+		return seen
+	}
+	defer stop()
 
-			// The hydrator's next cycle after the refusal: a commit to the dry source, hydrated under the
-			// old name and synced, deletes nothing.
-			repo.WriteHelmChart(t, "dry", hydratorChart("hello-again"))
-			dry := repo.Commit(t, "the dry source: a new greeting")
-			labtest.Eventually(t, 8*time.Minute, "the hydrator to hydrate "+dry[:8]+" after the refusal, and "+name+" to sync it", func() (bool, string) {
-				u := app.Get(t)
-				h, s := hydrationOf(t, u), labtest.ParseStatus(t, u)
-				sha, ok := h.hydratedAt(dry, refused)
-				if !ok || s.Sync != "Synced" || s.Revision != sha || !s.Idle() {
-					return false, h.String() + "; " + s.String()
-				}
-				cm, err := env.Kube.CoreV1().ConfigMaps(dest).Get(labtest.Context(t), name+"-config", metav1.GetOptions{})
-				if err != nil || cm.Data["greeting"] != "hello-again" {
-					return false, fmt.Sprintf("ConfigMap %s-config: %v %v", name, cm.Data, err)
-				}
-				return true, ""
-			})
-			for _, o := range objects {
-				m, err := o.meta(t, env.Cluster)
-				if err != nil {
-					t.Fatalf("%s after the hydrator's next cycle: %v", o, err)
-				}
-				if !strings.Contains(before[o], "uid "+string(m.UID)+" ") || !trackedByDefault(m, version, name) {
-					t.Errorf("%s after the hydrator's next cycle: uid %s labels %v annotations %v; before: %s", o, m.UID, m.Labels, m.Annotations, before[o])
-				}
-			}
+	journals := labtest.TempDir(t)
+	r := unprune(t, env, journals, "--argocd-namespace="+install.Namespace(), "rename", name, newName, "--yes", "--timeout", "3m")
+	refused := time.Now()
+	if r.Code != 3 || !strings.Contains(r.Stderr, "renders through Argo CD's source hydrator") || !strings.Contains(r.Stderr, "nothing was changed") {
+		t.Fatalf("rename of a hydrator app: exit %d, want 3 and the reason\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+	}
+	if _, ok := appExists(t, env, install.Namespace(), newName); ok {
+		t.Error("the refused rename created the new app")
+	}
+	if files, _ := os.ReadDir(journals); len(files) > 0 {
+		t.Errorf("the refused rename wrote a journal: %v", files)
+	}
+	if got := appSnapshot(t, env, install.Namespace(), name); got != appBefore {
+		t.Errorf("the Application changed:\n%s\nwas\n%s", got, appBefore)
+	}
+	if after := objectState(t, env.Cluster, objects); !maps.Equal(after, before) {
+		t.Errorf("objects changed:\n%v\nwere\n%v", after, before)
+	}
 
-			// The control: an app of the new name on the same dry source, automated sync off, no
-			// finalizer, its own hydrated path. The real hydrator renders the chart under its name.
-			hydratorAppAt(t, env, install, repo, newName, dest, branch, newName, nil, nil)
-			control := &labtest.App{Install: install, Name: newName, Namespace: install.Namespace(), Repo: repo, DestNamespace: dest, Cluster: env.Cluster}
-			// Both apps share the dry commit and the branch, and the hydrator skips a dry commit the first
-			// of them already had hydrated (controller/hydrator/hydrator.go, hydrate): a new dry commit
-			// has both rendered.
-			repo.WriteHelmChart(t, "dry", hydratorChart("hello-control"))
-			dry2 := repo.Commit(t, "the dry source: the control's greeting")
-			labtest.Eventually(t, 8*time.Minute, "the hydrator to hydrate "+dry2[:8]+" for "+newName, func() (bool, string) {
-				h := hydrationOf(t, control.Get(t))
-				_, ok := h.hydratedAt(dry2, refused)
-				return ok, h.String()
-			})
-			m := hydratedManifest(t, repo, branch, newName)
-			if !strings.Contains(m, "name: "+newName+"-ledger") || !strings.Contains(m, "name: "+newName+"-data") || strings.Contains(m, "name: "+name+"-") {
-				t.Errorf("the hydrator rendered for %s:\n%s\nwant the chart's objects under the new name: what the renamed app would sync and the old objects it would prune", newName, m)
-			}
-			control.WaitStatus(t, 3*time.Minute, "to list the objects of its own name", func(s labtest.Status) bool {
-				r, ok := s.Find("ConfigMap", newName+"-ledger")
-				return ok && r.Status == "OutOfSync"
-			})
-			dropApp(env, install.Namespace(), newName)
+	// The hydrator's next cycle after the refusal: a commit to the dry source, hydrated under the
+	// old name and synced, deletes nothing.
+	repo.WriteHelmChart(t, "dry", hydratorChart("hello-again"))
+	dry := repo.Commit(t, "the dry source: a new greeting")
+	labtest.Eventually(t, 8*time.Minute, "the hydrator to hydrate "+dry[:8]+" after the refusal, and "+name+" to sync it", func() (bool, string) {
+		u := app.Get(t)
+		h, s := hydrationOf(t, u), labtest.ParseStatus(t, u)
+		sha, ok := h.hydratedAt(dry, refused)
+		if !ok || s.Sync != "Synced" || s.Revision != sha || !s.Idle() {
+			return false, h.String() + "; " + s.String()
+		}
+		cm, err := env.Kube.CoreV1().ConfigMaps(dest).Get(labtest.Context(t), name+"-config", metav1.GetOptions{})
+		if err != nil || cm.Data["greeting"] != "hello-again" {
+			return false, fmt.Sprintf("ConfigMap %s-config: %v %v", name, cm.Data, err)
+		}
+		return true, ""
+	})
+	for _, o := range objects {
+		m, err := o.meta(t, env.Cluster)
+		if err != nil {
+			t.Fatalf("%s after the hydrator's next cycle: %v", o, err)
+		}
+		if !strings.Contains(before[o], "uid "+string(m.UID)+" ") || !trackedByDefault(m, version, name) {
+			t.Errorf("%s after the hydrator's next cycle: uid %s labels %v annotations %v; before: %s", o, m.UID, m.Labels, m.Annotations, before[o])
+		}
+	}
 
-			if seen := stop(); len(seen) > 0 {
-				t.Errorf("deleted or recreated:\n%s", strings.Join(seen, "\n"))
-			}
-		})
+	// The control: an app of the new name on the same dry source, automated sync off, no
+	// finalizer, its own hydrated path. The real hydrator renders the chart under its name.
+	hydratorAppAt(t, env, install, repo, newName, dest, branch, newName, nil, nil)
+	control := &labtest.App{Install: install, Name: newName, Namespace: install.Namespace(), Repo: repo, DestNamespace: dest, Cluster: env.Cluster}
+	// Both apps share the dry commit and the branch, and the hydrator skips a dry commit the first
+	// of them already had hydrated (controller/hydrator/hydrator.go, hydrate): a new dry commit
+	// has both rendered.
+	repo.WriteHelmChart(t, "dry", hydratorChart("hello-control"))
+	dry2 := repo.Commit(t, "the dry source: the control's greeting")
+	labtest.Eventually(t, 8*time.Minute, "the hydrator to hydrate "+dry2[:8]+" for "+newName, func() (bool, string) {
+		h := hydrationOf(t, control.Get(t))
+		_, ok := h.hydratedAt(dry2, refused)
+		return ok, h.String()
+	})
+	m := hydratedManifest(t, repo, branch, newName)
+	if !strings.Contains(m, "name: "+newName+"-ledger") || !strings.Contains(m, "name: "+newName+"-data") || strings.Contains(m, "name: "+name+"-") {
+		t.Errorf("the hydrator rendered for %s:\n%s\nwant the chart's objects under the new name: what the renamed app would sync and the old objects it would prune", newName, m)
+	}
+	control.WaitStatus(t, 3*time.Minute, "to list the objects of its own name", func(s labtest.Status) bool {
+		r, ok := s.Find("ConfigMap", newName+"-ledger")
+		return ok && r.Status == "OutOfSync"
+	})
+	dropApp(env, install.Namespace(), newName)
+
+	if seen := stop(); len(seen) > 0 {
+		t.Errorf("deleted or recreated:\n%s", strings.Join(seen, "\n"))
 	}
 }
 
