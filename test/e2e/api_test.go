@@ -30,6 +30,7 @@ import (
 // patch by Argo CD; the project-scoped user is denied another project's app. It works for an app
 // deploying to the remote cluster too.
 func TestThroughArgoCDsAPI(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", Namespace: "argocd-api", Server: true})
 	remote := env.Remote(t)

@@ -38,6 +38,7 @@ import (
 //   - an ApplicationSet whose generator drops 3 of its 5 apps, with budget 2, deletes none until
 //     approved, then exactly those 3; dropping one more is within the budget.
 func TestDeletionBudget(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	for _, version := range labtest.Lines("v3.6.1", "v2.14.11") {
 		t.Run(version, func(t *testing.T) {

@@ -244,6 +244,7 @@ func TestCheckAMove(t *testing.T) {
 // --prepare` marks the Namespace in A: `--fail-on high` fails the change; after the prepare it
 // passes, and the landed change — A's automated sync with prune of the commit — deletes nothing.
 func TestCheckCountsAMoveUntilPrepared(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	for _, version := range labtest.Lines("v3.6.1", "v2.14.11") {
 		t.Run(version, func(t *testing.T) {
@@ -318,6 +319,7 @@ func TestCheckCountsAMoveUntilPrepared(t *testing.T) {
 // landed change, and a sync of B with PRUNE ticked, delete the Namespace and the namespace
 // controller the ConfigMap with it.
 func TestGuardInsideAPrunedNamespace(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	for _, version := range labtest.Lines("v3.6.1", "v2.14.11") {
 		t.Run(version, func(t *testing.T) {

@@ -89,6 +89,7 @@ func TestDetachKubeSystem(t *testing.T) {
 // dry-run change nothing → detach --yes → the app is Synced, the object is still there with every
 // other label and annotation unchanged → a manual sync with prune deletes nothing.
 func TestDetach(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	cells := detachCells
 	if versions := labtest.Lines(); len(versions) > 0 {

@@ -50,6 +50,7 @@ import (
 // run and the sync fails there, yet shared is recreated all the same. Audit's note says so on
 // exactly the lines where Argo CD does it.
 func TestForceReplaceOfASharedObject(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	for _, version := range labtest.Lines("v3.6.1", "v2.14.11") {
 		t.Run(version, func(t *testing.T) {

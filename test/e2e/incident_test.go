@@ -41,6 +41,7 @@ var cells = []struct {
 // reverted, leaving the app OutOfSync with the Namespace requiring pruning — and then applies the
 // manual fix with kubectl: the app reaches Synced and the Namespace is untouched.
 func TestIncidentAndManualFix(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	for _, c := range cells {
 		t.Run(c.version+"/"+c.tracking, func(t *testing.T) {

@@ -258,6 +258,7 @@ var moveCells = []struct{ version, tracking string }{
 // TestMoveThroughPrepare: prepare, commit, move — nothing deleted at any moment, the tracking names
 // B, both apps Synced; a move to an app that does not declare the objects is refused first.
 func TestMoveThroughPrepare(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	cells := moveCells
 	if versions := labtest.Lines(); len(versions) > 0 {

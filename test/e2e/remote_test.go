@@ -70,6 +70,7 @@ func remoteToken(t *testing.T, env *labtest.Env, install *labtest.Install) strin
 // deletes nothing; undo restores exactly. A user without rights there is refused by that cluster,
 // nothing changed. No output or journal holds Argo CD's bearer token.
 func TestRemoteDestination(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	remote := env.Remote(t)
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", Namespace: "argocd-remote"})

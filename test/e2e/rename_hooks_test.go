@@ -213,6 +213,7 @@ func newHookCase(t *testing.T, env *labtest.Env, install *labtest.Install) *hook
 // hook after a comparison; marked argocd.argoproj.io/skip-reconcile, the app is not compared — not
 // on a refresh request (which stays pending), not on a change of its resources — and they stay off.
 func TestControllerPutsHookFinalizersBackUnlessSkipped(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	for _, cell := range safetyCells {
 		t.Run(cell.version, func(t *testing.T) {
@@ -267,6 +268,7 @@ func TestControllerPutsHookFinalizersBackUnlessSkipped(t *testing.T) {
 // and undo --latest brings the old app back with exactly its finalizers, automation and
 // annotations, the new one gone, again without the hook running or anything deleted.
 func TestRenameAppWithPostDeleteHook(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	for _, cell := range safetyCells {
 		t.Run(cell.version, func(t *testing.T) {

@@ -141,6 +141,7 @@ func appPolicy(t *testing.T, env *labtest.Env, namespace, name string) (string, 
 // objects: every UID unchanged, no rollout, nothing deleted at any moment, the new app Synced; undo
 // brings back exactly what was.
 func TestRenameHelmChartApp(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	for _, cell := range safetyCells {
 		t.Run(cell.version, func(t *testing.T) {
@@ -254,6 +255,7 @@ func TestRenameHelmChartApp(t *testing.T) {
 // new app's automated prune came back. The rename stops at its first check: exit 3, the names that
 // differ said, and every object, the old app and its automation as they were; nothing created.
 func TestRenameOfANameFedJsonnetAppIsRefused(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	for _, cell := range safetyCells {
 		t.Run(cell.version, func(t *testing.T) {
@@ -313,6 +315,7 @@ func TestRenameOfANameFedJsonnetAppIsRefused(t *testing.T) {
 // commit's prune would delete it. prepare refuses (exit 3) and changes nothing; the app stays
 // Synced and the object as it was.
 func TestMovePrepareRefusesAMarkArgoCDResets(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	for _, cell := range safetyCells {
 		t.Run(cell.version, func(t *testing.T) {
@@ -346,6 +349,7 @@ func TestMovePrepareRefusesAMarkArgoCDResets(t *testing.T) {
 // cascading). prepare → commit → the target's sync → move: exit 0, the marks gone, each object
 // tracked by the target with its UID, nothing deleted at any moment; undo puts the marks back.
 func TestMoveToAnAutomatedTarget(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	for _, cell := range safetyCells {
 		t.Run(cell.version, func(t *testing.T) {
@@ -403,6 +407,7 @@ func TestMoveToAnAutomatedTarget(t *testing.T) {
 // with both apps compared again by Argo CD, nothing is deleted; and the undo of the journal left
 // behind restores the old app, its automation and finalizers, and every tracking exactly.
 func TestKilledRenameDeletesNothingAndUndoes(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	bin := cmdtest.Build(t)
 	points := []killPoint{
@@ -430,7 +435,10 @@ func TestKilledRenameDeletesNothingAndUndoes(t *testing.T) {
 	}
 	// The incident's release with label tracking, and the newest with annotation tracking.
 	for _, cfg := range []lab.ArgoCDConfig{{Version: "v3.6.1", Tracking: "annotation"}, {Version: "v2.14.11", Tracking: "label"}} {
-		t.Run(cfg.Version+"-"+cfg.Tracking, func(t *testing.T) { killRenameAt(t, env, bin, env.ArgoCD(t, cfg), cfg.Tracking, points) })
+		t.Run(cfg.Version+"-"+cfg.Tracking, func(t *testing.T) {
+			t.Parallel()
+			killRenameAt(t, env, bin, env.ArgoCD(t, cfg), cfg.Tracking, points)
+		})
 	}
 }
 

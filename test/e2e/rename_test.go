@@ -131,6 +131,7 @@ func appExists(t *testing.T, env *labtest.Env, namespace, name string) (map[stri
 // UID unchanged, no rollout, nothing deleted at any moment, the new app Synced with the old one's
 // finalizer and sync policy, the old Application gone; undo brings the old app back the same way.
 func TestRenameDeletesNothing(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	for _, cell := range moveCells {
 		tracking := cell.tracking
@@ -250,6 +251,7 @@ func TestDeleteApplicationCascades(t *testing.T) {
 // TestRenameRemoteDestination: an app deploying to another cluster than Argo CD's, reached with the
 // user's own context for it: the tracking moves there, nothing deleted, no rollout.
 func TestRenameRemoteDestination(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	remote := env.Remote(t)
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", Namespace: "argocd-remote"})

@@ -230,6 +230,7 @@ func TestServerSideApplyManualRitual(t *testing.T) {
 // plugin): Argo CD returns the live object with its managedFields and passes the merge patch to the
 // destination unchanged, so the team's server-side apply succeeds afterwards there too.
 func TestServerSideApplyDetachThroughArgoCDsAPI(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", Namespace: "argocd-api", Server: true})
 	c := newSSACaseIn(t, env, install, labtest.AppOptions{Project: lab.ServerProject}, "via-api")

@@ -24,6 +24,7 @@ import (
 // backend without it says plainly that it cannot, naming the component, in the answer the UI shows.
 // Asked as the browser asks, through argocd-server's proxy extension; nothing changes either way.
 func TestUIRemoteDestination(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	remote := env.Remote(t)
 	for _, tc := range []struct {
@@ -35,6 +36,7 @@ func TestUIRemoteDestination(t *testing.T) {
 		{"remote clusters", lab.ArgoCDConfig{Version: uiLines[0].version, Namespace: "argocd-ui-remote", Server: true, UI: true, UIRemoteClusters: true}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			install := env.ArgoCD(t, tc.cfg)
 			install.RegisterRemote(t, remote, "remote")
 			app := install.CreateApp(t, labtest.AppOptions{Repo: labtest.NewRepo(t), Automated: true, DestName: "remote"})

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -112,15 +113,22 @@ func mustContain(t *testing.T, what, got string, want ...string) {
 	}
 }
 
-// uiJournals are the journals the backend wrote, read as `unprune undo` reads them.
-func uiJournals(t *testing.T, env *labtest.Env, namespace string) []journal.Summary {
+// uiJournals are the journals the backend wrote about app, read as `unprune undo` reads them. The
+// browser tests share an installation, and so its journal namespace: each reads its own app's.
+func uiJournals(t *testing.T, env *labtest.Env, namespace string, app *labtest.App) []journal.Summary {
 	t.Helper()
 	store := journal.NewBackedStore(cmstore.New(env.Kube, namespace), nil)
 	sums, err := store.List()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sums
+	var own []journal.Summary
+	for _, s := range sums {
+		if slices.ContainsFunc(s.Applications, func(a journal.AppRef) bool { return a.Namespace == app.Namespace && a.Name == app.Name }) {
+			own = append(own, s)
+		}
+	}
+	return own
 }
 
 // TestUIExtension: in Argo CD's own UI, built from its sources with the argo-ui commit it pins —
@@ -136,8 +144,12 @@ func uiJournals(t *testing.T, env *labtest.Env, namespace string) []journal.Summ
 // The same bundle, unchanged, runs with the React each UI pins. Both track by annotation (v3.5.1 by
 // default, v2.14.11 by setting), so that both show the same diff.
 func TestUIExtension(t *testing.T) {
+	t.Parallel()
 	for _, tc := range uiLines {
-		t.Run(tc.version, func(t *testing.T) { uiExtension(t, tc.config(), tc.react) })
+		t.Run(tc.version, func(t *testing.T) {
+			t.Parallel()
+			uiExtension(t, tc.config(), tc.react)
+		})
 	}
 }
 
@@ -213,7 +225,7 @@ func uiExtension(t *testing.T, cfg lab.ArgoCDConfig, react string) {
 	if uid2 != uid {
 		t.Fatalf("the namespace was recreated")
 	}
-	sums := uiJournals(t, env, install.State.UI.JournalNamespace)
+	sums := uiJournals(t, env, install.State.UI.JournalNamespace, app)
 	if len(sums) != 1 || sums[0].Failed != 1 || sums[0].Applied != 0 {
 		t.Fatalf("after the viewer's refused release, want one journal with one failed entry: %+v", sums)
 	}
@@ -238,7 +250,7 @@ func uiExtension(t *testing.T, cfg lab.ArgoCDConfig, react string) {
 		t.Fatalf("the namespace's contents: %v", err)
 	}
 	var released journal.Summary
-	for _, s := range uiJournals(t, env, install.State.UI.JournalNamespace) {
+	for _, s := range uiJournals(t, env, install.State.UI.JournalNamespace, app) {
 		if s.Applied == 1 {
 			released = s
 		}
@@ -272,9 +284,13 @@ func uiExtension(t *testing.T, cfg lab.ArgoCDConfig, react string) {
 // API) and its undo. In Argo CD's own UI, on each line the lab builds it for (v3.5.1 with React 19,
 // v2.14.11 with React 16).
 func TestUIUndoThroughArgoCD(t *testing.T) {
+	t.Parallel()
 	for _, l := range uiLines {
 		if lab.OwnUI(labtest.Get(t).Root, l.version) {
-			t.Run(l.version, func(t *testing.T) { uiUndoThroughArgoCD(t, l.config()) })
+			t.Run(l.version, func(t *testing.T) {
+				t.Parallel()
+				uiUndoThroughArgoCD(t, l.config())
+			})
 		}
 	}
 }
@@ -365,13 +381,11 @@ func uiUndoThroughArgoCD(t *testing.T, cfg lab.ArgoCDConfig) {
 	sameExcept(t, "labels after the undo", before.Labels, restored.Labels, nil, nil)
 	sameExcept(t, "annotations after the undo", before.Annotations, restored.Annotations, nil, nil)
 	undone := false
-	for _, s := range uiJournals(t, env, install.State.UI.JournalNamespace) {
-		for _, a := range s.Applications {
-			undone = undone || a.Name == app.Name && s.Undone == 1
-		}
+	for _, s := range uiJournals(t, env, install.State.UI.JournalNamespace, app) {
+		undone = undone || s.Undone == 1
 	}
 	if !undone {
-		t.Fatalf("no journal of %s says undone: %+v", app.Name, uiJournals(t, env, install.State.UI.JournalNamespace))
+		t.Fatalf("no journal of %s says undone: %+v", app.Name, uiJournals(t, env, install.State.UI.JournalNamespace, app))
 	}
 	app.WaitStatus(t, 90*time.Second, "to require pruning of "+name+" again", labtest.RequiresPruningAt(reverted, "ConfigMap", name))
 }

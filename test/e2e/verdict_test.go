@@ -430,6 +430,7 @@ func TestPrunedNamespaceTakesItsApps(t *testing.T) {
 // the key: there check names the copy, and the cascade deletes it (argocd.RuleResourceSelectors).
 // CI runs both sides of the rule's boundary, v3.5.1 and v3.6.1.
 func TestResourceSelectorsHideACopy(t *testing.T) {
+	t.Parallel()
 	env := labtest.Get(t)
 	const hiddenLabel = "unprune-lab/hidden"
 	for _, version := range labtest.Lines("v3.6.1", "v3.5.1") {
