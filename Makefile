@@ -126,9 +126,9 @@ WATCH_SCRAPE := $(LAB_DIR)/watch-lab.prom
 BUDGET_SCRAPE := $(LAB_DIR)/budget-lab.prom
 
 # -parallel 6: the lab tests mostly wait on Argo CD's controllers. With go test's default, one test
-# per core, the e2e package kept two running and left the CPU 53-60 % idle; with every test that
-# shares nothing parallel and six at a time it took 757 s instead of 1,314 s, the CPU 29 % idle
-# (2026-12-06, docs/development.md).
+# per core, the e2e package kept two running: 1,464 s, the CPU 60 % idle. With every test that
+# shares nothing parallel and six at a time: 757 s, the CPU 29 % idle (2026-12-06,
+# docs/development.md).
 LAB_TEST_PARALLEL ?= 6
 
 test-lab: deps lab-build ## tests against the real API server and real Argo CD, then the alerts on the lab's metrics
@@ -138,8 +138,8 @@ test-lab: deps lab-build ## tests against the real API server and real Argo CD, 
 	cd test/prometheus && UNPRUNE_WATCH_SCRAPE=$(WATCH_SCRAPE) UNPRUNE_BUDGET_SCRAPE=$(BUDGET_SCRAPE) $(GO) test -count=1 ./...
 
 # The lab's builds are most of a cold run: they run beside vet and the unit tests, which took a cold
-# run on two cores from 87 to 72 minutes (2026-12-06; docs/development.md). deps first, alone: apt
-# takes one lock. Their lines interleave in the log; lab/build.sh's say "lab/build:".
+# run on two cores from 87 to 72 minutes, and the lab tests six at a time to 50 (2026-12-06;
+# docs/development.md). deps first, alone: apt takes one lock. Their lines interleave in the log; lab/build.sh's say "lab/build:".
 test: deps ## the whole suite, as CI runs it
 	@$(MAKE) --no-print-directory -j2 lab-build vet-unit
 	@$(MAKE) --no-print-directory test-lab
