@@ -165,7 +165,6 @@ type notificationBody struct {
 // however often the app is evaluated again; a second Namespace changes the set and sends one more
 // naming both; detaching both sends nothing.
 func TestNotifications(t *testing.T) {
-	t.Parallel()
 	env := labtest.Get(t)
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Notifications: true})
 	argocdNS := install.Namespace()

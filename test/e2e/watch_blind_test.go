@@ -106,7 +106,6 @@ func (p *watchProc) ready() (bool, string) {
 // syncs, leads and announces the Namespace once. When the right is taken away again while it runs,
 // the failing informer shows within the watch timeout, and what it showed stays (the last answer).
 func TestWatchBlind(t *testing.T) {
-	t.Parallel()
 	env := labtest.Get(t)
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", Namespace: "argocd-watch-blind"})
 	ns := install.Namespace()
@@ -204,7 +203,6 @@ func watchCommand(bin, kubeconfig, namespace, name string, extra ...string) *exe
 // unprune_events_total counts the 30 the API server accepted. Released with detach, each is
 // announced back to normal: 30 Normal Events.
 func TestWatchManyTransitions(t *testing.T) {
-	t.Parallel()
 	const n = 30
 	env := labtest.Get(t)
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", Namespace: "argocd-watch-many"})

@@ -128,7 +128,6 @@ func kubeconfigWithContext(t *testing.T, base string, remote *labtest.Remote, co
 // cluster Argo CD runs in, changed meanwhile, reaches its metric within a deadline: the black-holed
 // destination holds only its own lane.
 func TestWatchDestinationStopsAnswering(t *testing.T) {
-	t.Parallel()
 	env := labtest.Get(t)
 	remote := env.Remote(t)
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", Namespace: "argocd-watch-blackhole"})
@@ -227,7 +226,6 @@ func sameEvents(a, b map[string][]string) bool {
 // added again, the same process judges them again; its token rotated to a user without rights
 // there, they are unknown again (the new token is used); rotated back, judged again — no restart.
 func TestWatchClusterSecretChanges(t *testing.T) {
-	t.Parallel()
 	env := labtest.Get(t)
 	remote := env.Remote(t)
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", Namespace: "argocd-watch-secrets"})

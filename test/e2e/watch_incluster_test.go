@@ -58,7 +58,6 @@ type podContainer struct {
 // kubelet mounts them, KUBERNETES_SERVICE_HOST/PORT, and the Deployment's user. The lab has no kubelet:
 // a mount namespace gives the watch, and only it, the ServiceAccount volume.
 func TestWatchInCluster(t *testing.T) {
-	t.Parallel()
 	checkCanStandInForKubelet(t)
 	env := labtest.Get(t)
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", Namespace: "argocd-watch-incluster"})

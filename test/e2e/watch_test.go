@@ -327,7 +327,6 @@ func leaders(t *testing.T, procs ...*watchProc) []*watchProc {
 // a real Prometheus with the shipped rules, and checks the incident's metrics, alert and Events, a
 // guarded control, detach, a leader's SIGKILL and SIGTERM.
 func TestWatch(t *testing.T) {
-	t.Parallel()
 	env := labtest.Get(t)
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", Namespace: "argocd-watch"})
 	ns := install.Namespace()
@@ -445,7 +444,6 @@ func TestWatch(t *testing.T) {
 // ServiceAccount counts the incident's Namespace, announces it once, and counts it no more once
 // detach released it.
 func TestWatchAcrossReleases(t *testing.T) {
-	t.Parallel()
 	bin := buildUnprune(t)
 	cfgs := []lab.ArgoCDConfig{{Version: "v2.14.11", Tracking: "label"}, {Version: "v3.5.1", Tracking: "annotation+label"}}
 	if versions := labtest.Lines(); len(versions) > 0 {
@@ -523,7 +521,6 @@ func guardCascade(t *testing.T, env *labtest.Env, p *watchProc, child, team stri
 // access, --cluster-credentials=argocd) sees which remote Namespace a guard protects; a replica with
 // the base RBAC only cannot read the remote cluster and counts both prunes' guards unknown.
 func TestWatchRemoteDestination(t *testing.T) {
-	t.Parallel()
 	env := labtest.Get(t)
 	remote := env.Remote(t)
 	install := env.ArgoCD(t, lab.ArgoCDConfig{Version: "v3.6.1", Tracking: "annotation", Namespace: "argocd-watch-remote"})
