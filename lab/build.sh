@@ -27,8 +27,8 @@
 # with: change any of them and the binary is rebuilt, never reused stale.
 set -euo pipefail
 
-# The binaries build with the toolchain's default cgo setting, whatever the caller exports (the
-# Makefile turns cgo off for this module's own builds): the cache key does not cover the environment.
+# Every recipe sets CGO_ENABLED itself, whatever the caller exports: the cache key covers a recipe's
+# text, not the environment.
 unset CGO_ENABLED
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -60,7 +60,8 @@ ldflags() {
 			f+=" -X $pkg.gitVersion=$kube_version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
 			f+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 		done
-		echo "$f"
+		# A release build strips the symbol table and DWARF (golang.sh: "-s -w" unless DBG=1).
+		echo "$f -s -w"
 		;;
 	argocd-ui-v*) ldflags "argocd-${1#argocd-ui-}" ;;
 	argocd-v*)
@@ -160,23 +161,28 @@ require_local_replacements() {
 }
 
 # One recipe per component: build into $1 with the go build flags that follow.
+# Each component builds as its release does: cgo off, since etcd's scripts/build_lib.sh, Kubernetes'
+# hack/lib/golang.sh (KUBE_STATIC_BINARIES), Argo CD's Makefile (CGO_FLAG) and helm's and kustomize's
+# release builds all turn it off. It also lets a cold build share compiled packages: the standard
+# library and the k8s.io modules this repository's own build (cgo off, -trimpath) compiled already.
 recipe_etcd() {
 	local out=$1; shift
-	go build "$@" -o "$out/etcd" go.etcd.io/etcd/server/v3
+	CGO_ENABLED=0 go build "$@" -o "$out/etcd" go.etcd.io/etcd/server/v3
 }
 
 recipe_kubernetes() {
 	local out=$1; shift
-	# kubectl of the same release: tests and the demo use it, free of version-skew warnings.
-	for c in kube-apiserver kube-controller-manager kubectl; do
-		go build "$@" -o "$out/$c" "k8s.io/kubernetes/cmd/$c"
-	done
+	# With the tags a release build has (hack/lib/golang.sh, kube::golang::build_binaries: selinux,
+	# notest, and grpcnotrace when not debugging). kubectl of the same release: tests and the demo use
+	# it, free of version-skew warnings. One go build, so that each binary links while the next compiles.
+	CGO_ENABLED=0 go build "$@" -tags selinux,notest,grpcnotrace -o "$out/" \
+		k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl
 }
 
 recipe_argocd() {
 	local out=$1 major=$2; shift 2
 	local pkg=github.com/argoproj/argo-cd/v$major
-	go build "$@" -o "$out/argocd" "$pkg/cmd"
+	CGO_ENABLED=0 go build "$@" -o "$out/argocd" "$pkg/cmd"
 	# The CRDs, the controller's ClusterRole (the lab runs the controller with its rights) and the
 	# repo-server's git wrapper ship in the module, not in the binary. Copying them is cheap, yet it
 	# changes this recipe and so the cache key: the go build above then finds every package in Go's
