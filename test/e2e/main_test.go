@@ -7,10 +7,9 @@
 // what it made: its own apps, objects and journals. Tests that count across a whole Argo CD namespace
 // (a watch replica's Events and metrics) take an installation of their own (Namespace in
 // lab.ArgoCDConfig). Two kinds are not parallel, and go test runs them first, before the others
-// start: the tests that commit kube-system, which the whole lab shares; the watch's tests, whose
+// start: the tests that commit kube-system, which the whole lab shares, and the watch's tests, whose
 // replicas must answer within seconds (a run with them among six others, the two cores saturated,
-// missed a 10 s and a 20 s window); and TestNotifications, which counts the notifications
-// controller's deliveries (among six others it counted 6, not 4: not yet understood).
+// missed a 10 s and a 20 s window).
 package e2e
 
 import (
