@@ -7,8 +7,8 @@ GO ?= go
 # Everything this module compiles — vet, the tests, the binaries — builds with the release's flags
 # (.goreleaser.yaml: CGO off, -trimpath), so that a cold build cache compiles each package once:
 # hack/dist's test builds the release binaries, which took 166 s more after a default build of the
-# module and 3 s after one with these flags (2026-12-05). lab/build.sh builds the lab's binaries
-# with the toolchain's own default, whatever this says (their cache key does not cover it).
+# module and 3 s after one with these flags (2026-12-05). lab/build.sh's recipes set cgo themselves
+# (off, as etcd's, Kubernetes' and Argo CD's releases build), whatever this says.
 export CGO_ENABLED := 0
 export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
 
@@ -26,8 +26,9 @@ APPSET_POLICY ?=
 APPSET_POLICY_OVERRIDE ?=
 NOTIFICATIONS ?=
 HYDRATOR ?=
+REPO_SERVER_TOOLS ?=
 LAB_DIR ?= $(CURDIR)/.lab
-export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES KCM REMOTE SERVER UI UI_REMOTE_CLUSTERS APPSET_POLICY APPSET_POLICY_OVERRIDE NOTIFICATIONS HYDRATOR LAB_DIR
+export ARGOCD_VERSION TRACKING INSTANCE_LABEL_KEY INSTALLATION_ID APP_NAMESPACES KCM REMOTE SERVER UI UI_REMOTE_CLUSTERS APPSET_POLICY APPSET_POLICY_OVERRIDE NOTIFICATIONS HYDRATOR REPO_SERVER_TOOLS LAB_DIR
 
 # Components `make test` needs: the control plane and CI's Argo CD lines, each with the helm and
 # kustomize its repo-server runs (lab/modules/argocd-VERSION/repo-server-tools).
@@ -43,8 +44,9 @@ LAB_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_VERSIONS),argocd-$(v) 
 # their in-tree gitops-engine from ../shared/third_party beside the repository root (lab/build.sh).
 LAB_ARGOCD_MATRIX := v3.6.1 v3.5.1 v3.4.7 v3.3.14 v3.2.11 v3.1.16 v3.0.23 v2.14.11
 MATRIX_COMPONENTS = etcd kubernetes $(foreach v,$(LAB_ARGOCD_MATRIX),argocd-$(v) $(call repo_server_tools,$(v)))
-# What `make demo` needs: the control plane and the one Argo CD version it runs, with its repo-server's tools.
-DEMO_COMPONENTS = etcd kubernetes argocd-$(ARGOCD_VERSION) $(call repo_server_tools,$(ARGOCD_VERSION))
+# What `make demo` needs: the control plane and the one Argo CD version it runs. Its app is plain
+# manifests, so its repo-server runs without helm and kustomize (REPO_SERVER_TOOLS=0), and they are not built.
+DEMO_COMPONENTS = etcd kubernetes argocd-$(ARGOCD_VERSION)
 
 .PHONY: help deps deps-lab build dist docs extension lab-build lab-up lab-down lab-status test vet-unit test-unit test-lab test-matrix test-mutants demo bench fuzz vet
 
@@ -92,7 +94,7 @@ docs: ## regenerate the command reference, docs/commands/*.md, from the command 
 lab-build: deps-lab ## build the lab's binaries (or find them in the cache)
 	@bash lab/build.sh $(LAB_COMPONENTS) >/dev/null
 
-lab-up: deps-lab ## start the lab (ARGOCD_VERSION, TRACKING, REMOTE=1, SERVER=1, UI=1, APPSET_POLICY=sync, NOTIFICATIONS=1, HYDRATOR=1, DELETION_BUDGET=N, …); last line: KUBECONFIG=<path>
+lab-up: deps-lab ## start the lab (ARGOCD_VERSION, TRACKING, REMOTE=1, SERVER=1, UI=1, APPSET_POLICY=sync, NOTIFICATIONS=1, HYDRATOR=1, DELETION_BUDGET=N, REPO_SERVER_TOOLS=0, …); last line: KUBECONFIG=<path>
 	@$(GO) run ./lab/cmd/lab up
 
 lab-down: ## stop exactly what lab-up started

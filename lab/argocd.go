@@ -59,6 +59,11 @@ type ArgoCDConfig struct {
 	// DeletionBudget, when set, runs unprune's watch with the deletion budget's admission webhook
 	// (deploy/components/deletion-budget) for this installation's controller: lab/budget.go.
 	DeletionBudget *int `json:"deletionBudget,omitempty"`
+	// NoRepoServerTools starts the repo-server without the helm and kustomize of the release's image
+	// (REPO_SERVER_TOOLS=0), which are then neither built nor put on its PATH: it renders plain
+	// manifests alone, as `make demo`'s app is, and a Helm or Kustomize source fails to render (or
+	// takes whatever helm or kustomize the machine's PATH has). Every test runs with the tools.
+	NoRepoServerTools bool `json:"noRepoServerTools,omitempty"`
 }
 
 // ArgoCDVersions are the Argo CD releases the lab can build: CI's three lines (the Makefile's

@@ -276,11 +276,12 @@ func describe(c Config) string {
 
 // argocdComponents are the lab/build.sh components an installation runs: its release (built with
 // its own UI embedded when the installation runs unprune's UI and the lab can build that release's
-// UI: OwnUI) and its repo-server's tools, which it returns apart too.
+// UI: OwnUI) and its repo-server's tools, unless it runs without them, which it returns apart too.
 func argocdComponents(root string, cfg ArgoCDConfig) (components, tools []string, err error) {
-	tools, err = RepoServerTools(root, cfg.Version)
-	if err != nil {
-		return nil, nil, err
+	if !cfg.NoRepoServerTools {
+		if tools, err = RepoServerTools(root, cfg.Version); err != nil {
+			return nil, nil, err
+		}
 	}
 	argocd := "argocd-" + cfg.Version
 	if cfg.UI && OwnUI(root, cfg.Version) {

@@ -95,6 +95,29 @@ func TestRepoServerToolsRefusesBadLists(t *testing.T) {
 	}
 }
 
+// TestArgoCDComponentsWithoutRepoServerTools: an installation without its repo-server's tools
+// (make demo's) builds its release alone; every other builds the release's helm and kustomize too.
+func TestArgoCDComponentsWithoutRepoServerTools(t *testing.T) {
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	components, tools, err := argocdComponents(root, ArgoCDConfig{Namespace: "argocd", Version: "v3.6.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"argocd-v3.6.1", "helm-v4.3.1", "kustomize-v5.8.2"}; !slices.Equal(components, want) || !slices.Equal(tools, want[1:]) {
+		t.Errorf("with its tools: components %v, tools %v; want %v and %v", components, tools, want, want[1:])
+	}
+	components, tools, err = argocdComponents(root, ArgoCDConfig{Namespace: "argocd", Version: "v3.6.1", NoRepoServerTools: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(components, []string{"argocd-v3.6.1"}) || len(tools) != 0 {
+		t.Errorf("without its tools: components %v, tools %v; want [argocd-v3.6.1] and none", components, tools)
+	}
+}
+
 // TestOwnUIOfEveryRelease: each release the lab builds with its own UI names one argo-ui commit
 // (which lab/build.sh checks against the release's pin, or the pin it stands in for), has a recipe,
 // and is the Makefile's

@@ -183,6 +183,10 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	repoServerTools, err := onOff(getenv, "REPO_SERVER_TOOLS", true)
+	if err != nil {
+		return cfg, err
+	}
 	var budget *int
 	if v := getenv("DELETION_BUDGET"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -207,6 +211,9 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 		}
 		if hydrator {
 			return cfg, fmt.Errorf("HYDRATOR=1 needs an Argo CD: set ARGOCD_VERSION to one of %s", strings.Join(lab.ArgoCDVersions, ", "))
+		}
+		if !repoServerTools {
+			return cfg, fmt.Errorf("REPO_SERVER_TOOLS=0 is for an Argo CD's repo-server: set ARGOCD_VERSION to one of %s, or leave REPO_SERVER_TOOLS unset", strings.Join(lab.ArgoCDVersions, ", "))
 		}
 		return cfg, nil
 	}
@@ -233,6 +240,7 @@ func configFromEnv(dir string, getenv func(string) string) (lab.Config, error) {
 		Notifications:        notifications,
 		Hydrator:             hydrator,
 		DeletionBudget:       budget,
+		NoRepoServerTools:    !repoServerTools,
 	}
 	return cfg, cfg.ArgoCD.Validate()
 }

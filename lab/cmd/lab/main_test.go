@@ -48,6 +48,16 @@ func TestConfigFromEnv(t *testing.T) {
 		},
 		{env: map[string]string{"HYDRATOR": "maybe"}, wantErr: true},
 		{env: map[string]string{"ARGOCD_VERSION": "none", "HYDRATOR": "on"}, wantErr: true},
+		{
+			env:  map[string]string{"REPO_SERVER_TOOLS": "0"},
+			want: lab.Config{Dir: "/d", KCM: true, ArgoCD: &lab.ArgoCDConfig{Namespace: "argocd", Version: "v3.6.1", NoRepoServerTools: true}},
+		},
+		{
+			env:  map[string]string{"REPO_SERVER_TOOLS": "on"},
+			want: lab.Config{Dir: "/d", KCM: true, ArgoCD: &lab.ArgoCDConfig{Namespace: "argocd", Version: "v3.6.1"}},
+		},
+		{env: map[string]string{"REPO_SERVER_TOOLS": "helm"}, wantErr: true},
+		{env: map[string]string{"ARGOCD_VERSION": "none", "REPO_SERVER_TOOLS": "off"}, wantErr: true},
 	}
 	for _, tt := range tests {
 		got, err := configFromEnv("/d", func(k string) string { return tt.env[k] })
