@@ -3,6 +3,9 @@
 #
 #   lab/build.sh COMPONENT...        prints "COMPONENT=<dir>" for each, the folder holding its binaries
 #   lab/build.sh --key COMPONENT...  prints "COMPONENT=<key>" for each, its cache key, and builds nothing
+#   lab/build.sh --download COMPONENT...
+#                                    downloads the modules of those not built yet, and builds nothing
+#                                    (make demo runs it beside the tool's own build)
 #
 # Components: etcd, kubernetes (kube-apiserver + kube-controller-manager), argocd-v3.6.1, argocd-v3.5.1,
 # argocd-v2.14.11 (CI's lines), argocd-v3.4.7, argocd-v3.3.14, argocd-v3.2.11, argocd-v3.1.16,
@@ -438,6 +441,11 @@ recipe_argocd_ui_v3_6_1() {
 for c in "$@"; do
 	require_local_replacements "$c" || exit 2
 done
+download_only=0
+if [ "$1" = --download ]; then
+	download_only=1
+	shift
+fi
 # lab/build.sh --key COMPONENT... prints each one's cache key and builds nothing (lab/tools_test.go).
 if [ "$1" = --key ]; then
 	shift
@@ -475,15 +483,26 @@ stop_background() {
 	rm -rf "$cache"/*.tmp.$$.ui "$cache"/*.tmp.$$.ui.log
 }
 trap stop_background EXIT
-if [ ${#todo[@]} -gt 0 ]; then
+# download_modules starts downloading the modules of each component given, in the background.
+download_modules() {
 	declare -A fetched=()
-	for c in "${todo[@]}"; do
+	local c mod
+	for c in "$@"; do
 		mod=$(module "$c")
 		[ -z "${fetched[$mod]:-}" ] || continue
 		fetched[$mod]=1
 		(cd "$mod" && GOTOOLCHAIN=$(toolchain "$c") go mod download) >/dev/null 2>&1 &
 		background+=($!)
 	done
+}
+if [ "$download_only" = 1 ]; then
+	# What fails to download here fails again, and says why, when the component builds.
+	[ ${#todo[@]} -eq 0 ] || download_modules "${todo[@]}"
+	wait
+	exit 0
+fi
+if [ ${#todo[@]} -gt 0 ]; then
+	download_modules "${todo[@]}"
 	uis=()
 	for c in "${todo[@]}"; do
 		case $c in argocd-ui-*) uis+=("$c") ;; esac
