@@ -70,9 +70,11 @@ BUILD_LDFLAGS := -X $(VERSION_PKG).version=$(GIT_VERSION) -X $(VERSION_PKG).comm
 
 BIN_DIR ?= bin
 
+# GOGC=400: the compiler collects garbage less often, and a cold build takes about a tenth less CPU
+# (lab/build.sh), the binaries the same to the byte.
 build: ## build bin/unprune, bin/kubectl-unprune (and its kubectl_complete-unprune), bin/argocd-unprune
 	@mkdir -p $(BIN_DIR)
-	$(GO) build -ldflags '$(BUILD_LDFLAGS)' -o $(BIN_DIR)/ ./cmd/unprune ./cmd/kubectl-unprune ./cmd/argocd-unprune
+	GOGC=400 $(GO) build -ldflags '$(BUILD_LDFLAGS)' -o $(BIN_DIR)/ ./cmd/unprune ./cmd/kubectl-unprune ./cmd/argocd-unprune
 	install -m 0755 plugins/kubectl_complete-unprune $(BIN_DIR)/kubectl_complete-unprune
 
 # The release archives of .goreleaser.yaml built with the go command alone: every platform, the

@@ -33,6 +33,10 @@ set -euo pipefail
 # Every recipe sets CGO_ENABLED itself, whatever the caller exports: the cache key covers a recipe's
 # text, not the environment.
 unset CGO_ENABLED
+# The compiler and the linker collect garbage a quarter as often as by default: a cold build is CPU
+# bound, and spends about a tenth less CPU so (the Makefile's build measured 168 s of user time
+# against 196 s, same binaries to the byte). Memory is plentiful beside it: a few GB at most.
+export GOGC=400
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${UNPRUNE_LAB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/unprune/lab}
