@@ -170,8 +170,10 @@ require_local_replacements() {
 # One recipe per component: build into $1 with the go build flags that follow.
 # Each component builds as its release does: cgo off, since etcd's scripts/build_lib.sh, Kubernetes'
 # hack/lib/golang.sh (KUBE_STATIC_BINARIES), Argo CD's Makefile (CGO_FLAG) and helm's and kustomize's
-# release builds all turn it off. It also lets a cold build share compiled packages: the standard
-# library and the k8s.io modules this repository's own build (cgo off, -trimpath) compiled already.
+# release builds all turn it off. A cold build then compiles the standard library once for all of
+# them (but Argo CD v3.6.1, whose Go is newer) and this repository's own build. Their k8s.io packages
+# it compiles again: Kubernetes' notest tag leaves a file out of apimachinery, and client-go's
+# golang.org/x/term is older there than here.
 recipe_etcd() {
 	local out=$1; shift
 	CGO_ENABLED=0 go build "$@" -o "$out/etcd" go.etcd.io/etcd/server/v3
@@ -446,12 +448,12 @@ for c in "$@"; do
 	require_local_replacements "$c" || exit 2
 done
 download_only=0
-if [ "$1" = --download ]; then
+if [ "${1:-}" = --download ]; then
 	download_only=1
 	shift
 fi
 # lab/build.sh --key COMPONENT... prints each one's cache key and builds nothing (lab/tools_test.go).
-if [ "$1" = --key ]; then
+if [ "${1:-}" = --key ]; then
 	shift
 	for c in "$@"; do
 		echo "$c=$(key "$c")"
