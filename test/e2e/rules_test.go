@@ -605,9 +605,12 @@ func TestStaleTrackingID(t *testing.T) {
 			if err != nil || !trackedBy(m, "annotation", a.Instance()) || m.Labels[instanceLabel] != "shared" {
 				t.Fatalf("the ConfigMap is not A's (%v): labels %v annotations %v", err, m.Labels, m.Annotations)
 			}
-			s := b.RefreshUntil(t, labtest.ControllerTimeout, "to compare the ConfigMap", func(s labtest.Status) bool {
+			// B's comparison must be one that began once the ConfigMap was A's: B compared rev as soon as
+			// it was created, beside A, and then found the ConfigMap missing, OutOfSync on every line.
+			owned := time.Now()
+			s := b.RefreshUntil(t, labtest.ControllerTimeout, "to compare the ConfigMap A synced", func(s labtest.Status) bool {
 				r, ok := s.Find("ConfigMap", cm)
-				return s.Revision == rev && ok && (r.Status == "Synced" || r.Status == "OutOfSync")
+				return s.ReconciledAt.After(owned) && s.Revision == rev && ok && (r.Status == "Synced" || r.Status == "OutOfSync")
 			})
 			row, _ := s.Find("ConfigMap", cm)
 			if got := row.Status == "OutOfSync"; got != isDiff {
