@@ -60,29 +60,24 @@ func newWebhook(t *testing.T) *webhook {
 // broken oncePer) sends after the refresh that evaluation waits for, seconds later, and still counts.
 const resendWindow = time.Second
 
-// received returns how many requests were made to path, a message sent again included.
-func (w *webhook) received(path string) int {
+// requests returns every request made to path, in order, a message sent again included.
+func (w *webhook) requests(path string) []delivery {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	n := 0
+	var out []delivery
 	for _, d := range w.seen {
 		if d.path == path {
-			n++
+			out = append(out, d)
 		}
 	}
-	return n
+	return out
 }
 
 // to returns the messages sent to path, in order: a request with the method and body of the one
 // before it to the same path, within resendWindow of it, is that message sent again and not counted.
 func (w *webhook) to(path string) []delivery {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	var out []delivery
-	for _, d := range w.seen {
-		if d.path != path {
-			continue
-		}
+	for _, d := range w.requests(path) {
 		if n := len(out); n > 0 && out[n-1].method == d.method && out[n-1].body == d.body && d.at.Sub(out[n-1].at) < resendWindow {
 			continue
 		}
@@ -305,7 +300,7 @@ func TestNotifications(t *testing.T) {
 	wantDeliveries(2, "after detach")
 	// The controller counts every send, a message sent again too (resendWindow): its counter is the
 	// number of requests the webhook received, of which the two messages to two services are the rest.
-	received := hook.received("/unprune") + hook.received("/unprune-test")
+	received := len(hook.requests("/unprune")) + len(hook.requests("/unprune-test"))
 	if n := notificationsCounter(t, metrics, "argocd_notifications_deliveries_total",
 		map[string]string{"trigger": deploytest.NotificationsTrigger, "succeeded": "true"}); n != float64(received) {
 		t.Errorf("argocd_notifications_deliveries_total of the trigger = %v, want %d: the requests the webhook received (4 messages, %d sent again)",
