@@ -106,8 +106,12 @@ func TestArgoCDComponentsWithoutRepoServerTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"argocd-v3.6.1", "helm-v4.3.1", "kustomize-v5.8.2"}; !slices.Equal(components, want) || !slices.Equal(tools, want[1:]) {
-		t.Errorf("with its tools: components %v, tools %v; want %v and %v", components, tools, want, want[1:])
+	release, err := RepoServerTools(root, "v3.6.1")
+	if err != nil || len(release) != 2 {
+		t.Fatalf("Argo CD v3.6.1's repo-server tools: %v, %v", release, err)
+	}
+	if want := append([]string{"argocd-v3.6.1"}, release...); !slices.Equal(components, want) || !slices.Equal(tools, release) {
+		t.Errorf("with its tools: components %v, tools %v; want %v and %v", components, tools, want, release)
 	}
 	components, tools, err = argocdComponents(root, ArgoCDConfig{Namespace: "argocd", Version: "v3.6.1", NoRepoServerTools: true})
 	if err != nil {
