@@ -143,8 +143,8 @@ test-lab: deps lab-build ## tests against the real API server and real Argo CD, 
 
 # The lab's builds are most of a cold run: they run beside vet and the unit tests, which took a cold
 # run on two cores from 87 to 72 minutes, the lab tests six at a time to 50, and builds with cgo off
-# and GOGC=400 to 42 (2026-12-06; docs/development.md). deps first, alone: apt takes one lock. Their lines interleave in the log;
-# lab/build.sh's say "lab/build:".
+# and GOGC=400 to 42 (2026-12-06; docs/development.md). deps first, alone: apt takes one lock.
+# Their lines interleave in the log; lab/build.sh's say "lab/build:".
 test: deps ## the whole suite, as CI runs it
 	@$(MAKE) --no-print-directory -j2 lab-build vet-unit
 	@$(MAKE) --no-print-directory test-lab
